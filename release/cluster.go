@@ -1,0 +1,115 @@
+package release
+
+import (
+	"context"
+	"fmt"
+
+	"helm.sh/helm/v3/pkg/action"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// A cluster backend is what a caller hands the library for each member
+// cluster. It is made of small roles so that a caller (or a test) can
+// supply only what a call needs: the reconciler needs a HelmConfigurer and,
+// for drift, an ObjectReader; manifest mode needs an ObjectClient.
+//
+// Two backends ship with the library: release/memory (in-memory, for tests
+// and the quickstart) and release/kube (client-go, for real clusters). Both
+// pass releasetest.TestCluster.
+
+// HelmScope says which namespaces one Helm action works in.
+type HelmScope struct {
+	// StorageNamespace is where Helm keeps the release's records.
+	StorageNamespace string
+	// Namespace is the default namespace of the release's objects (the
+	// Release's targetNamespace).
+	Namespace string
+}
+
+// HelmConfigurer gives Helm's action configuration for one scope of a
+// cluster. Each call returns a configuration the caller may use for one
+// or more Helm actions; it must be safe to call concurrently.
+type HelmConfigurer interface {
+	HelmConfig(ctx context.Context, scope HelmScope) (*action.Configuration, error)
+}
+
+// ObjectRef names one object of a cluster.
+type ObjectRef struct {
+	// GroupVersionKind of the object.
+	schema.GroupVersionKind
+	// Namespace is empty for cluster-scoped objects.
+	Namespace string
+	// Name of the object.
+	Name string
+}
+
+// RefOf returns the reference of obj.
+func RefOf(obj *unstructured.Unstructured) ObjectRef {
+	return ObjectRef{GroupVersionKind: obj.GroupVersionKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// String renders the reference as group/version, Kind=kind, namespace/name.
+func (r ObjectRef) String() string {
+	gv := r.GroupVersion().String()
+	if r.Namespace == "" {
+		return fmt.Sprintf("%s %s %s", gv, r.Kind, r.Name)
+	}
+	return fmt.Sprintf("%s %s %s/%s", gv, r.Kind, r.Namespace, r.Name)
+}
+
+// ObjectReader reads live objects of a cluster.
+type ObjectReader interface {
+	// Get returns one object, or an error matching ErrNotFound.
+	Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error)
+	// List returns the objects of one kind in namespace ("" for all
+	// namespaces, or for cluster-scoped kinds) that match selector (nil
+	// for all), in one request, sorted by namespace and name.
+	List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error)
+}
+
+// ApplyOptions tune one server-side apply.
+type ApplyOptions struct {
+	// FieldManager owns the applied fields; required.
+	FieldManager string
+	// Force takes ownership of fields other managers own instead of
+	// failing with a *ConflictError.
+	Force bool
+	// DryRun computes the result without storing it.
+	DryRun bool
+}
+
+// DeleteOptions tune one delete.
+type DeleteOptions struct {
+	// Propagation is the deletion propagation policy; empty means
+	// background, as kubectl and Flux default.
+	Propagation metav1.DeletionPropagation
+}
+
+// ObjectWriter changes live objects of a cluster.
+type ObjectWriter interface {
+	// Apply server-side applies obj and returns the object as stored.
+	// Conflicting field ownership yields a *ConflictError.
+	Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error)
+	// Delete removes one object; deleting an absent object yields an
+	// error matching ErrNotFound.
+	Delete(ctx context.Context, ref ObjectRef, opts DeleteOptions) error
+}
+
+// ObjectClient reads and writes live objects.
+type ObjectClient interface {
+	ObjectReader
+	ObjectWriter
+}
+
+// Cluster is one member cluster as the fleet layer sees it: a name, Helm's
+// configuration and an object client. Placement facts (labels, region,
+// capacity) are plain data kept beside it, see the fleet types.
+type Cluster interface {
+	// Name identifies the cluster in plans, events and errors.
+	Name() string
+	HelmConfigurer
+	ObjectClient
+}
