@@ -1,0 +1,432 @@
+package depgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Func does the work of one node. It must return promptly once ctx is cancelled: Run
+// waits for every function it started before it returns.
+type Func[K comparable] func(ctx context.Context, key K) error
+
+// Options tunes Run. The zero value runs every node once, with no concurrency limit,
+// no readiness check and no events, on the system clock.
+type Options[K comparable] struct {
+	// Concurrency bounds how many node functions run at once; 0 or less means no
+	// bound.
+	Concurrency int
+	// GroupConcurrency bounds how many nodes of any one group (Node.Group) run at
+	// once, for example per cluster; 0 or less means no bound. Nodes without a group
+	// are only bound by Concurrency.
+	GroupConcurrency int
+	// GroupLimits overrides GroupConcurrency for the named groups.
+	GroupLimits map[string]int
+	// Retries is how many more times a failing node function is called before the
+	// node fails; a negative value retries until the context is cancelled. A node
+	// keeps its concurrency slot while it waits to retry.
+	Retries int
+	// Backoff returns the wait before retry number attempt (1 for the first retry).
+	// Nil means ExponentialBackoff(time.Second, time.Minute).
+	Backoff func(attempt int) time.Duration
+	// Ready, if set, is called after a node's function succeeded and must block until
+	// the node is ready (nil) or will not become ready (an error, which fails the
+	// node). Dependents start only once it returned nil. The node's concurrency slot
+	// is free while Ready waits: waiting for a rollout is not work.
+	Ready func(ctx context.Context, key K) error
+	// Events, if set, receives progress events. Calls are made one at a time, in the
+	// order things happen (a dependent's EventStarted always follows its dependencies'
+	// EventSucceeded), while the scheduler's lock is held: keep it quick and do not
+	// call Run from it.
+	Events func(Event[K])
+	// Clock is the time source; nil means SystemClock().
+	Clock Clock
+}
+
+// Run runs fn for every node of g, each node as soon as all of its dependencies
+// succeeded (no waiting for a whole wave), within the concurrency bounds of opts.
+// When several nodes can start, the one heading the longest chain of dependents goes
+// first, then the one added first.
+//
+// A failed node makes its transitive dependents Skipped; every other node goes on.
+// When ctx is cancelled, no further node starts, running functions see the cancelled
+// context, and Run returns once they have returned, marking the nodes that never ran
+// NotStarted.
+//
+// If g is invalid, Run returns Validate's error, a nil Result, and runs nothing.
+// Otherwise it returns a Result for every node and an error that joins the context's
+// error when nodes were left NotStarted and a *NodeError per failed node, in graph
+// order; the error is nil when every node succeeded.
+func Run[K comparable](ctx context.Context, g *Graph[K], fn Func[K], opts Options[K]) (*Result[K], error) {
+	c := g.compile()
+	if c.err != nil {
+		return nil, c.err
+	}
+	r := newRunner(ctx, g, c, fn, opts)
+	if len(g.nodes) == 0 {
+		return r.res, nil
+	}
+	r.mu.Lock()
+	r.cancelled = ctx.Err() != nil // start nothing under a context that is already done
+	for i := range g.nodes {
+		if r.pending[i] == 0 {
+			r.phase[i] = phaseReady
+			r.ready.push(int32(i))
+		}
+	}
+	r.dispatchLocked(r.clock.Now())
+	r.mu.Unlock()
+
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.mu.Lock()
+		r.cancelled = true
+		r.mu.Unlock()
+	}
+	r.wg.Wait()
+	return r.res, r.err(ctx)
+}
+
+type phase uint8
+
+const (
+	phaseWaiting phase = iota // dependencies outstanding
+	phaseReady                // may start, queued
+	phaseRunning              // function running or waiting to retry
+	phaseApplied              // function succeeded, waiting for Options.Ready
+	phaseSucceeded
+	phaseFailed
+	phaseSkipped
+)
+
+type runner[K comparable] struct {
+	ctx     context.Context
+	g       *Graph[K]
+	c       *compiled
+	fn      Func[K]
+	opts    Options[K]
+	clock   Clock
+	backoff func(int) time.Duration
+	limit   int
+	glimit  []int // per group index; 0 = none
+	res     *Result[K]
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	mu        sync.Mutex
+	phase     []phase
+	pending   []int32
+	ready     queue
+	parked    []queue // per group: ready but the group is full
+	running   int
+	grunning  []int
+	left      int // nodes not yet succeeded, failed or skipped
+	cancelled bool
+}
+
+func newRunner[K comparable](ctx context.Context, g *Graph[K], c *compiled, fn Func[K], opts Options[K]) *runner[K] {
+	n := len(g.nodes)
+	r := &runner[K]{
+		ctx:      ctx,
+		g:        g,
+		c:        c,
+		fn:       fn,
+		opts:     opts,
+		clock:    opts.Clock,
+		backoff:  opts.Backoff,
+		limit:    max(opts.Concurrency, 0),
+		glimit:   make([]int, len(c.groups)),
+		res:      newResult(g),
+		done:     make(chan struct{}),
+		phase:    make([]phase, n),
+		pending:  make([]int32, n),
+		parked:   make([]queue, len(c.groups)),
+		grunning: make([]int, len(c.groups)),
+		left:     n,
+	}
+	if r.clock == nil {
+		r.clock = SystemClock()
+	}
+	if r.backoff == nil {
+		r.backoff = ExponentialBackoff(time.Second, time.Minute)
+	}
+	for gi, name := range c.groups {
+		r.glimit[gi] = max(opts.GroupConcurrency, 0)
+		if l, ok := opts.GroupLimits[name]; ok {
+			r.glimit[gi] = max(l, 0)
+		}
+		r.parked[gi].height = c.height
+	}
+	r.ready.height = c.height
+	for i := range n {
+		r.pending[i] = int32(len(c.deps[i]))
+	}
+	return r
+}
+
+// work runs node i and then, while there is work and room, the next startable node, so
+// that a finishing node hands its slot on without a goroutine switch.
+func (r *runner[K]) work(i int32) {
+	defer r.wg.Done()
+	for i >= 0 {
+		attempts, err := r.attempt(i)
+		if err == nil && r.opts.Ready != nil {
+			r.mu.Lock()
+			r.appliedLocked(i, attempts)
+			r.mu.Unlock()
+			if err = r.opts.Ready(r.ctx, r.g.nodes[i].Key); err != nil {
+				err = fmt.Errorf("%w: %w", ErrNotReady, err)
+			}
+			r.mu.Lock()
+			i = r.finishLocked(i, attempts, err, false)
+			r.mu.Unlock()
+			continue
+		}
+		r.mu.Lock()
+		i = r.finishLocked(i, attempts, err, true)
+		r.mu.Unlock()
+	}
+}
+
+// attempt calls the node's function until it succeeds or retries are exhausted.
+func (r *runner[K]) attempt(i int32) (int, error) {
+	key := r.g.nodes[i].Key
+	for n := 1; ; n++ {
+		err := r.call(key)
+		if err == nil || (r.opts.Retries >= 0 && n > r.opts.Retries) || r.ctx.Err() != nil {
+			return n, err
+		}
+		delay := r.backoff(n)
+		if r.opts.Events != nil {
+			r.mu.Lock()
+			now := r.clock.Now()
+			r.emit(Event[K]{Kind: EventRetrying, Key: key, Group: r.g.nodes[i].Group, Time: now,
+				Elapsed: now.Sub(r.res.Nodes[i].Started), Attempt: n, Delay: delay, Err: err})
+			r.mu.Unlock()
+		}
+		select {
+		case <-r.clock.After(delay):
+		case <-r.ctx.Done():
+			return n, errors.Join(err, context.Cause(r.ctx))
+		}
+	}
+}
+
+func (r *runner[K]) call(key K) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", ErrPanic, p)
+		}
+	}()
+	return r.fn(r.ctx, key)
+}
+
+func (r *runner[K]) emit(e Event[K]) {
+	if r.opts.Events != nil {
+		r.opts.Events(e)
+	}
+}
+
+// startLocked takes a slot for i.
+func (r *runner[K]) startLocked(i int32, now time.Time) {
+	r.running++
+	if gi := r.c.group[i]; gi >= 0 {
+		r.grunning[gi]++
+	}
+	r.phase[i] = phaseRunning
+	r.res.Nodes[i].Started = now
+	r.emit(Event[K]{Kind: EventStarted, Key: r.g.nodes[i].Key, Group: r.g.nodes[i].Group, Time: now})
+}
+
+// releaseLocked frees i's slot and lets one parked node of its group queue again.
+func (r *runner[K]) releaseLocked(i int32) {
+	r.running--
+	if gi := r.c.group[i]; gi >= 0 {
+		r.grunning[gi]--
+		if r.parked[gi].len() > 0 {
+			r.ready.push(r.parked[gi].pop())
+		}
+	}
+}
+
+// nextLocked pops the best queued node that may start now, or -1.
+func (r *runner[K]) nextLocked() int32 {
+	if r.cancelled {
+		return -1
+	}
+	for r.ready.len() > 0 {
+		if r.limit > 0 && r.running >= r.limit {
+			return -1
+		}
+		i := r.ready.pop()
+		if gi := r.c.group[i]; gi >= 0 && r.glimit[gi] > 0 && r.grunning[gi] >= r.glimit[gi] {
+			r.parked[gi].push(i)
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// dispatchLocked starts a goroutine for every node that may start now.
+func (r *runner[K]) dispatchLocked(now time.Time) {
+	for i := r.nextLocked(); i >= 0; i = r.nextLocked() {
+		r.startLocked(i, now)
+		r.wg.Add(1)
+		go r.work(i)
+	}
+}
+
+func (r *runner[K]) appliedLocked(i int32, attempts int) {
+	now := r.clock.Now()
+	r.releaseLocked(i)
+	r.phase[i] = phaseApplied
+	nr := &r.res.Nodes[i]
+	nr.Applied, nr.Attempts = now, attempts
+	r.emit(Event[K]{Kind: EventApplied, Key: nr.Key, Group: nr.Group, Time: now,
+		Elapsed: now.Sub(nr.Started), Attempt: attempts})
+	r.dispatchLocked(now)
+}
+
+// finishLocked records the outcome of i, releases or skips its dependents, and returns
+// the next node for the calling goroutine (already started), or -1.
+func (r *runner[K]) finishLocked(i int32, attempts int, err error, holdsSlot bool) int32 {
+	now := r.clock.Now()
+	if holdsSlot {
+		r.releaseLocked(i)
+	}
+	nr := &r.res.Nodes[i]
+	nr.Finished, nr.Attempts = now, attempts
+	ev := Event[K]{Key: nr.Key, Group: nr.Group, Time: now, Elapsed: now.Sub(nr.Started), Attempt: attempts}
+	r.left--
+	if err == nil {
+		r.phase[i] = phaseSucceeded
+		nr.State = Succeeded
+		if nr.Applied.IsZero() {
+			nr.Applied = now
+		}
+		ev.Kind = EventSucceeded
+		r.emit(ev)
+		for _, d := range r.c.dependents[i] {
+			r.pending[d]--
+			if r.pending[d] == 0 && r.phase[d] == phaseWaiting {
+				r.phase[d] = phaseReady
+				r.ready.push(d)
+			}
+		}
+	} else {
+		r.phase[i] = phaseFailed
+		nr.State, nr.Err = Failed, err
+		ev.Kind, ev.Err = EventFailed, err
+		r.emit(ev)
+		if !r.cancelled {
+			r.skipLocked(i, now)
+		}
+	}
+	if r.left == 0 {
+		close(r.done)
+	}
+	next := r.nextLocked()
+	if next >= 0 {
+		r.startLocked(next, now)
+	}
+	r.dispatchLocked(now)
+	return next
+}
+
+// skipLocked marks every node that transitively depends on the failed node cause as
+// Skipped, unless it already is.
+func (r *runner[K]) skipLocked(cause int32, now time.Time) {
+	causeKey := r.g.nodes[cause].Key
+	stack := []int32{cause}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range r.c.dependents[v] {
+			if r.phase[d] != phaseWaiting {
+				continue // already skipped through another path
+			}
+			r.phase[d] = phaseSkipped
+			r.left--
+			nr := &r.res.Nodes[d]
+			nr.State, nr.Cause, nr.Finished = Skipped, causeKey, now
+			r.emit(Event[K]{Kind: EventSkipped, Key: nr.Key, Group: nr.Group, Time: now, Cause: causeKey})
+			stack = append(stack, d)
+		}
+	}
+}
+
+// err builds Run's error once every goroutine has returned.
+func (r *runner[K]) err(ctx context.Context) error {
+	var errs []error
+	notStarted := 0
+	for _, n := range r.res.Nodes {
+		if n.State == NotStarted {
+			notStarted++
+		}
+	}
+	if notStarted > 0 {
+		errs = append(errs, fmt.Errorf("depgraph: run cancelled with %d of %d nodes not started: %w",
+			notStarted, len(r.res.Nodes), context.Cause(ctx)))
+	}
+	for _, n := range r.res.Nodes {
+		if n.State == Failed {
+			errs = append(errs, &NodeError[K]{Key: n.Key, Err: n.Err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// queue is a binary heap of node indices: the greatest height first, then the lowest
+// index.
+type queue struct {
+	items  []int32
+	height []int32
+}
+
+func (q *queue) len() int { return len(q.items) }
+
+func (q *queue) before(a, b int32) bool {
+	ha, hb := q.height[a], q.height[b]
+	return ha > hb || (ha == hb && a < b)
+}
+
+func (q *queue) push(i int32) {
+	q.items = append(q.items, i)
+	j := len(q.items) - 1
+	for j > 0 {
+		p := (j - 1) / 2
+		if !q.before(q.items[j], q.items[p]) {
+			break
+		}
+		q.items[j], q.items[p] = q.items[p], q.items[j]
+		j = p
+	}
+}
+
+func (q *queue) pop() int32 {
+	top := q.items[0]
+	last := len(q.items) - 1
+	q.items[0] = q.items[last]
+	q.items = q.items[:last]
+	j := 0
+	for {
+		l := 2*j + 1
+		if l >= last {
+			break
+		}
+		m := l
+		if r := l + 1; r < last && q.before(q.items[r], q.items[l]) {
+			m = r
+		}
+		if !q.before(q.items[m], q.items[j]) {
+			break
+		}
+		q.items[j], q.items[m] = q.items[m], q.items[j]
+		j = m
+	}
+	return top
+}
