@@ -1,0 +1,31 @@
+// Package memory is an in-memory Kubernetes cluster for Helm releases: the
+// embedded default backend of helmfleet, on which the quickstart runs a
+// whole fleet and platform teams unit-test their release logic with no
+// cluster at all.
+//
+// A Cluster runs Helm's real action code (install, upgrade, rollback,
+// uninstall, history, test) over Helm's memory storage driver and an
+// object store that implements Helm's kube client. The store keeps
+// objects as an API server does: uid, resourceVersion, generation (bumped
+// when anything but metadata and status changes), creation time, and
+// managedFields maintained by Kubernetes' own field manager, so
+// server-side apply ownership and conflicts behave as on a real cluster.
+// Kinds are served as by a real API server: every built-in kind, plus the
+// kinds of each CustomResourceDefinition once it is stored; a custom
+// resource before its CRD is an error.
+//
+// Readiness is scripted: every object is ready at once by default, and a
+// HealthFunc (WithHealth, SetHealth) can keep a Deployment from ever
+// becoming ready, or fail a hook or test Pod. SetUnreachable makes the
+// cluster fail every call, as a member whose API server went away.
+// Storage exposes Helm's records for tests that tamper with them (a crash
+// that left a release pending).
+//
+// What differs from a real cluster: there are no controllers (no Pods
+// behind a Deployment, no defaulting), deletes are immediate with the
+// garbage collector's cascade by ownerReferences, Helm's updates merge
+// three ways with JSON merge patches for every kind (Helm uses strategic
+// merge patches for built-in kinds), and Helm waits poll the HealthFunc.
+//
+// A Cluster implements release.Cluster and is safe for concurrent use.
+package memory

@@ -1,0 +1,194 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+var deployGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+func helmConfig(t *testing.T, c *memory.Cluster) *action.Configuration {
+	t.Helper()
+	cfg, err := c.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	return cfg
+}
+
+func TestHelmInstallUpgradeRollbackUninstall(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("member1")
+	cfg := helmConfig(t, c)
+
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.Wait, install.Timeout = "web", "apps", true, time.Second
+	rel, err := install.RunWithContext(ctx, testchart.MustLoad("6.5.0"), map[string]any{"replicaCount": 2})
+	require.NoError(t, err)
+	assert.Equal(t, helmrelease.StatusDeployed, rel.Info.Status)
+	assert.Equal(t, []string{
+		"ConfigMap apps/web-podinfo", "Deployment apps/web-podinfo", "Ingress apps/web-podinfo",
+		"Secret apps/web-podinfo", "Service apps/web-podinfo",
+	}, c.Summary())
+
+	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "web-podinfo"})
+	require.NoError(t, err)
+	replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	assert.Equal(t, int64(2), replicas)
+	assert.Equal(t, "web", dep.GetAnnotations()["meta.helm.sh/release-name"])
+	assert.Equal(t, int64(1), dep.GetGeneration())
+	require.NotEmpty(t, dep.GetManagedFields())
+	assert.Equal(t, "helm", dep.GetManagedFields()[0].Manager)
+
+	upgrade := action.NewUpgrade(cfg)
+	upgrade.Namespace, upgrade.Wait, upgrade.Timeout = "apps", true, time.Second
+	rel, err = upgrade.RunWithContext(ctx, "web", testchart.MustLoad("6.5.1"), map[string]any{"replicaCount": 3, "ingress": map[string]any{"enabled": false}})
+	require.NoError(t, err)
+	assert.Equal(t, 2, rel.Version)
+	assert.NotContains(t, c.Summary(), "Ingress apps/web-podinfo", "objects dropped from the chart are deleted")
+	dep, err = c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "web-podinfo"})
+	require.NoError(t, err)
+	replicas, _, _ = unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	assert.Equal(t, int64(3), replicas)
+	assert.Equal(t, int64(2), dep.GetGeneration())
+
+	rb := action.NewRollback(cfg)
+	rb.Version, rb.Wait, rb.Timeout = 1, true, time.Second
+	require.NoError(t, rb.Run("web"))
+	assert.Contains(t, c.Summary(), "Ingress apps/web-podinfo", "rollback brings the ingress back")
+
+	hist, err := action.NewHistory(cfg).Run("web")
+	require.NoError(t, err)
+	require.Len(t, hist, 3)
+	assert.Equal(t, helmrelease.StatusSuperseded, hist[0].Info.Status)
+	assert.Equal(t, helmrelease.StatusDeployed, hist[2].Info.Status)
+
+	un := action.NewUninstall(cfg)
+	_, err = un.Run("web")
+	require.NoError(t, err)
+	assert.Empty(t, c.Summary())
+}
+
+func TestWaitTimesOutOnUnreadyDeployment(t *testing.T) {
+	c := memory.New("m", memory.WithHealth(func(u *unstructured.Unstructured) memory.Health {
+		if u.GetKind() == "Deployment" {
+			return memory.Health{Message: "0/1 replicas available"}
+		}
+		return memory.Health{Ready: true}
+	}))
+	install := action.NewInstall(helmConfig(t, c))
+	install.ReleaseName, install.Namespace, install.Wait, install.Timeout = "web", "apps", true, 50*time.Millisecond
+	rel, err := install.RunWithContext(context.Background(), testchart.MustLoad(""), nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Deployment apps/web-podinfo: 0/1 replicas available")
+	assert.Equal(t, helmrelease.StatusFailed, rel.Info.Status)
+}
+
+func TestHelmTestHookFailure(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("m")
+	cfg := helmConfig(t, c)
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace = "web", "apps"
+	_, err := install.RunWithContext(ctx, testchart.MustLoad(""), nil)
+	require.NoError(t, err)
+
+	c.SetHealth(func(u *unstructured.Unstructured) memory.Health {
+		if u.GetKind() == "Pod" {
+			return memory.Health{Failed: true, Message: "curl exit 7"}
+		}
+		return memory.Health{Ready: true}
+	})
+	test := action.NewReleaseTesting(cfg)
+	test.Namespace, test.Timeout = "apps", time.Second
+	rel, err := test.Run("web")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "curl exit 7")
+	var phase helmrelease.HookPhase
+	for _, h := range rel.Hooks {
+		phase = h.LastRun.Phase
+	}
+	assert.Equal(t, helmrelease.HookPhaseFailed, phase)
+
+	c.SetHealth(nil)
+	_, err = test.Run("web")
+	require.NoError(t, err)
+}
+
+func TestServerSideApplyOwnership(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("m")
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cfg", "namespace": "apps", "labels": map[string]any{"team": "a"}},
+		"data":     map[string]any{"color": "blue"},
+	}}
+	_, err := c.Apply(ctx, cm, release.ApplyOptions{FieldManager: "alice"})
+	require.NoError(t, err)
+
+	other := cm.DeepCopy()
+	other.Object["data"] = map[string]any{"color": "red"}
+	_, err = c.Apply(ctx, other, release.ApplyOptions{FieldManager: "bob"})
+	var conflict *release.ConflictError
+	require.ErrorAs(t, err, &conflict)
+	require.Len(t, conflict.Conflicts, 1)
+	assert.Equal(t, "alice", conflict.Conflicts[0].Manager)
+	assert.Equal(t, ".data.color", conflict.Conflicts[0].Path)
+
+	got, err := c.Apply(ctx, other, release.ApplyOptions{FieldManager: "bob", Force: true})
+	require.NoError(t, err)
+	assert.Equal(t, "red", got.Object["data"].(map[string]any)["color"])
+
+	list, err := c.List(ctx, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "apps", labels.SelectorFromSet(labels.Set{"team": "a"}))
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	require.NoError(t, c.Delete(ctx, release.RefOf(cm), release.DeleteOptions{}))
+	_, err = c.Get(ctx, release.RefOf(cm))
+	assert.True(t, errors.Is(err, release.ErrNotFound))
+	err = c.Delete(ctx, release.RefOf(cm), release.DeleteOptions{})
+	assert.True(t, errors.Is(err, release.ErrNotFound))
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = c.Get(cctx, release.RefOf(cm))
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestUnknownKindNeedsItsCRD(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("m")
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "apps"},
+		"spec":     map[string]any{"size": 3},
+	}}
+	_, err := c.Apply(ctx, cr, release.ApplyOptions{FieldManager: "me"})
+	require.Error(t, err, "a kind without CRD is not served")
+
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets.example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Widget", "plural": "widgets"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}},
+		},
+	}}
+	_, err = c.Apply(ctx, crd, release.ApplyOptions{FieldManager: "me"})
+	require.NoError(t, err)
+	_, err = c.Apply(ctx, cr, release.ApplyOptions{FieldManager: "me"})
+	require.NoError(t, err)
+}

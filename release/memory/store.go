@@ -1,0 +1,428 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// key identifies a stored object independently of its API version, as an
+// API server does.
+type key struct {
+	Group, Kind, Namespace, Name string
+}
+
+func keyOf(gvk schema.GroupVersionKind, namespace, name string) key {
+	return key{Group: gvk.Group, Kind: gvk.Kind, Namespace: namespace, Name: name}
+}
+
+// store is the object store of one in-memory cluster. It keeps objects as
+// an API server would: uid, resourceVersion, generation, creation time and
+// managedFields maintained by Kubernetes' own field manager, so that
+// server-side apply ownership and conflicts behave as on a real cluster.
+type store struct {
+	mu       sync.Mutex
+	objects  map[key]*unstructured.Unstructured
+	mapper   *restMapper
+	managers map[schema.GroupVersionKind]*managedfields.FieldManager
+	typed    managedfields.TypeConverter
+	deduced  managedfields.TypeConverter
+	now      func() time.Time
+	cluster  string
+	serial   int64
+}
+
+func newStore(cluster string, now func() time.Time) *store {
+	return &store{
+		objects:  map[key]*unstructured.Unstructured{},
+		mapper:   newRESTMapper(),
+		managers: map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		typed:    applyconfigurations.NewTypeConverter(scheme.Scheme),
+		deduced:  managedfields.NewDeducedTypeConverter(),
+		now:      now,
+		cluster:  cluster,
+	}
+}
+
+// fieldManager returns Kubernetes' field manager for gvk: typed (with the
+// merge keys of the built-in types) where client-go knows the kind,
+// deduced (as for a CRD without schema) elsewhere. Callers hold s.mu.
+func (s *store) fieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+	if fm, ok := s.managers[gvk]; ok {
+		return fm, nil
+	}
+	tc := s.deduced
+	probe := &unstructured.Unstructured{Object: map[string]any{}}
+	probe.SetGroupVersionKind(gvk)
+	if _, err := s.typed.ObjectToTyped(probe); err == nil {
+		tc = s.typed
+	}
+	fm, err := managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	s.managers[gvk] = fm
+	return fm, nil
+}
+
+// scope checks that gvk is served and fixes the namespace of obj: cleared
+// for cluster-scoped kinds, required for namespaced ones.
+func (s *store) scope(gvk schema.GroupVersionKind, namespace string) (string, error) {
+	m, err := s.mapper.mapping(gvk)
+	if err != nil {
+		return "", err
+	}
+	if m.Scope.Name() != "namespace" {
+		return "", nil
+	}
+	if namespace == "" {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("%s %s: namespace is required", gvk.Kind, gvk.GroupVersion()))
+	}
+	return namespace, nil
+}
+
+func (s *store) get(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns, err := s.scope(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := s.objects[keyOf(gvk, ns, name)]
+	if !ok {
+		return nil, s.notFound(gvk, name)
+	}
+	out := obj.DeepCopy()
+	out.SetAPIVersion(gvk.GroupVersion().String())
+	return out, nil
+}
+
+func (s *store) notFound(gvk schema.GroupVersionKind, name string) error {
+	resource := gvk.Kind
+	if m, err := s.mapper.mapping(gvk); err == nil {
+		resource = m.Resource.Resource
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: gvk.Group, Resource: resource}, name)
+}
+
+// list returns the objects of gvk in namespace ("" = all) matching sel,
+// sorted by namespace and name.
+func (s *store) list(gvk schema.GroupVersionKind, namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.mapper.mapping(gvk); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for k, obj := range s.objects {
+		if k.Group != gvk.Group || k.Kind != gvk.Kind || (namespace != "" && k.Namespace != namespace) {
+			continue
+		}
+		if sel != nil && !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		c := obj.DeepCopy()
+		c.SetAPIVersion(gvk.GroupVersion().String())
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out, nil
+}
+
+// all returns every stored object, sorted by group, kind, namespace, name.
+func (s *store) all() []*unstructured.Unstructured {
+	s.mu.Lock()
+	keys := make([]key, 0, len(s.objects))
+	for k := range s.objects {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	out := make([]*unstructured.Unstructured, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, s.objects[k].DeepCopy())
+	}
+	s.mu.Unlock()
+	return out
+}
+
+// create stores a new object written by manager (an Update operation, as
+// client-side tools and Helm v3 write). It fails if the object exists.
+func (s *store) create(obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gvk := obj.GroupVersionKind()
+	ns, err := s.scope(gvk, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	k := keyOf(gvk, ns, obj.GetName())
+	if _, ok := s.objects[k]; ok {
+		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName())
+	}
+	return s.write(k, nil, obj, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+		return fm.Update(live, in, manager)
+	})
+}
+
+// update replaces a stored object with obj written by manager; the object
+// is created if absent.
+func (s *store) update(obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gvk := obj.GroupVersionKind()
+	ns, err := s.scope(gvk, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	k := keyOf(gvk, ns, obj.GetName())
+	return s.write(k, s.objects[k], obj, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+		return fm.Update(live, in, manager)
+	})
+}
+
+// apply server-side applies obj for manager.
+func (s *store) apply(obj *unstructured.Unstructured, manager string, force, dryRun bool) (*unstructured.Unstructured, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gvk := obj.GroupVersionKind()
+	ns, err := s.scope(gvk, obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	k := keyOf(gvk, ns, obj.GetName())
+	live := s.objects[k]
+	if dryRun {
+		fm, err := s.fieldManager(gvk)
+		if err != nil {
+			return nil, err
+		}
+		base := live
+		if base == nil {
+			base = &unstructured.Unstructured{Object: map[string]any{}}
+			base.SetGroupVersionKind(gvk)
+		}
+		in, err := normalize(obj)
+		if err != nil {
+			return nil, err
+		}
+		in.SetNamespace(ns)
+		out, err := fm.Apply(base.DeepCopy(), in, manager, force)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*unstructured.Unstructured), nil
+	}
+	return s.write(k, live, obj, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
+		return fm.Apply(l, in, manager, force)
+	})
+}
+
+// normalize returns a copy of obj holding only JSON types (int64, float64,
+// string, bool, maps and slices), as decoded from the wire, whatever Go
+// types the caller built it with.
+func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return out, nil
+}
+
+// write runs op (update or apply through the field manager) and stores the
+// result with the metadata an API server maintains. Callers hold s.mu.
+func (s *store) write(k key, live, in *unstructured.Unstructured, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
+	gvk := in.GroupVersionKind()
+	fm, err := s.fieldManager(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if in, err = normalize(in); err != nil {
+		return nil, err
+	}
+	in.SetNamespace(k.Namespace)
+	base := live
+	if base == nil {
+		base = &unstructured.Unstructured{Object: map[string]any{}}
+		base.SetGroupVersionKind(gvk)
+	} else {
+		base = base.DeepCopy()
+		base.SetAPIVersion(gvk.GroupVersion().String())
+		// What a writer sends never changes the server-kept metadata.
+		in.SetUID(base.GetUID())
+		in.SetCreationTimestamp(base.GetCreationTimestamp())
+		in.SetResourceVersion(base.GetResourceVersion())
+		in.SetGeneration(base.GetGeneration())
+	}
+	res, err := op(fm, base, in)
+	if err != nil {
+		return nil, err
+	}
+	out := res.(*unstructured.Unstructured)
+	out.SetGroupVersionKind(gvk)
+	out.SetNamespace(k.Namespace)
+	s.serial++
+	if live == nil {
+		out.SetUID(types.UID(fmt.Sprintf("%s-%06d", s.cluster, s.serial)))
+		out.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(time.Second)))
+		out.SetGeneration(1)
+	} else {
+		out.SetUID(live.GetUID())
+		out.SetCreationTimestamp(live.GetCreationTimestamp())
+		gen := live.GetGeneration()
+		if specChanged(live, out) {
+			gen++
+		}
+		out.SetGeneration(gen)
+		if status, ok := live.Object["status"]; ok {
+			if _, sent := out.Object["status"]; !sent {
+				out.Object["status"] = runtime.DeepCopyJSONValue(status)
+			}
+		}
+	}
+	out.SetResourceVersion(strconv.FormatInt(s.serial, 10))
+	s.objects[k] = out
+	if gvk.GroupKind() == crdGVK.GroupKind() {
+		s.mapper.learnCRD(out, false)
+	}
+	return out.DeepCopy(), nil
+}
+
+// specChanged reports whether anything but metadata and status changed,
+// the rule by which an API server bumps metadata.generation.
+func specChanged(a, b *unstructured.Unstructured) bool {
+	strip := func(u *unstructured.Unstructured) map[string]any {
+		m := make(map[string]any, len(u.Object))
+		for k, v := range u.Object {
+			if k != "metadata" && k != "status" {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	return !equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// remove deletes one object and, unless propagation is Orphan, the objects
+// it owns (by ownerReferences uid), as the garbage collector would.
+func (s *store) remove(gvk schema.GroupVersionKind, namespace, name string, propagation metav1.DeletionPropagation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns, err := s.scope(gvk, namespace)
+	if err != nil {
+		return err
+	}
+	k := keyOf(gvk, ns, name)
+	obj, ok := s.objects[k]
+	if !ok {
+		return s.notFound(gvk, name)
+	}
+	delete(s.objects, k)
+	if gvk.GroupKind() == crdGVK.GroupKind() {
+		s.mapper.learnCRD(obj, true)
+	}
+	if propagation != metav1.DeletePropagationOrphan {
+		s.collect(obj.GetUID())
+	}
+	if gvk.Kind == "Namespace" && gvk.Group == "" {
+		for k := range s.objects {
+			if k.Namespace == name {
+				delete(s.objects, k)
+			}
+		}
+	}
+	return nil
+}
+
+// collect removes, transitively, every object owned by uid.
+func (s *store) collect(uid types.UID) {
+	for k, o := range s.objects {
+		for _, ref := range o.GetOwnerReferences() {
+			if ref.UID == uid {
+				delete(s.objects, k)
+				s.collect(o.GetUID())
+				break
+			}
+		}
+	}
+}
+
+// unstructuredConvertor, unstructuredDefaulter and unstructuredCreater let
+// Kubernetes' field manager work on unstructured objects of any kind, as
+// the API server does for custom resources.
+type unstructuredConvertor struct{}
+
+func (unstructuredConvertor) Convert(in, out, _ any) error {
+	u, ok := in.(*unstructured.Unstructured)
+	o, ok2 := out.(*unstructured.Unstructured)
+	if !ok || !ok2 {
+		return fmt.Errorf("memory: cannot convert %T to %T", in, out)
+	}
+	o.Object = runtime.DeepCopyJSON(u.Object)
+	return nil
+}
+
+func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("memory: cannot convert %T", in)
+	}
+	kind := u.GroupVersionKind()
+	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{kind}); ok {
+		c := u.DeepCopy()
+		c.SetGroupVersionKind(target)
+		return c, nil
+	}
+	return u, nil
+}
+
+func (unstructuredConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+type unstructuredDefaulter struct{}
+
+func (unstructuredDefaulter) Default(runtime.Object) {}
+
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
