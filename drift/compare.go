@@ -1,0 +1,598 @@
+package drift
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// step is one level of the path being walked. A map step has index -1; a
+// list step has the element's index in the live list (or -2 for an element
+// to append) and its index and key label in the desired list.
+type step struct {
+	key    string
+	index  int
+	dindex int
+	label  string
+}
+
+const (
+	mapStep    = -1
+	appendStep = -2
+)
+
+// diff is one difference found by the walk, before it is turned into a
+// patch operation and a readable change.
+type diff struct {
+	op      string
+	path    string
+	field   string
+	live    any
+	desired any
+	steps   []step
+}
+
+// walker compares one desired object with its live counterpart the way
+// server-side apply sees it: only what desired sets counts.
+type walker struct {
+	steps []step
+	diffs []diff
+}
+
+func (w *walker) push(s step) { w.steps = append(w.steps, s) }
+func (w *walker) pop()        { w.steps = w.steps[:len(w.steps)-1] }
+
+// compareRoot walks the top level of an object. apiVersion and kind are
+// identity, status belongs to controllers, and of metadata only labels and
+// annotations are compared (as Flux does).
+func (w *walker) compareRoot(d, l map[string]any, root *pathNode) {
+	if root != nil && root.ignored {
+		return
+	}
+	for k, dv := range d {
+		switch k {
+		case "apiVersion", "kind", "status":
+			continue
+		case "metadata":
+			w.compareMetadata(dv, l["metadata"], root.child("metadata"))
+			continue
+		}
+		if dv == nil {
+			continue
+		}
+		child := root.child(k)
+		if child != nil && child.ignored {
+			continue
+		}
+		var flags walkFlags
+		if k == "data" || k == "binaryData" || k == "stringData" {
+			flags = strictKeys
+		}
+		w.push(step{key: k, index: mapStep})
+		lv, ok := l[k]
+		switch {
+		case !ok && isEmptyValue(dv):
+		case !ok:
+			w.emit("add", nil, graft(dv, nil, child))
+		default:
+			w.walk(dv, lv, child, k, flags)
+		}
+		w.pop()
+	}
+}
+
+func (w *walker) compareMetadata(d, l any, node *pathNode) {
+	if node != nil && node.ignored {
+		return
+	}
+	dm, _ := d.(map[string]any)
+	lm, _ := l.(map[string]any)
+	w.push(step{key: "metadata", index: mapStep})
+	defer w.pop()
+	for _, field := range [...]string{"labels", "annotations"} {
+		dv, ok := dm[field].(map[string]any)
+		if !ok || len(dv) == 0 {
+			continue
+		}
+		child := node.child(field)
+		if child != nil && child.ignored {
+			continue
+		}
+		w.push(step{key: field, index: mapStep})
+		if lv, ok := lm[field].(map[string]any); ok {
+			w.walkMap(dv, lv, child, strictKeys)
+		} else if v := graft(dv, nil, child); len(v.(map[string]any)) > 0 {
+			w.emit("add", nil, v)
+		}
+		w.pop()
+	}
+}
+
+// walkFlags carry what the parent knows about a value.
+type walkFlags uint8
+
+const (
+	// strictKeys: a map whose keys are data (ConfigMap data, labels), where
+	// a missing key is drift even if the desired value is empty.
+	strictKeys walkFlags = 1 << iota
+	// quantityValue: a scalar that is a resource quantity.
+	quantityValue
+)
+
+// walk compares a desired value with the live value at the same place.
+// field is the name of the map key holding the value; it picks list merge
+// keys and marks maps of resource quantities.
+func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
+	switch dv := d.(type) {
+	case map[string]any:
+		lm, ok := l.(map[string]any)
+		if !ok {
+			w.emit("replace", l, graft(dv, l, node))
+			return
+		}
+		mapFlags := flags & strictKeys
+		if isQuantityField(field) {
+			mapFlags |= quantityValue
+		}
+		w.walkMap(dv, lm, node, mapFlags)
+	case []any:
+		ll, ok := l.([]any)
+		if !ok {
+			w.emit("replace", l, graft(dv, l, node))
+			return
+		}
+		if mk, ok := mergeKeyFor(field, dv); ok && keyedList(dv, ll, mk) {
+			w.walkKeyed(dv, ll, node, mk)
+			return
+		}
+		if len(dv) != len(ll) {
+			w.emit("replace", l, graft(dv, l, node))
+			return
+		}
+		for i := range dv {
+			if dv[i] == nil {
+				continue
+			}
+			child := node.childIndex(i)
+			if child != nil && child.ignored {
+				continue
+			}
+			w.push(step{index: i, dindex: i})
+			w.walk(dv[i], ll[i], child, "", 0)
+			w.pop()
+		}
+	default:
+		if equalValues(d, l) || flags&quantityValue != 0 && equalQuantities(d, l) {
+			return
+		}
+		w.emit("replace", l, d)
+	}
+}
+
+// walkMap compares the keys desired sets. flags describe the map: with
+// strictKeys a missing key always counts; with quantityValue the values
+// are resource quantities.
+func (w *walker) walkMap(dv, lm map[string]any, node *pathNode, flags walkFlags) {
+	for k, dvv := range dv {
+		if dvv == nil {
+			continue
+		}
+		child := node.child(k)
+		if child != nil && child.ignored {
+			continue
+		}
+		lv, ok := lm[k]
+		if !ok && flags&strictKeys == 0 && isEmptyValue(dvv) {
+			// Typed API fields drop empty values on the way in, so an
+			// empty desired value that live lacks is not drift.
+			continue
+		}
+		w.push(step{key: k, index: mapStep})
+		if ok {
+			w.walk(dvv, lv, child, k, flags&quantityValue)
+		} else {
+			w.emit("add", nil, graft(dvv, nil, child))
+		}
+		w.pop()
+	}
+}
+
+func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey) {
+	for j, de := range dv {
+		dm := de.(map[string]any)
+		child := node.childIndex(j)
+		if child != nil && child.ignored {
+			continue
+		}
+		i := -1
+		if j < len(ll) && mk.equal(dm, ll[j]) {
+			i = j
+		} else {
+			for k := range ll {
+				if mk.equal(dm, ll[k]) {
+					i = k
+					break
+				}
+			}
+		}
+		label := mk.label(dm)
+		if i < 0 {
+			w.push(step{index: appendStep, dindex: j, label: label})
+			w.emit("add", nil, graft(dm, nil, child))
+		} else {
+			w.push(step{index: i, dindex: j, label: label})
+			w.walk(dm, ll[i], child, "", 0)
+		}
+		w.pop()
+	}
+}
+
+// emit records a difference at the current path. desired is the value the
+// patch writes (already grafted around ignored paths).
+func (w *walker) emit(op string, live, desired any) {
+	w.diffs = append(w.diffs, diff{
+		op:      op,
+		path:    pointerOf(w.steps),
+		field:   fieldOf(w.steps),
+		live:    live,
+		desired: desired,
+		steps:   slices.Clone(w.steps),
+	})
+}
+
+func pointerOf(steps []step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		b.WriteByte('/')
+		switch s.index {
+		case mapStep:
+			writeEscaped(&b, s.key)
+		case appendStep:
+			b.WriteByte('-')
+		default:
+			b.WriteString(strconv.Itoa(s.index))
+		}
+	}
+	return b.String()
+}
+
+func fieldOf(steps []step) string {
+	var b strings.Builder
+	for i, s := range steps {
+		switch {
+		case s.index == mapStep && plainKey(s.key):
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		case s.index == mapStep:
+			b.WriteByte('[')
+			b.WriteString(strconv.Quote(s.key))
+			b.WriteByte(']')
+		case s.label != "":
+			b.WriteByte('[')
+			b.WriteString(s.label)
+			b.WriteByte(']')
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.dindex))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+func plainKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// childIndex is child for a list index; it formats the index only when
+// some pointer goes below n.
+func (n *pathNode) childIndex(i int) *pathNode {
+	if n == nil || n.children == nil {
+		return nil
+	}
+	return n.children[strconv.Itoa(i)]
+}
+
+// graft returns the value a patch writes in place of live: desired, except
+// that ignored paths keep what live has there (or are left out when live
+// has nothing). It copies only along ignored paths.
+func graft(d, l any, node *pathNode) any {
+	if node == nil || len(node.children) == 0 {
+		return d
+	}
+	switch dv := d.(type) {
+	case map[string]any:
+		lm, _ := l.(map[string]any)
+		out := make(map[string]any, len(dv))
+		for k, v := range dv {
+			c := node.children[k]
+			switch {
+			case c == nil:
+				out[k] = v
+			case c.ignored:
+				if lv, ok := lm[k]; ok {
+					out[k] = lv
+				}
+			default:
+				out[k] = graft(v, lm[k], c)
+			}
+		}
+		for k, c := range node.children {
+			if _, inDesired := dv[k]; c.ignored && !inDesired {
+				if lv, ok := lm[k]; ok {
+					out[k] = lv
+				}
+			}
+		}
+		return out
+	case []any:
+		ll, _ := l.([]any)
+		out := make([]any, len(dv))
+		for i, v := range dv {
+			c := node.children[strconv.Itoa(i)]
+			var lv any
+			if i < len(ll) {
+				lv = ll[i]
+			}
+			switch {
+			case c == nil:
+				out[i] = v
+			case c.ignored && i < len(ll):
+				out[i] = lv
+			case c.ignored:
+				// A list cannot have a hole: with no live element to keep,
+				// the desired one stays.
+				out[i] = v
+			default:
+				out[i] = graft(v, lv, c)
+			}
+		}
+		return out
+	}
+	return d
+}
+
+// mergeKey names the fields that identify an element of an associative
+// list (Kubernetes' patchMergeKey / listMapKeys), with a default for the
+// second field when the API defaults it (protocol: TCP).
+type mergeKey struct {
+	first, second string
+	secondDefault string
+}
+
+// mergeKeyFor returns the merge key of the list held by field, for the
+// built-in kinds' associative lists. Other lists are compared by position.
+func mergeKeyFor(field string, elems []any) (mergeKey, bool) {
+	switch field {
+	case "containers", "initContainers", "ephemeralContainers", "volumes", "env",
+		"imagePullSecrets", "resourceClaims", "schedulingGates":
+		return mergeKey{first: "name"}, true
+	case "volumeMounts":
+		return mergeKey{first: "mountPath"}, true
+	case "volumeDevices":
+		return mergeKey{first: "devicePath"}, true
+	case "hostAliases":
+		return mergeKey{first: "ip"}, true
+	case "conditions":
+		return mergeKey{first: "type"}, true
+	case "topologySpreadConstraints":
+		return mergeKey{first: "topologyKey", second: "whenUnsatisfiable"}, true
+	case "ports":
+		if len(elems) == 0 {
+			return mergeKey{}, false
+		}
+		first, _ := elems[0].(map[string]any)
+		if _, ok := first["containerPort"]; ok {
+			return mergeKey{first: "containerPort", second: "protocol", secondDefault: "TCP"}, true
+		}
+		if _, ok := first["port"]; ok {
+			return mergeKey{first: "port", second: "protocol", secondDefault: "TCP"}, true
+		}
+	}
+	return mergeKey{}, false
+}
+
+func (mk mergeKey) field(m map[string]any, name, def string) (any, bool) {
+	if v, ok := m[name]; ok && v != nil {
+		return v, true
+	}
+	if def != "" {
+		return def, true
+	}
+	return nil, false
+}
+
+// equal reports whether a desired element and a live element have the
+// same key.
+func (mk mergeKey) equal(dm map[string]any, l any) bool {
+	lm, ok := l.(map[string]any)
+	if !ok {
+		return false
+	}
+	a, _ := mk.field(dm, mk.first, "")
+	b, ok := mk.field(lm, mk.first, "")
+	if !ok || !equalValues(a, b) {
+		return false
+	}
+	if mk.second == "" {
+		return true
+	}
+	a, aok := mk.field(dm, mk.second, mk.secondDefault)
+	b, bok := mk.field(lm, mk.second, mk.secondDefault)
+	return aok == bok && (!aok || equalValues(a, b))
+}
+
+func (mk mergeKey) label(dm map[string]any) string {
+	s := mk.first + "=" + scalarText(dm[mk.first])
+	if mk.second != "" {
+		if v, ok := dm[mk.second]; ok {
+			s += "," + mk.second + "=" + scalarText(v)
+		}
+	}
+	return s
+}
+
+func scalarText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+// keyedList reports whether dv can be matched to ll by key: every desired
+// element is a map carrying the key, no two share it, and every live
+// element is a map. Otherwise the list is compared by position.
+func keyedList(dv, ll []any, mk mergeKey) bool {
+	for j, e := range dv {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok := m[mk.first]; !ok || v == nil {
+			return false
+		}
+		for _, prev := range dv[:j] {
+			if mk.equal(m, prev) {
+				return false
+			}
+		}
+	}
+	for _, e := range ll {
+		if _, ok := e.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// isEmptyValue reports values that typed API fields omit when empty.
+func isEmptyValue(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	}
+	f, ok := number(v)
+	return ok && f == 0
+}
+
+// equalValues compares JSON-like values, treating numbers by value
+// (unstructured holds int64 and float64; JSON decoding gives float64).
+func equalValues(a, b any) bool {
+	switch av := a.(type) {
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	case nil:
+		return b == nil
+	case map[string]any:
+		bv, ok := b.(map[string]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok || !equalValues(x, y) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bv, ok := b.([]any)
+		if !ok || len(av) != len(bv) {
+			return false
+		}
+		for i := range av {
+			if !equalValues(av[i], bv[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if ai, ok := a.(int64); ok {
+		if bi, ok := b.(int64); ok {
+			return ai == bi
+		}
+	}
+	x, ok1 := number(a)
+	y, ok2 := number(b)
+	return ok1 && ok2 && x == y
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, !math.IsNaN(n)
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case float32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// isQuantityField reports maps of resource quantities, which the API
+// server rewrites to canonical form ("0.5" becomes "500m").
+func isQuantityField(field string) bool {
+	switch field {
+	case "limits", "requests", "hard", "capacity", "allocatable", "overhead":
+		return true
+	}
+	return false
+}
+
+// equalQuantities compares two scalars as resource quantities.
+func equalQuantities(a, b any) bool {
+	qa, ok1 := parseQuantity(a)
+	qb, ok2 := parseQuantity(b)
+	return ok1 && ok2 && qa.Cmp(qb) == 0
+}
+
+func parseQuantity(v any) (resource.Quantity, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case int64:
+		s = strconv.FormatInt(x, 10)
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return resource.Quantity{}, false
+	}
+	q, err := resource.ParseQuantity(s)
+	return q, err == nil
+}

@@ -1,0 +1,76 @@
+package drift
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Action is what a Correction does.
+type Action string
+
+const (
+	// ActionCreate creates a missing object.
+	ActionCreate Action = "create"
+	// ActionPatch applies an RFC 6902 JSON patch to a modified object.
+	ActionPatch Action = "patch"
+)
+
+// Correction restores one object. It holds real values, Secret data
+// included: send it to the cluster, never to a log (its String masks).
+type Correction struct {
+	Object ObjectRef
+	Action Action
+	// Create is the desired object to create (ActionCreate); a copy the
+	// caller may modify.
+	Create *unstructured.Unstructured
+	// Patch is the JSON patch for the live object (ActionPatch). It only
+	// adds or replaces fields desired sets, leaves ignored paths alone, and
+	// keeps real Secret values.
+	Patch Patch
+}
+
+// Corrections plans how to bring the live objects back to the desired
+// state: creates first, then patches, each in report order. With ModeWarn
+// or ModeDisabled it returns nothing: drift is only reported. Extra
+// objects are not deleted.
+func (r *Report) Corrections() []Correction {
+	if r.Mode != ModeEnabled {
+		return nil
+	}
+	var creates, patches []Correction
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		switch o.Status {
+		case StatusMissing:
+			creates = append(creates, Correction{Object: o.Object, Action: ActionCreate, Create: o.desired.DeepCopy()})
+		case StatusModified:
+			patches = append(patches, Correction{Object: o.Object, Action: ActionPatch, Patch: o.correction})
+		}
+	}
+	return append(creates, patches...)
+}
+
+// String describes the correction with Secret data masked, e.g.
+// "patch Deployment.apps/default/web: replace /spec/replicas 2".
+func (c Correction) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", c.Action, c.Object)
+	if c.Action != ActionPatch {
+		return b.String()
+	}
+	p := c.Patch
+	if c.Object.isSecret() {
+		p = maskPatch(p)
+	}
+	for i, op := range p {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s %s %s", op.Op, op.Path, displayValue(op.Value))
+	}
+	return b.String()
+}
