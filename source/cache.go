@@ -1,0 +1,75 @@
+package source
+
+import (
+	"sync"
+
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// DefaultIndexCacheSize is how many (index digest, chart) entries an
+// IndexCache keeps by default.
+const DefaultIndexCacheSize = 256
+
+// IndexCache keeps the parsed versions of a chart per (index digest,
+// chart name), so that resolving the same chart again from the same index
+// bytes costs a version selection, not a scan. Entries are small (one
+// chart's block, not the index). It is safe for concurrent use; the oldest
+// entry goes first when it is full.
+type IndexCache struct {
+	max int
+
+	mu    sync.Mutex
+	m     map[cacheKey]*chartEntries
+	order []cacheKey
+}
+
+type cacheKey struct{ digest, chart string }
+
+// NewIndexCache returns a cache holding up to size entries (at least 1).
+func NewIndexCache(size int) *IndexCache {
+	if size < 1 {
+		size = 1
+	}
+	return &IndexCache{max: size, m: map[cacheKey]*chartEntries{}}
+}
+
+// Find is FindChartVersion with a cache: digest must identify index (the
+// digest of its raw bytes); index is read only on a miss. Failures are
+// not cached.
+func (c *IndexCache) Find(digest string, index []byte, chartName, constraint string) (*repo.ChartVersion, error) {
+	k := cacheKey{digest, chartName}
+	c.mu.Lock()
+	e := c.m[k]
+	c.mu.Unlock()
+	if e == nil {
+		var err error
+		e, err = parseChartEntries(index, chartName)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if prev := c.m[k]; prev != nil {
+			e = prev
+		} else {
+			if len(c.order) >= c.max {
+				delete(c.m, c.order[0])
+				c.order = c.order[1:]
+			}
+			c.m[k] = e
+			c.order = append(c.order, k)
+		}
+		c.mu.Unlock()
+	}
+	cv, err := e.resolve(constraint)
+	if err != nil {
+		return nil, err
+	}
+	return cv, nil
+}
+
+// Len reports how many entries the cache holds.
+func (c *IndexCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}

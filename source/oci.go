@@ -1,0 +1,146 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/registry"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// OCIResolver resolves charts from OCI registries through Helm's registry
+// client, which carries the caller's credentials, TLS and plain-HTTP
+// settings. The reference is chosen as Flux does: a digest pins the
+// artifact; otherwise a concrete version is the tag, a range lists the
+// tags ("_" read as "+") and picks with SelectVersion; an OCIRepository
+// with neither semver nor tag takes "latest". The manifest digest is
+// reported, so a re-pushed tag shows up as a new Digest.
+//
+// Helm's registry client takes no context: ctx is checked before each
+// registry call, but a pull in progress runs to its end.
+type OCIResolver struct {
+	client   *registry.Client
+	maxChart int64
+}
+
+// NewOCIResolver returns a resolver using client; maxChartSize <= 0 means
+// DefaultMaxChartSize.
+func NewOCIResolver(client *registry.Client, maxChartSize int64) *OCIResolver {
+	if maxChartSize <= 0 {
+		maxChartSize = DefaultMaxChartSize
+	}
+	return &OCIResolver{client: client, maxChart: maxChartSize}
+}
+
+// Resolve implements Resolver for an OCIRepository or an OCI HelmRepository.
+func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
+	ref = ref.normalize()
+	var (
+		repoURL, kind string
+		digest, tag   string
+		constraint    = ref.Version
+	)
+	switch {
+	case ref.OCIRepository != nil:
+		repoURL, kind = ref.OCIRepository.Spec.URL, KindOCIRepository
+		if rr := ref.OCIRepository.Spec.Reference; rr != nil {
+			digest, tag = rr.Digest, rr.Tag
+			if rr.SemVer != "" {
+				constraint = rr.SemVer
+			}
+		}
+		if constraint == "" && tag == "" && digest == "" {
+			tag = "latest"
+		}
+	case ref.HelmRepository != nil && isOCIRepository(ref.HelmRepository):
+		repoURL, kind = strings.TrimSuffix(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
+	default:
+		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
+			Err: fmt.Errorf("%w: OCIResolver needs an OCIRepository or an OCI HelmRepository", ErrUnsupportedSource)}
+	}
+	fail := func(op string, err error) error {
+		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: constraint, Err: err}
+	}
+	base := strings.TrimPrefix(repoURL, "oci://")
+	if base == repoURL || base == "" {
+		return nil, fail("resolve", fmt.Errorf("%w: %q is not an oci:// URL", ErrUnsupportedSource, Redact(repoURL)))
+	}
+	var pullRef, version string
+	switch {
+	case digest != "":
+		pullRef = base + "@" + digest
+	case tag != "" && constraint == "":
+		pullRef, version = base+":"+tag, tagToVersion(tag)
+	default:
+		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" {
+			version = constraint // a concrete version is the tag
+		} else {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			tags, err := r.client.Tags(base)
+			if err != nil {
+				return nil, fail("list tags", registryError(err))
+			}
+			cands := tagCandidates(tags)
+			i, err := SelectVersion(constraint, cands)
+			if err != nil {
+				return nil, fail("select version", err)
+			}
+			version = cands[i].Version
+		}
+		pullRef = base + ":" + versionToTag(version)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := r.client.Pull(pullRef)
+	if err != nil {
+		return nil, fail("pull chart", registryError(err))
+	}
+	if digest != "" && res.Manifest.Digest != digest {
+		return nil, fail("pull chart", fmt.Errorf("%w: want %s, got %s", ErrDigestMismatch, digest, res.Manifest.Digest))
+	}
+	if int64(len(res.Chart.Data)) > r.maxChart {
+		return nil, fail("pull chart", fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(res.Chart.Data), r.maxChart))
+	}
+	if err := verifyDigest(res.Chart.Data, res.Chart.Digest); err != nil {
+		return nil, fail("pull chart", err)
+	}
+	la, err := loadArchive(res.Chart.Data, r.maxChart)
+	if err != nil {
+		return nil, fail("load chart", err)
+	}
+	if version == "" {
+		version = la.chart.Metadata.Version
+	}
+	return finish(&Chart{
+		Chart:      la.chart,
+		Version:    version,
+		Digest:     res.Manifest.Digest,
+		Source:     Redact(repoURL),
+		SourceKind: kind,
+		URL:        "oci://" + res.Ref,
+	}, ref, func(err error) error { return fail("read values files", err) })
+}
+
+// registryError maps an error of Helm's registry client to a sentinel.
+func registryError(err error) error {
+	var er *errcode.ErrorResponse
+	if errors.As(err, &er) {
+		return fmt.Errorf("%w: %v", statusError(er.StatusCode), err)
+	}
+	var ne net.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.As(err, &ne) {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	if strings.Contains(err.Error(), "not found") {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return fmt.Errorf("%w: %v", ErrServer, err)
+}
