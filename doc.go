@@ -1,0 +1,54 @@
+// Package helmfleet runs Helm releases across a fleet of Kubernetes
+// clusters, as plain Go packages that platform teams import into their own
+// programs, controllers and unit tests.
+//
+// It does what Flux's helm-controller and source-controller do for one
+// cluster — HelmRelease semantics with chart sources and semver ranges,
+// valuesFrom, install/upgrade/test/rollback/uninstall with remediation,
+// dependsOn, drift detection with ignore rules, post-renderers — and what a
+// Karmada-based platform does to spread a Helm application over member
+// clusters: propagation policies with weighted replica division and
+// dependencies that follow their workload, and override policies per
+// cluster. Callers bring their own cluster clients; the library brings the
+// release logic, and an in-memory fleet that runs Helm's real engine for
+// tests and demos.
+//
+// # The path of one fleet release
+//
+//	Release YAML ──release.Decode──▶ release.Release (validated, defaulted)
+//	   chart ref ──source──▶ chart (+version, digest)
+//	   valuesFrom/values ──values.Compose──▶ values (+provenance)
+//	   policies + clusters ──policy──▶ per-cluster placement and overrides
+//	   ──depgraph──▶ per cluster, in dependency order: release.Reconciler
+//	   ──▶ Status per cluster; drift.Detect over live objects ──▶ report / correction
+//
+// # Packages
+//
+// Leaves, pure and free of I/O, import no sibling:
+//   - [github.com/helmfleet/helmfleet/values]: compose values from ordered
+//     sources with Flux's semantics, with provenance and Secret redaction.
+//   - [github.com/helmfleet/helmfleet/source]: resolve chart references
+//     (Helm HTTP repositories, OCI registries, local charts) with Flux's
+//     version selection, fast on huge indexes.
+//   - [github.com/helmfleet/helmfleet/policy]: Karmada-compatible
+//     propagation and override policies over plain cluster facts.
+//   - [github.com/helmfleet/helmfleet/drift]: compare desired and live
+//     objects under ignore rules, and plan corrections.
+//   - [github.com/helmfleet/helmfleet/depgraph]: a generic dependency graph
+//     and an executor that starts each node as soon as it can run.
+//
+// Composition and side effects:
+//   - [github.com/helmfleet/helmfleet/release]: the Release type (Flux
+//     HelmRelease v2 YAML), the multi-document decoder, the per-cluster
+//     reconciler and the cluster backend roles.
+//   - [github.com/helmfleet/helmfleet/release/memory]: an in-memory cluster
+//     running Helm's real actions.
+//   - [github.com/helmfleet/helmfleet/release/kube]: real clusters through
+//     client-go.
+//   - [github.com/helmfleet/helmfleet/release/releasetest]: a conformance
+//     suite every cluster backend passes.
+//
+// Runnable programs live under examples/; start with
+//
+//	go run ./examples/quickstart
+package helmfleet

@@ -1,0 +1,237 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/values"
+)
+
+var deployGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+// testRelease is the podinfo release of the test chart in namespace apps.
+func testRelease() *release.Release {
+	return &release.Release{
+		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: "apps", Generation: 1},
+		Spec: release.Spec{
+			Interval: metav1.Duration{Duration: 10 * time.Minute},
+			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
+				Chart: "podinfo", Version: "6.5.0",
+				SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"},
+			}},
+			Values: map[string]any{"replicaCount": 2},
+		},
+	}
+}
+
+func testCharts() release.ChartGetter {
+	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
+		return &release.Chart{Chart: ch}, err
+	})
+}
+
+func newReconciler(t *testing.T, reader values.Reader) *release.Reconciler {
+	t.Helper()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), Values: reader, Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	return r
+}
+
+func replicas(t *testing.T, c *memory.Cluster) int64 {
+	t.Helper()
+	dep, err := c.Get(context.Background(), release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	n, _, err := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	require.NoError(t, err)
+	return n
+}
+
+func history(t *testing.T, c *memory.Cluster) []string {
+	t.Helper()
+	cfg, err := c.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	hist, err := action.NewHistory(cfg).Run("podinfo")
+	require.NoError(t, err)
+	var out []string
+	for _, h := range hist {
+		out = append(out, h.Chart.Metadata.Version+" "+h.Info.Status.String())
+	}
+	return out
+}
+
+func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("member1")
+	rec := newReconciler(t, nil)
+	rel := testRelease()
+
+	res, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionInstall, res.Action)
+	assert.Equal(t, 1, res.Helm.Version)
+	assert.Equal(t, 10*time.Minute, res.RequeueAfter)
+	assert.Equal(t, []string{"6.5.0 deployed"}, history(t, c))
+	assert.Equal(t, []string{
+		"ConfigMap apps/podinfo", "Deployment apps/podinfo", "Ingress apps/podinfo",
+		"Secret apps/podinfo", "Service apps/podinfo",
+	}, c.Summary(), "release name podinfo contains the chart name, so objects are called podinfo")
+	assert.Equal(t, int64(2), replicas(t, c))
+	ready := rel.Status.GetCondition(release.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, metav1.ConditionTrue, ready.Status)
+	assert.Equal(t, release.ReasonInstallSucceeded, ready.Reason)
+	assert.Equal(t, metav1.ConditionTrue, rel.Status.GetCondition(release.ConditionReleased).Status)
+	require.Len(t, rel.Status.History, 1)
+	assert.Equal(t, "6.5.0", rel.Status.History[0].ChartVersion)
+	assert.Equal(t, res.Values.Digest, rel.Status.History[0].ConfigDigest)
+	assert.Equal(t, int64(1), rel.Status.ObservedGeneration)
+
+	// In sync: nothing happens, Helm's history does not grow.
+	res, err = rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionNone, res.Action)
+	assert.Equal(t, []string{"6.5.0 deployed"}, history(t, c))
+
+	// Values change: upgrade.
+	rel.Spec.Values = map[string]any{"replicaCount": 3}
+	rel.Generation = 2
+	res, err = rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionUpgrade, res.Action)
+	assert.Equal(t, int64(3), replicas(t, c))
+	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c))
+
+	// Chart version change: upgrade.
+	rel.Spec.Chart.Spec.Version = "6.5.1"
+	rel.Generation = 3
+	res, err = rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionUpgrade, res.Action)
+	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 superseded", "6.5.1 deployed"}, history(t, c))
+	assert.Equal(t, release.ReasonUpgradeSucceeded, rel.Status.GetCondition(release.ConditionReady).Reason)
+	require.Len(t, rel.Status.History, 3)
+	assert.Equal(t, release.SnapshotStatusDeployed, rel.Status.History[0].Status)
+	assert.Equal(t, release.SnapshotStatusSuperseded, rel.Status.History[1].Status)
+	assert.Equal(t, "6.5.1", rel.Status.LastAttemptedRevision)
+
+	res, err = rec.Uninstall(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionUninstall, res.Action)
+	assert.Empty(t, c.Summary())
+	assert.Equal(t, release.ReasonUninstallSucceeded, rel.Status.GetCondition(release.ConditionReady).Reason)
+	_, err = rec.Uninstall(ctx, c, rel)
+	require.NoError(t, err, "uninstalling an absent release is not an error")
+}
+
+func TestReconcileFailedInstallThenRecovers(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("member1", memory.WithHealth(func(u *unstructured.Unstructured) memory.Health {
+		if u.GetKind() == "Deployment" {
+			return memory.Health{Message: "0/2 replicas available"}
+		}
+		return memory.Health{Ready: true}
+	}))
+	rec := newReconciler(t, nil)
+	rel := testRelease()
+	rel.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Millisecond}
+
+	res, err := rec.Reconcile(ctx, c, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Deployment apps/podinfo: 0/2 replicas available")
+	assert.Equal(t, release.ActionInstall, res.Action)
+	ready := rel.Status.GetCondition(release.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, release.ReasonInstallFailed, ready.Reason)
+	assert.Equal(t, int64(1), rel.Status.Failures)
+	assert.Equal(t, int64(1), rel.Status.InstallFailures)
+	assert.Equal(t, []string{"6.5.0 failed"}, history(t, c))
+
+	// The Deployment becomes ready: the next reconcile upgrades the failed release.
+	c.SetHealth(nil)
+	res, err = rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionUpgrade, res.Action)
+	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c), "Helm supersedes the failed revision")
+}
+
+func TestReconcileUnlocksPendingRelease(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("member1")
+	rec := newReconciler(t, nil)
+	rel := testRelease()
+	_, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+
+	// A crash mid-upgrade left revision 2 pending.
+	store := c.Storage("apps")
+	last, err := store.Last("podinfo")
+	require.NoError(t, err)
+	stuck := *last
+	stuck.Version = 2
+	stuck.Info = &helmrelease.Info{Status: helmrelease.StatusPendingUpgrade}
+	require.NoError(t, store.Create(&stuck))
+
+	res, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.True(t, res.Unlocked)
+	assert.Equal(t, release.ActionUpgrade, res.Action)
+	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 failed", "6.5.0 deployed"}, history(t, c))
+}
+
+func TestReconcileValuesFromAndStageErrors(t *testing.T) {
+	ctx := context.Background()
+	c := memory.New("member1")
+	rel := testRelease()
+	rel.Spec.ValuesFrom = []release.ValuesReference{{Kind: "ConfigMap", Name: "podinfo-values"}}
+
+	_, err := newReconciler(t, nil).Reconcile(ctx, c, rel)
+	var se *release.StageError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, release.ReasonValuesError, se.Reason)
+	assert.Equal(t, release.ReasonValuesError, rel.Status.GetCondition(release.ConditionReady).Reason)
+	assert.Empty(t, c.Summary(), "nothing is installed when the values cannot be composed")
+
+	reader := readerFunc(func(_ context.Context, kind values.Kind, ns, name string) (map[string][]byte, error) {
+		if kind == values.KindConfigMap && ns == "apps" && name == "podinfo-values" {
+			return map[string][]byte{"values.yaml": []byte("replicaCount: 5\n")}, nil
+		}
+		return nil, values.ErrNotFound
+	})
+	rel.Spec.Values = nil
+	res, err := newReconciler(t, reader).Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionInstall, res.Action)
+	assert.Equal(t, int64(5), replicas(t, c))
+
+	broken := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+		return nil, errors.New("repository unreachable")
+	})
+	r2, err := release.NewReconciler(release.ReconcilerConfig{Charts: broken})
+	require.NoError(t, err)
+	_, err = r2.Reconcile(ctx, c, testRelease())
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, release.ReasonArtifactFailed, se.Reason)
+	assert.Contains(t, err.Error(), "apps/podinfo")
+}
+
+type readerFunc func(ctx context.Context, kind values.Kind, namespace, name string) (map[string][]byte, error)
+
+func (f readerFunc) Read(ctx context.Context, kind values.Kind, namespace, name string) (map[string][]byte, error) {
+	return f(ctx, kind, namespace, name)
+}
