@@ -398,7 +398,9 @@ type StageError struct {
 	Err error
 }
 
-func (e *StageError) Error() string { return fmt.Sprintf("release %s: %s: %v", e.Release, e.Reason, e.Err) }
+func (e *StageError) Error() string {
+	return fmt.Sprintf("release %s: %s: %v", e.Release, e.Reason, e.Err)
+}
 
 // Unwrap returns the cause.
 func (e *StageError) Unwrap() error { return e.Err }
