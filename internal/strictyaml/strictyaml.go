@@ -1,0 +1,446 @@
+// Package strictyaml decodes Kubernetes-style YAML streams into Go types
+// strictly: every unknown field and every value of the wrong type is
+// reported with its field path, all at once, instead of the first one only
+// (sigs.k8s.io/yaml.UnmarshalStrict) or none at all (encoding/json).
+//
+// A stream is split into documents with Split, each document is turned
+// into JSON with ToJSON (YAML syntax errors and duplicate keys carry the
+// line of the stream), and Unmarshal checks the JSON against the target
+// type before decoding it. Unmarshal walks the Go type by its json tags,
+// inlining embedded structs as encoding/json does; types that decode
+// themselves (json.Unmarshaler, encoding.TextUnmarshaler, such as
+// metav1.Duration and metav1.Time) are leaves whose own errors are
+// reported at their path.
+package strictyaml
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Document is one document of a YAML stream.
+type Document struct {
+	// Index is the 1-based position of the document among the stream's
+	// non-empty documents (documents holding only blank lines and
+	// comments are not counted).
+	Index int
+	// Line is the 1-based line of the stream where the document's first
+	// line that is neither blank nor a comment is.
+	Line int
+	// Data is the document's text, from the line after its separator.
+	Data []byte
+
+	// start is the stream line of Data's first line.
+	start int
+}
+
+// Split cuts a YAML stream at separator lines ("---", optionally followed
+// by blanks or a comment) and returns its non-empty documents in order.
+// Documents that hold only blank lines and comments are dropped.
+func Split(stream []byte) []Document {
+	var docs []Document
+	lines := bytes.SplitAfter(stream, []byte("\n"))
+	start := 1
+	var cur [][]byte
+	flush := func() {
+		data := bytes.Join(cur, nil)
+		if first, ok := firstContentLine(cur); ok {
+			docs = append(docs, Document{Index: len(docs) + 1, Line: start + first, Data: data, start: start})
+		}
+		cur = nil
+	}
+	for i, l := range lines {
+		if isSeparator(l) {
+			flush()
+			start = i + 2
+			continue
+		}
+		cur = append(cur, l)
+	}
+	flush()
+	return docs
+}
+
+func isSeparator(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("---")) {
+		return false
+	}
+	rest := bytes.TrimSpace(line[3:])
+	return len(rest) == 0 || rest[0] == '#'
+}
+
+// firstContentLine returns the 0-based index of the first line that is
+// neither blank nor a comment.
+func firstContentLine(lines [][]byte) (int, bool) {
+	for i, l := range lines {
+		t := bytes.TrimSpace(l)
+		if len(t) > 0 && t[0] != '#' {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// SyntaxError is a YAML document that cannot be parsed.
+type SyntaxError struct {
+	// Line of the stream the parser complained about, 0 if it did not say.
+	Line int
+	// Msg is the parser's message, with line numbers counted from the
+	// start of the stream.
+	Msg string
+}
+
+func (e *SyntaxError) Error() string { return e.Msg }
+
+var lineRe = regexp.MustCompile(`line (\d+)`)
+
+// ToJSON converts one document to JSON. Duplicate keys are an error.
+// Errors are *SyntaxError with line numbers of the stream.
+func ToJSON(doc Document) ([]byte, error) {
+	out, err := yaml.YAMLToJSONStrict(doc.Data)
+	if err == nil {
+		return out, nil
+	}
+	offset := max(doc.start, 1) - 1
+	first := 0
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	msg = lineRe.ReplaceAllStringFunc(msg, func(m string) string {
+		n, _ := strconv.Atoi(m[len("line "):])
+		if first == 0 {
+			first = n + offset
+		}
+		return "line " + strconv.Itoa(n+offset)
+	})
+	msg = strings.Join(strings.Fields(msg), " ")
+	return nil, &SyntaxError{Line: first, Msg: msg}
+}
+
+// FieldError is one problem at one field of a document.
+type FieldError struct {
+	// Path is the field, dotted, with list indexes in brackets
+	// (spec.valuesFrom[1].kind); map keys that are not plain words are
+	// quoted in brackets (metadata.labels["app.kubernetes.io/name"]).
+	Path string
+	// Value is the offending value as compact JSON, shortened.
+	Value string
+	// Message says what is wrong.
+	Message string
+}
+
+func (e FieldError) Error() string {
+	if e.Path == "" {
+		return e.Message
+	}
+	return e.Path + ": " + e.Message
+}
+
+// Unmarshal decodes the JSON document data into v, a non-nil pointer.
+// It first checks data against v's type and returns every unknown field
+// and every value of the wrong type, sorted by path; v is written only
+// when there is none.
+func Unmarshal(data []byte, v any) []FieldError {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return []FieldError{{Message: fmt.Sprintf("strictyaml: Unmarshal needs a non-nil pointer, got %T", v)}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return []FieldError{{Message: "invalid JSON: " + err.Error()}}
+	}
+	w := walker{fields: map[reflect.Type]map[string]reflect.Type{}}
+	w.walk("", tree, rv.Type().Elem())
+	if len(w.errs) > 0 {
+		slices.SortStableFunc(w.errs, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
+		return w.errs
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return []FieldError{{Message: err.Error()}}
+	}
+	return nil
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+type walker struct {
+	errs   []FieldError
+	fields map[reflect.Type]map[string]reflect.Type
+}
+
+func (w *walker) fail(path string, v any, format string, args ...any) {
+	w.errs = append(w.errs, FieldError{Path: path, Value: render(v), Message: fmt.Sprintf(format, args...)})
+}
+
+func (w *walker) walk(path string, v any, t reflect.Type) {
+	if v == nil {
+		return // null leaves the field at its zero value
+	}
+	if selfDecoding(t) {
+		raw, _ := json.Marshal(v)
+		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
+			w.fail(path, v, "invalid value %s: %s", render(v), cleanJSONError(err))
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(path, v, t.Elem())
+	case reflect.Interface:
+		// any value decodes into an interface
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			w.mismatch(path, v, "object")
+			return
+		}
+		known := w.fieldsOf(t)
+		for _, k := range sortedKeys(obj) {
+			ft, ok := known[k]
+			if !ok {
+				msg := "unknown field"
+				if s := suggest(k, known); s != "" {
+					msg += fmt.Sprintf(", did you mean %q?", s)
+				}
+				w.fail(join(path, k), obj[k], "%s", msg)
+				continue
+			}
+			w.walk(join(path, k), obj[k], ft)
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			w.mismatch(path, v, "object")
+			return
+		}
+		for _, k := range sortedKeys(obj) {
+			w.walk(join(path, k), obj[k], t.Elem())
+		}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
+			if _, ok := v.(string); !ok {
+				w.mismatch(path, v, "base64 string")
+			}
+			return
+		}
+		list, ok := v.([]any)
+		if !ok {
+			w.mismatch(path, v, "list")
+			return
+		}
+		if t.Kind() == reflect.Array && len(list) > t.Len() {
+			w.fail(path, v, "expected at most %d items, got %d", t.Len(), len(list))
+		}
+		for i, e := range list {
+			w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			w.mismatch(path, v, "string")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			w.mismatch(path, v, "boolean")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.mismatch(path, v, "integer")
+			return
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
+			w.fail(path, v, "expected integer of %d bits, got %s", t.Bits(), n)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.mismatch(path, v, "non-negative integer")
+			return
+		}
+		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
+			w.fail(path, v, "expected non-negative integer of %d bits, got %s", t.Bits(), n)
+		}
+	case reflect.Float32, reflect.Float64:
+		n, ok := v.(json.Number)
+		if !ok {
+			w.mismatch(path, v, "number")
+			return
+		}
+		if _, err := strconv.ParseFloat(n.String(), t.Bits()); err != nil {
+			w.fail(path, v, "expected number, got %s", n)
+		}
+	default:
+		w.fail(path, v, "cannot decode into Go type %s", t)
+	}
+}
+
+func (w *walker) mismatch(path string, v any, want string) {
+	got := jsonType(v)
+	msg := fmt.Sprintf("expected %s, got %s %s", want, got, render(v))
+	if want == "string" && (got == "number" || got == "boolean") {
+		msg += " (quote it to make it a string)"
+	}
+	w.errs = append(w.errs, FieldError{Path: path, Value: render(v), Message: msg})
+}
+
+// selfDecoding reports whether t (or *t) decodes itself from JSON.
+func selfDecoding(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface {
+		return false
+	}
+	pt := reflect.PointerTo(t)
+	return pt.Implements(jsonUnmarshaler) || pt.Implements(textUnmarshaler)
+}
+
+// fieldsOf maps the JSON names of t's fields to their types, inlining
+// embedded structs without a JSON name as encoding/json does; a shallower
+// field wins over an inlined one of the same name.
+func (w *walker) fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := w.fields[t]; ok {
+		return m
+	}
+	m := map[string]reflect.Type{}
+	w.fields[t] = m
+	var inlined []reflect.Type
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				inlined = append(inlined, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	for _, it := range inlined {
+		for k, ft := range w.fieldsOf(it) {
+			if _, ok := m[k]; !ok {
+				m[k] = ft
+			}
+		}
+	}
+	return m
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func join(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "object"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "boolean"
+	default:
+		return "null"
+	}
+}
+
+const maxValueLen = 80
+
+// render returns v as compact JSON, shortened to maxValueLen bytes.
+func render(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > maxValueLen {
+		return string(b[:maxValueLen-3]) + "..."
+	}
+	return string(b)
+}
+
+// cleanJSONError drops encoding/json's Go-type noise from err.
+func cleanJSONError(err error) string {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return "expected " + te.Type.String() + ", got " + te.Value
+	}
+	return err.Error()
+}
+
+// suggest returns the known field closest to k, if it is close enough to
+// be a likely misspelling.
+func suggest(k string, known map[string]reflect.Type) string {
+	best, bestD := "", len(k)/3+2
+	for name := range known {
+		if strings.EqualFold(name, k) {
+			return name
+		}
+		if d := distance(k, name); d < bestD || (d == bestD && best != "" && name < best) {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,347 @@
+package release
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
+	"github.com/helmfleet/helmfleet/source"
+)
+
+// Objects are the objects of one decoded stream, each kind in stream order.
+type Objects struct {
+	// Releases are the HelmReleases; v2beta1 and v2beta2 documents are
+	// converted to the v2 model.
+	Releases []*Release
+	// HelmRepositories are the source.toolkit.fluxcd.io HelmRepositories.
+	HelmRepositories []*source.HelmRepository
+	// OCIRepositories are the source.toolkit.fluxcd.io OCIRepositories.
+	OCIRepositories []*source.OCIRepository
+	// HelmCharts are the source.toolkit.fluxcd.io HelmCharts.
+	HelmCharts []*source.HelmChart
+}
+
+// Problem is one thing wrong with one document of a stream.
+type Problem struct {
+	// Document is the 1-based position of the document among the
+	// stream's non-empty documents (blank and comment-only documents are
+	// skipped and not counted).
+	Document int
+	// Line is the line of the stream where the document starts, or where
+	// the YAML parser found a syntax error.
+	Line int
+	// APIVersion and Kind of the document, as written; empty if unknown.
+	APIVersion, Kind string
+	// Namespace and Name of the document's object, as written.
+	Namespace, Name string
+	// FieldError says which field is wrong, its value and why.
+	FieldError
+}
+
+// Object returns "Kind namespace/name", or what of it is known.
+func (p Problem) Object() string {
+	return objectName(p.Kind, p.Namespace, p.Name)
+}
+
+func (p Problem) Error() string {
+	where := fmt.Sprintf("line %d", p.Line)
+	if o := p.Object(); o != "" {
+		where = o + ", " + where
+	}
+	return fmt.Sprintf("document %d (%s): %s", p.Document, where, p.FieldError.Error())
+}
+
+// DecodeError reports every problem of a stream, in stream order.
+type DecodeError struct {
+	// Problems, sorted by document and then by field path.
+	Problems []Problem
+}
+
+func (e *DecodeError) Error() string {
+	if len(e.Problems) == 1 {
+		return e.Problems[0].Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problems:", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// decodeFunc decodes one JSON document of a known version and kind into
+// objs, or returns what is wrong with it.
+type decodeFunc func(data []byte, objs *Objects) []strictyaml.FieldError
+
+// into returns a decodeFunc that decodes a T strictly and hands it to add.
+func into[T any](add func(*Objects, *T)) decodeFunc {
+	return func(data []byte, objs *Objects) []strictyaml.FieldError {
+		obj := new(T)
+		if errs := strictyaml.Unmarshal(data, obj); len(errs) > 0 {
+			return errs
+		}
+		add(objs, obj)
+		return nil
+	}
+}
+
+// converted returns a decodeFunc that decodes an older HelmRelease version
+// T strictly and converts it to a Release.
+func converted[T any](convert func(*T) *Release) decodeFunc {
+	return into(func(o *Objects, old *T) { o.Releases = append(o.Releases, convert(old)) })
+}
+
+// versions maps each of vs to f.
+func versions(f decodeFunc, vs ...string) map[string]decodeFunc {
+	m := make(map[string]decodeFunc, len(vs))
+	for _, v := range vs {
+		m[v] = f
+	}
+	return m
+}
+
+// decoders is the registry of the kinds Decode understands: API group and
+// kind, then version, to the function that decodes such a document. A new
+// kind is one line here and one field in Objects.
+func decoders() map[schema.GroupKind]map[string]decodeFunc {
+	return map[schema.GroupKind]map[string]decodeFunc{
+		{Group: Group, Kind: Kind}: {
+			Version:        into(func(o *Objects, r *Release) { o.Releases = append(o.Releases, r) }),
+			VersionV2Beta2: converted(convertV2Beta2),
+			VersionV2Beta1: converted(convertV2Beta1),
+		},
+		{Group: source.Group, Kind: source.KindHelmRepository}: versions(into(func(o *Objects, r *source.HelmRepository) {
+			o.HelmRepositories = append(o.HelmRepositories, r)
+		}), "v1", "v1beta2"),
+		{Group: source.Group, Kind: source.KindOCIRepository}: versions(into(func(o *Objects, r *source.OCIRepository) {
+			o.OCIRepositories = append(o.OCIRepositories, r)
+		}), "v1", "v1beta2"),
+		{Group: source.Group, Kind: source.KindHelmChart}: versions(into(func(o *Objects, c *source.HelmChart) {
+			o.HelmCharts = append(o.HelmCharts, c)
+		}), "v1", "v1beta2"),
+	}
+}
+
+// Decode reads a multi-document YAML stream (or one JSON document) and
+// decodes every HelmRelease (helm.toolkit.fluxcd.io v2, v2beta2, v2beta1)
+// and every HelmRepository, OCIRepository and HelmChart
+// (source.toolkit.fluxcd.io v1, v1beta2) in it. A v1 List (as kubectl get
+// -o yaml prints) is decoded item by item. Blank and comment-only
+// documents are skipped.
+//
+// Decoding is strict: unknown fields, values of the wrong type, invalid
+// durations, duplicate keys, YAML syntax errors and unknown kinds or API
+// versions are all reported at once, as a *DecodeError naming the
+// document, the object and the field path. The objects that decoded
+// cleanly are returned beside the error.
+//
+// Decode neither defaults nor validates; call Default and Validate (or
+// Objects.Validate) next.
+func Decode(r io.Reader) (*Objects, error) {
+	stream, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read stream: %w", err)
+	}
+	d := decoder{registry: decoders(), objs: &Objects{}}
+	for _, doc := range strictyaml.Split(stream) {
+		d.document(doc)
+	}
+	if len(d.problems) > 0 {
+		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Document - b.Document })
+		return d.objs, &DecodeError{Problems: d.problems}
+	}
+	return d.objs, nil
+}
+
+type decoder struct {
+	registry map[schema.GroupKind]map[string]decodeFunc
+	objs     *Objects
+	problems []Problem
+}
+
+func (d *decoder) document(doc strictyaml.Document) {
+	data, err := documentJSON(doc)
+	if err != nil {
+		p := Problem{Document: doc.Index, Line: doc.Line, FieldError: FieldError{Message: "invalid YAML: " + err.Error()}}
+		if se, ok := err.(*strictyaml.SyntaxError); ok && se.Line > 0 {
+			p.Line = se.Line
+		}
+		d.problems = append(d.problems, p)
+		return
+	}
+	d.object(doc, "", data)
+}
+
+// documentJSON returns the document as JSON; a document that is JSON
+// already is taken as is (YAML forbids the tabs JSON may be indented with).
+func documentJSON(doc strictyaml.Document) ([]byte, error) {
+	if t := bytes.TrimSpace(doc.Data); len(t) > 0 && t[0] == '{' && json.Valid(t) {
+		return t, nil
+	}
+	return strictyaml.ToJSON(doc)
+}
+
+// header is what Decode reads of a document before knowing its kind.
+type header struct {
+	apiVersion, kind, namespace, name string
+}
+
+func readHeader(obj map[string]any) header {
+	str := func(m map[string]any, k string) string {
+		s, _ := m[k].(string)
+		return s
+	}
+	h := header{apiVersion: str(obj, "apiVersion"), kind: str(obj, "kind")}
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		h.namespace, h.name = str(md, "namespace"), str(md, "name")
+	}
+	return h
+}
+
+// object decodes one object (a document, or an item of a List at prefix).
+func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
+	var raw any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		d.add(doc, header{}, FieldError{Path: prefix, Message: "invalid JSON: " + err.Error()})
+		return
+	}
+	if raw == nil {
+		return // "~" or "null": nothing to decode
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		d.add(doc, header{}, FieldError{Path: prefix, Value: shortValue(string(data)), Message: "expected an object with apiVersion and kind"})
+		return
+	}
+	h := readHeader(obj)
+	switch {
+	case h.apiVersion == "" || h.kind == "":
+		d.add(doc, h, FieldError{Path: prefix, Message: "apiVersion and kind are required"})
+		return
+	case h.apiVersion == "v1" && h.kind == "List":
+		d.list(doc, prefix, h, obj)
+		return
+	}
+	gv, err := schema.ParseGroupVersion(h.apiVersion)
+	if err != nil {
+		d.add(doc, h, FieldError{Path: joinPath(prefix, "apiVersion"), Value: h.apiVersion, Message: "invalid apiVersion: " + err.Error()})
+		return
+	}
+	byVersion, ok := d.registry[gv.WithKind(h.kind).GroupKind()]
+	if !ok {
+		d.add(doc, h, FieldError{
+			Path:    joinPath(prefix, "kind"),
+			Value:   h.kind,
+			Message: fmt.Sprintf("unknown kind %q of apiVersion %q; accepted: %s", h.kind, h.apiVersion, d.accepted()),
+		})
+		return
+	}
+	decode, ok := byVersion[gv.Version]
+	if !ok {
+		var accepted []string
+		for v := range byVersion {
+			accepted = append(accepted, gv.Group+"/"+v)
+		}
+		slices.Sort(accepted)
+		d.add(doc, h, FieldError{
+			Path:    joinPath(prefix, "apiVersion"),
+			Value:   h.apiVersion,
+			Message: fmt.Sprintf("unsupported apiVersion %q for kind %s; accepted: %s", h.apiVersion, h.kind, strings.Join(accepted, ", ")),
+		})
+		return
+	}
+	for _, fe := range decode(data, d.objs) {
+		d.add(doc, h, FieldError{Path: joinPath(prefix, fe.Path), Value: unquote(fe.Value), Message: fe.Message})
+	}
+}
+
+// list decodes the items of a v1 List.
+func (d *decoder) list(doc strictyaml.Document, prefix string, h header, obj map[string]any) {
+	for k := range obj {
+		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "items" {
+			d.add(doc, h, FieldError{Path: joinPath(prefix, k), Message: "unknown field"})
+		}
+	}
+	items, ok := obj["items"].([]any)
+	if !ok && obj["items"] != nil {
+		d.add(doc, h, FieldError{Path: joinPath(prefix, "items"), Message: "expected a list"})
+		return
+	}
+	for i, item := range items {
+		data, _ := json.Marshal(item)
+		d.object(doc, fmt.Sprintf("%sitems[%d]", dotted(prefix), i), data)
+	}
+}
+
+func (d *decoder) add(doc strictyaml.Document, h header, fe FieldError) {
+	d.problems = append(d.problems, Problem{
+		Document: doc.Index, Line: doc.Line,
+		APIVersion: h.apiVersion, Kind: h.kind, Namespace: h.namespace, Name: h.name,
+		FieldError: fe,
+	})
+}
+
+// accepted lists every accepted apiVersion and kind, sorted.
+func (d *decoder) accepted() string {
+	var all []string
+	for gk, byVersion := range d.registry {
+		for v := range byVersion {
+			all = append(all, gk.Group+"/"+v+" "+gk.Kind)
+		}
+	}
+	slices.Sort(all)
+	return strings.Join(all, ", ")
+}
+
+func joinPath(prefix, path string) string {
+	switch {
+	case prefix == "":
+		return path
+	case path == "":
+		return prefix
+	case strings.HasPrefix(path, "["):
+		return prefix + path
+	default:
+		return prefix + "." + path
+	}
+}
+
+func dotted(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "."
+}
+
+// unquote turns a JSON string into its text; other JSON stays as is.
+func unquote(v string) string {
+	var s string
+	if json.Unmarshal([]byte(v), &s) == nil {
+		return s
+	}
+	return v
+}
+
+func shortValue(s string) string {
+	const limit = 80
+	if len(s) > limit {
+		return s[:limit-3] + "..."
+	}
+	return s
+}
+
+// objectName renders "Kind namespace/name", leaving out what is empty.
+func objectName(kind, namespace, name string) string {
+	id := name
+	if namespace != "" && name != "" {
+		id = namespace + "/" + name
+	}
+	return strings.TrimSpace(kind + " " + id)
+}
