@@ -1,0 +1,53 @@
+// Package drift compares what a release should have put in a cluster with
+// what is there, explains the difference, and plans its correction. It is
+// pure: the caller lists the live objects (one list request per kind is
+// enough) and passes them in; nothing here talks to a cluster, reads a
+// clock or starts a goroutine.
+//
+// # Comparing the way server-side apply does
+//
+// Only fields the desired object sets count. Server defaults, status, and
+// fields that other managers added are not drift; a field the desired
+// object sets that live lacks or holds with another value is. Of
+// metadata, only labels and annotations are compared, and of those only
+// keys the desired object sets: a key others added is not drift, a key of
+// ours that was changed or removed is. Lists that Kubernetes merges by key
+// (containers, env, volumes, ports, …) are matched by that key, so a
+// sidecar injected by a webhook is not drift; other lists are compared by
+// position and must keep their length. Resource quantities compare by
+// value ("0.5" equals "500m"), numbers by value, and a Secret's stringData
+// is compared as the base64 data the API server stores.
+//
+// # Ignore rules
+//
+// Compile takes Flux's driftDetection.ignore[] rules (IgnoreRule): RFC 6901
+// pointers into the desired object, applied to the objects a Selector
+// targets (group, version, kind, name and namespace as anchored regular
+// expressions, plus label and annotation selectors); the pointer ""
+// excludes the whole object. Every rule that targets an object applies —
+// Flux keeps rules in a map keyed by their selector, so several rules
+// without a target collapse to the last one; here they all count. An
+// object labelled or annotated helm.toolkit.fluxcd.io/driftDetection:
+// disabled (on either side) is excluded. ManagerRule adds Argo CD's ignore
+// by field manager: a difference in a field that a named manager owns in
+// the live object's managedFields is listed as ignored, not as drift.
+//
+// # Reports and corrections
+//
+// Detect returns a Report: each object Missing, Modified (with the field
+// list, the JSON patch from live to desired, and the live field managers
+// owning each changed field), Unchanged, Excluded or, with Options.Extra,
+// Extra (live objects of the release that nothing desired names). The
+// Report also says which objects each rule selected and which rules
+// selected nothing. Report.Corrections plans, in ModeEnabled only, a
+// create per missing object and a JSON patch per modified one; patches
+// only add or replace fields desired sets and leave ignored paths as live
+// has them.
+//
+// Secret data and stringData values are masked everywhere a person may
+// read them (ObjectResult.Changes and Patch, Report.String,
+// Correction.String), while Correction.Patch and Correction.Create keep the
+// real values that the cluster needs. Masking always works on copies, so
+// it cannot leak into the correction (Flux once shipped masked values
+// into a patch).
+package drift
