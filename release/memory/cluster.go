@@ -33,8 +33,12 @@ type Health struct {
 }
 
 // HealthFunc decides the health of a stored object. It is called while
-// Helm waits, so a func that returns not-ready for some time and then
-// ready models a slow rollout.
+// Helm waits and whenever Get or List read an object, so a func that
+// returns not-ready for some time and then ready models a slow rollout.
+// Get and List show the health as the status a controller would write
+// (Deployment replicas and conditions, Job and Pod phases, a Ready or
+// Stalled condition for other kinds), so kstatus reads it as on a real
+// cluster.
 type HealthFunc func(obj *unstructured.Unstructured) Health
 
 // AlwaysReady is the default HealthFunc: every object is ready at once.
@@ -185,7 +189,10 @@ func (c *Cluster) Get(ctx context.Context, ref release.ObjectRef) (*unstructured
 		return nil, err
 	}
 	obj, err := c.store.get(ref.GroupVersionKind, ref.Namespace, ref.Name)
-	return obj, c.wrap(ref, err)
+	if err != nil {
+		return nil, c.wrap(ref, err)
+	}
+	return withStatus(obj, c.healthOf(obj)), nil
 }
 
 // List returns the objects of gvk in namespace ("" = all) matching
@@ -197,6 +204,9 @@ func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, namespa
 	objs, err := c.store.list(gvk, namespace, selector)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: list %s: %w", c.name, gvk.Kind, err)
+	}
+	for i, o := range objs {
+		objs[i] = withStatus(o, c.healthOf(o))
 	}
 	return objs, nil
 }
@@ -234,8 +244,9 @@ func (c *Cluster) Update(ctx context.Context, obj *unstructured.Unstructured, ma
 	return out, c.wrap(release.RefOf(obj), err)
 }
 
-// Objects returns a copy of every stored object, sorted by group, kind,
-// namespace and name.
+// Objects returns a copy of every stored object as stored (without the
+// status the simulated controllers add on Get and List), sorted by group,
+// kind, namespace and name.
 func (c *Cluster) Objects() []*unstructured.Unstructured { return c.store.all() }
 
 // Summary returns one line per stored object, "Kind namespace/name", in

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
@@ -191,4 +192,38 @@ func TestUnknownKindNeedsItsCRD(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Apply(ctx, cr, release.ApplyOptions{FieldManager: "me"})
 	require.NoError(t, err)
+}
+
+func TestSimulatedControllersWriteStatusForKstatus(t *testing.T) {
+	ctx := context.Background()
+	healthy := true
+	c := memory.New("m", memory.WithHealth(func(u *unstructured.Unstructured) memory.Health {
+		if u.GetKind() == "Deployment" && !healthy {
+			return memory.Health{Message: "pulling image"}
+		}
+		return memory.Health{Ready: true}
+	}))
+	install := action.NewInstall(helmConfig(t, c))
+	install.ReleaseName, install.Namespace = "web", "apps"
+	_, err := install.RunWithContext(ctx, testchart.MustLoad(""), nil)
+	require.NoError(t, err)
+
+	ref := release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "web-podinfo"}
+	for _, tc := range []struct {
+		name    string
+		healthy bool
+		want    kstatus.Status
+	}{
+		{"ready", true, kstatus.CurrentStatus},
+		{"rolling out", false, kstatus.InProgressStatus},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			healthy = tc.healthy
+			dep, err := c.Get(ctx, ref)
+			require.NoError(t, err)
+			res, err := kstatus.Compute(dep)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, res.Status, res.Message)
+		})
+	}
 }
