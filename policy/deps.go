@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// depRef is a dependency named by a workload, in the workload's namespace.
+type depRef struct {
+	kind, name string
+	via        string // the field that names it, for explanations
+}
+
+// podTemplate returns the pod spec and pod labels of a workload.
+func podTemplate(obj *unstructured.Unstructured) (spec map[string]any, labels map[string]any, ok bool) {
+	var tmpl map[string]any
+	switch obj.GetKind() {
+	case "Pod":
+		spec, _ = obj.Object["spec"].(map[string]any)
+		md, _ := obj.Object["metadata"].(map[string]any)
+		labels, _ = md["labels"].(map[string]any)
+		return spec, labels, spec != nil
+	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job":
+		tmpl = nested(obj.Object, "spec", "template")
+	case "CronJob":
+		tmpl = nested(obj.Object, "spec", "jobTemplate", "spec", "template")
+	default:
+		return nil, nil, false
+	}
+	if tmpl == nil {
+		return nil, nil, false
+	}
+	spec, _ = tmpl["spec"].(map[string]any)
+	labels = nested(tmpl, "metadata", "labels")
+	return spec, labels, spec != nil
+}
+
+func nested(m map[string]any, path ...string) map[string]any {
+	cur := m
+	for _, p := range path {
+		next, _ := cur[p].(map[string]any)
+		if next == nil {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
+
+func str(m map[string]any, path ...string) string {
+	if len(path) > 1 {
+		m = nested(m, path[:len(path)-1]...)
+	}
+	if m == nil {
+		return ""
+	}
+	s, _ := m[path[len(path)-1]].(string)
+	return s
+}
+
+func list(m map[string]any, key string) []map[string]any {
+	if m == nil {
+		return nil
+	}
+	raw, _ := m[key].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, e := range raw {
+		if em, ok := e.(map[string]any); ok {
+			out = append(out, em)
+		}
+	}
+	return out
+}
+
+// podDependencies lists what Karmada's dependency interpreter finds in a pod
+// spec: Secrets, ConfigMaps, the ServiceAccount and PVCs, across containers,
+// initContainers and ephemeralContainers.
+func podDependencies(spec map[string]any) []depRef {
+	var out []depRef
+	add := func(kind, name, via string) {
+		if name != "" {
+			out = append(out, depRef{kind: kind, name: name, via: via})
+		}
+	}
+	for _, s := range list(spec, "imagePullSecrets") {
+		add("Secret", str(s, "name"), "imagePullSecrets")
+	}
+	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		for _, c := range list(spec, field) {
+			for _, ef := range list(c, "envFrom") {
+				add("Secret", str(ef, "secretRef", "name"), field+".envFrom.secretRef")
+				add("ConfigMap", str(ef, "configMapRef", "name"), field+".envFrom.configMapRef")
+			}
+			for _, env := range list(c, "env") {
+				add("Secret", str(env, "valueFrom", "secretKeyRef", "name"), field+".env.valueFrom.secretKeyRef")
+				add("ConfigMap", str(env, "valueFrom", "configMapKeyRef", "name"), field+".env.valueFrom.configMapKeyRef")
+			}
+		}
+	}
+	for _, v := range list(spec, "volumes") {
+		add("Secret", str(v, "secret", "secretName"), "volumes.secret")
+		add("ConfigMap", str(v, "configMap", "name"), "volumes.configMap")
+		add("PersistentVolumeClaim", str(v, "persistentVolumeClaim", "claimName"), "volumes.persistentVolumeClaim")
+		for _, src := range list(nested(v, "projected"), "sources") {
+			add("Secret", str(src, "secret", "name"), "volumes.projected.secret")
+			add("ConfigMap", str(src, "configMap", "name"), "volumes.projected.configMap")
+		}
+		add("Secret", str(v, "csi", "nodePublishSecretRef", "name"), "volumes.csi.nodePublishSecretRef")
+		add("Secret", str(v, "azureFile", "secretName"), "volumes.azureFile.secretName")
+		for _, plugin := range []string{"cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi", "storageos"} {
+			add("Secret", str(v, plugin, "secretRef", "name"), "volumes."+plugin+".secretRef")
+		}
+	}
+	if sa := str(spec, "serviceAccountName"); sa != "default" {
+		add("ServiceAccount", sa, "serviceAccountName")
+	}
+	return out
+}
+
+// ingressTLSSecrets lists an Ingress's spec.tls[].secretName.
+func ingressTLSSecrets(obj *unstructured.Unstructured) []depRef {
+	var out []depRef
+	for _, t := range list(nested(obj.Object, "spec"), "tls") {
+		if n := str(t, "secretName"); n != "" {
+			out = append(out, depRef{kind: "Secret", name: n, via: "spec.tls.secretName"})
+		}
+	}
+	return out
+}
+
+// ingressBackends lists the Services an Ingress's backends name (networking/v1
+// service.name and the older serviceName).
+func ingressBackends(obj *unstructured.Unstructured) []string {
+	spec := nested(obj.Object, "spec")
+	if spec == nil {
+		return nil
+	}
+	var out []string
+	backend := func(b map[string]any) {
+		if b == nil {
+			return
+		}
+		if n := str(b, "service", "name"); n != "" {
+			out = append(out, n)
+		}
+		if n := str(b, "serviceName"); n != "" {
+			out = append(out, n)
+		}
+	}
+	backend(nested(spec, "defaultBackend"))
+	backend(nested(spec, "backend"))
+	for _, rule := range list(spec, "rules") {
+		for _, p := range list(nested(rule, "http"), "paths") {
+			backend(nested(p, "backend"))
+		}
+	}
+	return out
+}
+
+// selectorMatches reports whether a non-empty Service selector matches pod labels.
+func selectorMatches(selector map[string]any, podLabels map[string]any) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		pv, ok := podLabels[k]
+		if !ok || pv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func isIngress(obj *unstructured.Unstructured) bool {
+	return obj.GetKind() == "Ingress"
+}
+
+func isCoreKind(obj *unstructured.Unstructured, kind string) bool {
+	return obj.GetKind() == kind && obj.GetAPIVersion() == "v1"
+}

@@ -1,0 +1,271 @@
+package policy
+
+import (
+	"cmp"
+	"errors"
+	"maps"
+	"slices"
+)
+
+// Set is the policies an Engine evaluates.
+type Set struct {
+	// Propagation are namespaced propagation policies.
+	Propagation []PropagationPolicy
+	// ClusterPropagation are cluster-scoped propagation policies.
+	ClusterPropagation []ClusterPropagationPolicy
+	// Override are namespaced override policies.
+	Override []OverridePolicy
+	// ClusterOverride are cluster-scoped override policies.
+	ClusterOverride []ClusterOverridePolicy
+}
+
+// Add appends a decoded policy (a value or pointer of one of the four policy
+// types) to the set; anything else is an error.
+func (s *Set) Add(p any) error {
+	switch t := p.(type) {
+	case *PropagationPolicy:
+		s.Propagation = append(s.Propagation, *t)
+	case PropagationPolicy:
+		s.Propagation = append(s.Propagation, t)
+	case *ClusterPropagationPolicy:
+		s.ClusterPropagation = append(s.ClusterPropagation, *t)
+	case ClusterPropagationPolicy:
+		s.ClusterPropagation = append(s.ClusterPropagation, t)
+	case *OverridePolicy:
+		s.Override = append(s.Override, *t)
+	case OverridePolicy:
+		s.Override = append(s.Override, t)
+	case *ClusterOverridePolicy:
+		s.ClusterOverride = append(s.ClusterOverride, *t)
+	case ClusterOverridePolicy:
+		s.ClusterOverride = append(s.ClusterOverride, t)
+	default:
+		return errors.New("policy: Set.Add: not a policy type")
+	}
+	return nil
+}
+
+// Engine evaluates a validated Set. It is immutable after NewEngine and safe
+// for concurrent use.
+type Engine struct {
+	props     []*propPolicy // sorted by Ref
+	propByRef map[Ref]*propPolicy
+	propIndex map[typeKey]*kindIndex
+
+	overrides []*ovPolicy // sorted by Ref
+	ovByRef   map[Ref]*ovPolicy
+	ovIndex   map[typeKey]*kindIndex
+	ovAll     []*ovPolicy // policies with no resource selector (select all)
+}
+
+type typeKey struct{ apiVersion, kind string }
+
+type nameKey struct{ namespace, name string }
+
+// entry is one resource selector of one policy in an index.
+type entry struct {
+	policy int // index into Engine.props or Engine.overrides
+	sel    *compiledSelector
+}
+
+// kindIndex holds the selectors of one apiVersion/kind: by name when they
+// name an object, else by namespace ("" = any namespace).
+type kindIndex struct {
+	byName map[nameKey][]entry
+	byNS   map[string][]entry
+}
+
+func (k *kindIndex) add(e entry) {
+	if e.sel.name != "" {
+		nk := nameKey{e.sel.namespace, e.sel.name}
+		k.byName[nk] = append(k.byName[nk], e)
+		return
+	}
+	k.byNS[e.sel.namespace] = append(k.byNS[e.sel.namespace], e)
+}
+
+// candidates calls fn for every selector that could select an object with
+// this namespace and name; fn computes the actual level.
+func (k *kindIndex) candidates(namespace, name string, fn func(entry)) {
+	for _, e := range k.byName[nameKey{namespace, name}] {
+		fn(e)
+	}
+	if namespace != "" {
+		for _, e := range k.byName[nameKey{"", name}] {
+			fn(e)
+		}
+	}
+	for _, e := range k.byNS[namespace] {
+		fn(e)
+	}
+	if namespace != "" {
+		for _, e := range k.byNS[""] {
+			fn(e)
+		}
+	}
+}
+
+func indexSelectors(idx map[typeKey]*kindIndex, policy int, sels []compiledSelector) {
+	for i := range sels {
+		s := &sels[i]
+		tk := typeKey{s.apiVersion, s.kind}
+		k := idx[tk]
+		if k == nil {
+			k = &kindIndex{byName: map[nameKey][]entry{}, byNS: map[string][]entry{}}
+			idx[tk] = k
+		}
+		k.add(entry{policy: policy, sel: s})
+	}
+}
+
+// propPolicy is a propagation policy prepared for evaluation.
+type propPolicy struct {
+	ref        Ref
+	namespaced bool
+	priority   int32
+	spec       *PropagationSpec
+	sels       []compiledSelector
+	groups     []affinityGroup // one group unless clusterAffinities is used
+	weights    []compiledWeight
+}
+
+type affinityGroup struct {
+	name     string // affinityName; "" for clusterAffinity
+	path     string // field path for errors
+	affinity *compiledAffinity
+}
+
+type compiledWeight struct {
+	affinity *compiledAffinity
+	weight   int64
+}
+
+// ovPolicy is an override policy prepared for evaluation.
+type ovPolicy struct {
+	ref        Ref
+	namespaced bool
+	sels       []compiledSelector
+	rules      []compiledRule
+}
+
+type compiledRule struct {
+	index    int
+	target   *compiledAffinity
+	rule     *RuleWithCluster
+	rulePath string // "spec.overrideRules[i]" or "spec" for the deprecated form
+}
+
+// NewEngine validates every policy and prepares the set for evaluation. All
+// validation problems are returned together (errors.Join of *ValidationError);
+// a duplicate policy name is an error too.
+func NewEngine(set Set) (*Engine, error) {
+	e := &Engine{
+		propByRef: map[Ref]*propPolicy{},
+		propIndex: map[typeKey]*kindIndex{},
+		ovByRef:   map[Ref]*ovPolicy{},
+		ovIndex:   map[typeKey]*kindIndex{},
+	}
+	var errs []error
+	addProp := func(ref Ref, spec *PropagationSpec, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		if _, dup := e.propByRef[ref]; dup {
+			errs = append(errs, &ValidationError{Policy: ref, Problems: []*FieldError{{Policy: ref, Path: "metadata.name", Value: ref.Name, Reason: "is used by another policy of the same kind"}}})
+			return
+		}
+		p := newPropPolicy(ref, spec)
+		e.propByRef[ref] = p
+		e.props = append(e.props, p)
+	}
+	for i := range set.Propagation {
+		p := &set.Propagation[i]
+		addProp(p.ref(), &p.Spec, p.Validate())
+	}
+	for i := range set.ClusterPropagation {
+		p := &set.ClusterPropagation[i]
+		addProp(p.ref(), &p.Spec, p.Validate())
+	}
+	addOv := func(ref Ref, spec *OverrideSpec, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		if _, dup := e.ovByRef[ref]; dup {
+			errs = append(errs, &ValidationError{Policy: ref, Problems: []*FieldError{{Policy: ref, Path: "metadata.name", Value: ref.Name, Reason: "is used by another policy of the same kind"}}})
+			return
+		}
+		p := newOvPolicy(ref, spec)
+		e.ovByRef[ref] = p
+		e.overrides = append(e.overrides, p)
+	}
+	for i := range set.Override {
+		p := &set.Override[i]
+		addOv(p.ref(), &p.Spec, p.Validate())
+	}
+	for i := range set.ClusterOverride {
+		p := &set.ClusterOverride[i]
+		addOv(p.ref(), &p.Spec, p.Validate())
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	slices.SortFunc(e.props, func(a, b *propPolicy) int { return compareRef(a.ref, b.ref) })
+	slices.SortFunc(e.overrides, func(a, b *ovPolicy) int { return compareRef(a.ref, b.ref) })
+	for i, p := range e.props {
+		indexSelectors(e.propIndex, i, p.sels)
+	}
+	for i, p := range e.overrides {
+		if len(p.sels) == 0 {
+			e.ovAll = append(e.ovAll, p)
+			continue
+		}
+		indexSelectors(e.ovIndex, i, p.sels)
+	}
+	return e, nil
+}
+
+func compareRef(a, b Ref) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+func newPropPolicy(ref Ref, spec *PropagationSpec) *propPolicy {
+	p := &propPolicy{ref: ref, namespaced: ref.Namespace != "", spec: spec, sels: compileSelectors(spec.ResourceSelectors, ref.Namespace)}
+	if spec.Priority != nil {
+		p.priority = *spec.Priority
+	}
+	pl := &spec.Placement
+	if len(pl.ClusterAffinities) > 0 {
+		for i := range pl.ClusterAffinities {
+			t := &pl.ClusterAffinities[i]
+			p.groups = append(p.groups, affinityGroup{name: t.AffinityName, path: "spec.placement.clusterAffinities[" + itoa(i) + "]", affinity: compileAffinity(&t.ClusterAffinity)})
+		}
+	} else {
+		p.groups = []affinityGroup{{path: "spec.placement.clusterAffinity", affinity: compileAffinity(pl.ClusterAffinity)}}
+	}
+	if rs := pl.ReplicaScheduling; rs != nil && rs.WeightPreference != nil {
+		for i := range rs.WeightPreference.StaticWeightList {
+			w := &rs.WeightPreference.StaticWeightList[i]
+			p.weights = append(p.weights, compiledWeight{affinity: compileAffinity(&w.TargetCluster), weight: w.Weight})
+		}
+	}
+	return p
+}
+
+func newOvPolicy(ref Ref, spec *OverrideSpec) *ovPolicy {
+	p := &ovPolicy{ref: ref, namespaced: ref.Namespace != "", sels: compileSelectors(spec.ResourceSelectors, ref.Namespace)}
+	rules := spec.rules()
+	for i := range rules {
+		path := "spec.overrideRules[" + itoa(i) + "]"
+		if len(spec.OverrideRules) == 0 {
+			path = "spec"
+		}
+		p.rules = append(p.rules, compiledRule{index: i, target: compileAffinity(rules[i].TargetCluster), rule: &rules[i], rulePath: path})
+	}
+	return p
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	return slices.Sorted(maps.Keys(m))
+}

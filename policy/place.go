@@ -1,0 +1,364 @@
+package policy
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Placement is the result of Engine.Place: per object, the winning policy,
+// the target clusters with replicas and what it follows.
+type Placement struct {
+	// Objects are sorted by namespace, kind, name.
+	Objects []*ObjectPlacement
+	// Warnings are sorted by code, policy, object and path.
+	Warnings []Warning
+
+	clusters []Cluster // sorted by name
+	byKey    map[ObjectKey]*ObjectPlacement
+}
+
+// ObjectPlacement is where one object goes.
+type ObjectPlacement struct {
+	// Object identifies the object.
+	Object ObjectKey
+	// Selection is the winning propagation policy; nil when none matches (the
+	// object then goes nowhere unless it follows a workload).
+	Selection *Selection
+	// AffinityGroup is the clusterAffinities group used, if any.
+	AffinityGroup string
+	// Replicas is the object's own replica count; nil for objects without one.
+	Replicas *int64
+	// Targets are the clusters the object goes to, sorted by name.
+	Targets []Target
+	// Follows lists the workloads (or Services, Ingresses) this object
+	// follows as their dependency, sorted.
+	Follows []ObjectKey
+	// Err is why the object could not be placed (binding, scheduling); the
+	// object then has no targets from its own policy.
+	Err error
+
+	obj         *unstructured.Unstructured
+	replicaPath []string
+	overrides   []ovMatch
+	policy      *propPolicy
+}
+
+// Cluster returns the object's target on the named cluster.
+func (o *ObjectPlacement) Cluster(name string) (Target, bool) {
+	i, ok := slices.BinarySearchFunc(o.Targets, name, func(t Target, n string) int { return strings.Compare(t.Cluster, n) })
+	if !ok {
+		return Target{}, false
+	}
+	return o.Targets[i], true
+}
+
+// Get returns the placement of one object, or nil.
+func (p *Placement) Get(key ObjectKey) *ObjectPlacement { return p.byKey[key] }
+
+// Clusters returns the clusters the placement was computed for, sorted by name.
+func (p *Placement) Clusters() []Cluster { return slices.Clone(p.clusters) }
+
+// Place decides, for every object, the winning propagation policy, the
+// target clusters and each cluster's replicas, then lets dependencies follow
+// their workloads. A failure for one object (a binding to a missing policy,
+// an unsatisfiable placement) is recorded in its ObjectPlacement.Err and
+// returned joined; the other objects are still placed. Invalid input (nil
+// objects, duplicate objects or clusters) fails the call.
+func (e *Engine) Place(objs []*unstructured.Unstructured, clusters []Cluster) (*Placement, error) {
+	sorted, err := sortClusters(clusters)
+	if err != nil {
+		return nil, err
+	}
+	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs))}
+	r := &run{e: e, clusters: sorted, feasible: map[groupKey][]*Cluster{}, spread: map[groupKey]spreadResult{}, divided: map[divideKey][]Target{}}
+	matched := map[*propPolicy]bool{}
+	won := map[*propPolicy]bool{}
+	for i, obj := range objs {
+		if obj == nil {
+			return nil, fmt.Errorf("policy: Place: object %d is nil", i)
+		}
+		key := KeyOf(obj)
+		if p.byKey[key] != nil {
+			return nil, fmt.Errorf("policy: Place: %s is given twice", key)
+		}
+		op := &ObjectPlacement{Object: key, obj: obj}
+		p.byKey[key] = op
+		p.Objects = append(p.Objects, op)
+		e.placeOne(r, op, matched, won)
+	}
+	slices.SortFunc(p.Objects, func(a, b *ObjectPlacement) int { return compareKeys(a.Object, b.Object) })
+	p.Warnings = append(p.Warnings, e.follow(p)...)
+	p.Warnings = append(p.Warnings, e.warnings(p, matched, won)...)
+	sortWarnings(p.Warnings)
+	var errs []error
+	for _, op := range p.Objects {
+		if op.Err != nil {
+			errs = append(errs, op.Err)
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+func compareKeys(a, b ObjectKey) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Kind, b.Kind),
+		strings.Compare(a.Name, b.Name), strings.Compare(a.APIVersion, b.APIVersion))
+}
+
+func sortClusters(clusters []Cluster) ([]Cluster, error) {
+	sorted := slices.Clone(clusters)
+	slices.SortFunc(sorted, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sorted {
+		if sorted[i].Name == "" {
+			return nil, errors.New("policy: a cluster has no name")
+		}
+		if i > 0 && sorted[i].Name == sorted[i-1].Name {
+			return nil, fmt.Errorf("policy: cluster %q is given twice", sorted[i].Name)
+		}
+	}
+	return sorted, nil
+}
+
+func (e *Engine) placeOne(r *run, op *ObjectPlacement, matched, won map[*propPolicy]bool) {
+	obj := op.obj
+	path, replicas, hasReplicas := replicaField(obj)
+	if hasReplicas {
+		op.replicaPath = path
+		op.Replicas = &replicas
+	}
+	ovs, err := e.matchOverrides(obj)
+	if err != nil {
+		op.Err = err
+		return
+	}
+	op.overrides = ovs
+	cands, err := e.matchPropagation(obj)
+	if err != nil {
+		op.Err = err
+		return
+	}
+	for _, c := range cands {
+		matched[c.p] = true
+	}
+	pp, sel, _ := e.selectFrom(cands)
+	if pp == nil {
+		return
+	}
+	won[pp] = true
+	op.Selection = sel
+	op.policy = pp
+	targets, group, err := r.scheduleObject(pp, obj, op.Object, hasReplicas, replicas)
+	if err != nil {
+		op.Err = err
+		return
+	}
+	op.AffinityGroup = group
+	op.Targets = slices.Clone(targets)
+}
+
+// follow lets dependencies take the clusters of the objects they follow:
+// Karmada's propagateDeps fields, plus (helmfleet) Services whose selector
+// matches a workload's pod labels, Ingresses that name a followed Service as
+// a backend, and an Ingress's TLS Secrets. A dependency that also has its own
+// placement gets the union. It returns warnings for dependencies that are not
+// among the objects.
+func (e *Engine) follow(p *Placement) []Warning {
+	type nsKind struct{ namespace, kind, name string }
+	core := map[nsKind]*ObjectPlacement{}
+	services := map[string][]*ObjectPlacement{}
+	ingressByBackend := map[nsKind][]*ObjectPlacement{}
+	for _, op := range p.Objects {
+		o := op.obj
+		switch {
+		case isCoreKind(o, "Service"):
+			services[o.GetNamespace()] = append(services[o.GetNamespace()], op)
+			core[nsKind{o.GetNamespace(), "Service", o.GetName()}] = op
+		case isCoreKind(o, "ConfigMap"), isCoreKind(o, "Secret"), isCoreKind(o, "ServiceAccount"), isCoreKind(o, "PersistentVolumeClaim"):
+			core[nsKind{o.GetNamespace(), o.GetKind(), o.GetName()}] = op
+		case isIngress(o):
+			for _, svc := range ingressBackends(o) {
+				k := nsKind{o.GetNamespace(), "Service", svc}
+				if !slices.Contains(ingressByBackend[k], op) {
+					ingressByBackend[k] = append(ingressByBackend[k], op)
+				}
+			}
+		}
+	}
+	var warnings []Warning
+	missing := map[string]bool{}
+	edges := func(op *ObjectPlacement) []*ObjectPlacement {
+		o := op.obj
+		ns := o.GetNamespace()
+		var deps []depRef
+		var out []*ObjectPlacement
+		if spec, podLabels, ok := podTemplate(o); ok {
+			deps = podDependencies(spec)
+			for _, svc := range services[ns] {
+				if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
+					out = append(out, svc)
+				}
+			}
+		}
+		if isCoreKind(o, "Service") {
+			out = append(out, ingressByBackend[nsKind{ns, "Service", o.GetName()}]...)
+		}
+		if isIngress(o) {
+			deps = append(deps, ingressTLSSecrets(o)...)
+		}
+		for _, d := range deps {
+			if dep := core[nsKind{ns, d.kind, d.name}]; dep != nil {
+				out = append(out, dep)
+				continue
+			}
+			dk := ObjectKey{APIVersion: "v1", Kind: d.kind, Namespace: ns, Name: d.name}
+			id := op.Object.String() + "|" + dk.String()
+			if !missing[id] {
+				missing[id] = true
+				warnings = append(warnings, Warning{Code: WarnDependencyMissing, Policy: refOf(op), Object: op.Object, Path: d.via,
+					Message: fmt.Sprintf("%s depends on %s through %s, which is not among the objects", op.Object, dk, d.via)})
+			}
+		}
+		return out
+	}
+	// Clusters each object currently reaches, as a set, and the worklist.
+	reach := map[*ObjectPlacement]map[string]bool{}
+	clustersOf := func(op *ObjectPlacement) map[string]bool {
+		s := reach[op]
+		if s == nil {
+			s = map[string]bool{}
+			for _, t := range op.Targets {
+				s[t.Cluster] = true
+			}
+			reach[op] = s
+		}
+		return s
+	}
+	var queue []*ObjectPlacement
+	for _, op := range p.Objects {
+		if op.Err == nil && op.policy != nil && (op.policy.spec.PropagateDeps || op.policy.spec.Association) && len(op.Targets) > 0 {
+			queue = append(queue, op)
+		}
+	}
+	follows := map[*ObjectPlacement]map[ObjectKey]bool{}
+	for len(queue) > 0 {
+		leader := queue[0]
+		queue = queue[1:]
+		from := clustersOf(leader)
+		for _, dep := range edges(leader) {
+			if dep == leader {
+				continue
+			}
+			first := follows[dep] == nil
+			if first {
+				follows[dep] = map[ObjectKey]bool{}
+			}
+			follows[dep][leader.Object] = true
+			to := clustersOf(dep)
+			changed := false
+			for c := range from {
+				if !to[c] {
+					to[c] = true
+					changed = true
+				}
+			}
+			if changed || first {
+				queue = append(queue, dep)
+			}
+		}
+	}
+	for op, leaders := range follows {
+		op.Follows = slices.SortedFunc(func(yield func(ObjectKey) bool) {
+			for k := range leaders {
+				if !yield(k) {
+					return
+				}
+			}
+		}, compareKeys)
+		own := map[string]bool{}
+		for _, t := range op.Targets {
+			own[t.Cluster] = true
+		}
+		for c := range reach[op] {
+			if !own[c] {
+				t := Target{Cluster: c}
+				if op.Replicas != nil {
+					t.Replicas = *op.Replicas
+				}
+				op.Targets = append(op.Targets, t)
+			}
+		}
+		slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+	}
+	return warnings
+}
+
+func refOf(op *ObjectPlacement) Ref {
+	if op.Selection == nil {
+		return Ref{}
+	}
+	return op.Selection.Policy
+}
+
+// Table renders the placement as a text table: one row per object, one
+// column per cluster, each cell the cluster's replicas ("-" when the object
+// does not go there, "✓" for an object without replicas), then the winning
+// policy or the workloads it follows.
+func (p *Placement) Table() string {
+	var b strings.Builder
+	rows := [][]string{{"OBJECT"}}
+	for _, c := range p.clusters {
+		rows[0] = append(rows[0], c.Name)
+	}
+	rows[0] = append(rows[0], "POLICY")
+	for _, op := range p.Objects {
+		row := []string{op.Object.String()}
+		for _, c := range p.clusters {
+			t, ok := op.Cluster(c.Name)
+			switch {
+			case !ok:
+				row = append(row, "-")
+			case op.Replicas == nil:
+				row = append(row, "✓")
+			default:
+				row = append(row, fmt.Sprint(t.Replicas))
+			}
+		}
+		var why []string
+		if op.Selection != nil {
+			why = append(why, op.Selection.Policy.String())
+		}
+		for _, f := range op.Follows {
+			why = append(why, "follows "+f.String())
+		}
+		if op.Err != nil {
+			why = append(why, "error: "+op.Err.Error())
+		}
+		if len(why) == 0 {
+			why = append(why, "none")
+		}
+		row = append(row, strings.Join(why, ", "))
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len([]rune(c)))
+		}
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(r)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", widths[i]-len([]rune(c))+2))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,110 @@
+package policy
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// MatchLevel is how specifically a resource selector matched an object;
+// Karmada calls it the implicit priority.
+type MatchLevel int
+
+// Match levels, weakest first.
+const (
+	// MatchNone: the selector does not select the object.
+	MatchNone MatchLevel = iota
+	// MatchAll: the selector names only apiVersion and kind.
+	MatchAll
+	// MatchLabels: the selector's label selector matched.
+	MatchLabels
+	// MatchName: the selector named the object.
+	MatchName
+	// MatchBinding: the object named the policy with a binding label
+	// (helmfleet); stronger than any selector.
+	MatchBinding
+)
+
+// String renders the level as a word used by Explain.
+func (l MatchLevel) String() string {
+	switch l {
+	case MatchAll:
+		return "kind"
+	case MatchLabels:
+		return "labelSelector"
+	case MatchName:
+		return "name"
+	case MatchBinding:
+		return "binding label"
+	}
+	return "none"
+}
+
+// compiledSelector is a ResourceSelector whose label selector is parsed once.
+type compiledSelector struct {
+	apiVersion, kind, namespace, name string
+	labels                            labels.Selector // nil: none given
+}
+
+func compileSelectors(rs []ResourceSelector, namespace string) []compiledSelector {
+	out := make([]compiledSelector, len(rs))
+	for i := range rs {
+		s := &rs[i]
+		c := compiledSelector{apiVersion: s.APIVersion, kind: s.Kind, namespace: s.Namespace, name: s.Name}
+		if namespace != "" {
+			// A namespaced policy selects only in its own namespace, as Karmada's
+			// webhook enforces by defaulting the selector's namespace.
+			c.namespace = namespace
+		}
+		if s.Name == "" && s.LabelSelector != nil {
+			// Validate rejects selectors that do not parse.
+			c.labels, _ = labelSelector(s.LabelSelector)
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// level is Karmada's ResourceSelectorPriority: apiVersion, kind and namespace
+// must agree; a name is compared alone; else the label selector; else all.
+func (c *compiledSelector) level(apiVersion, kind, namespace, name string, lbls map[string]string) MatchLevel {
+	if apiVersion != c.apiVersion || kind != c.kind || (c.namespace != "" && namespace != c.namespace) {
+		return MatchNone
+	}
+	if c.name != "" {
+		if c.name == name {
+			return MatchName
+		}
+		return MatchNone
+	}
+	if c.labels == nil {
+		return MatchAll
+	}
+	if c.labels.Matches(labels.Set(lbls)) {
+		return MatchLabels
+	}
+	return MatchNone
+}
+
+// bestLevel is the policy's implicit priority for the object: the best level
+// over its ORed selectors.
+func bestLevel(sels []compiledSelector, obj *unstructured.Unstructured) MatchLevel {
+	best := MatchNone
+	if len(sels) == 0 {
+		return best
+	}
+	av, k, ns, n, l := obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetLabels()
+	for i := range sels {
+		if lv := sels[i].level(av, k, ns, n, l); lv > best {
+			best = lv
+			if best == MatchName {
+				break
+			}
+		}
+	}
+	return best
+}
+
+func labelSelector(s *metav1.LabelSelector) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(s)
+}
