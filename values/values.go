@@ -1,0 +1,148 @@
+package values
+
+import (
+	"context"
+	"errors"
+)
+
+// Kind is the kind of Kubernetes object a Reference reads values from.
+type Kind string
+
+const (
+	// KindConfigMap reads the key from a ConfigMap's data.
+	KindConfigMap Kind = "ConfigMap"
+	// KindSecret reads the key from a Secret's data. Every value that comes
+	// from a Secret is redacted in all output of this package.
+	KindSecret Kind = "Secret"
+)
+
+// DefaultValuesKey is the key read from a ConfigMap or Secret when a
+// Reference leaves ValuesKey empty, as in Flux.
+const DefaultValuesKey = "values.yaml"
+
+// ErrNotFound reports that a ConfigMap or Secret does not exist. Reader
+// implementations return an error for which errors.Is(err, ErrNotFound)
+// holds; Compose returns it (wrapped in *SourceError) for a missing object or
+// key of a Reference that is not optional.
+var ErrNotFound = errors.New("not found")
+
+// Reader reads the data of a ConfigMap or Secret in a namespace.
+//
+// For a ConfigMap it returns the entries of .data (not .binaryData, as Flux);
+// for a Secret the decoded bytes of .data. When the object does not exist it
+// returns an error matching ErrNotFound. The returned map is not modified.
+type Reader interface {
+	Read(ctx context.Context, kind Kind, namespace, name string) (map[string][]byte, error)
+}
+
+// Reference mirrors Flux's ValuesReference (HelmRelease spec.valuesFrom[]).
+type Reference struct {
+	// Kind is KindConfigMap or KindSecret.
+	Kind Kind
+	// Name of the object, in the release's namespace (Request.Namespace).
+	Name string
+	// ValuesKey is the data key to read; empty means DefaultValuesKey.
+	ValuesKey string
+	// TargetPath, when set, is a Helm --set path (a.b[0].c, kubernetes\.io/role)
+	// and the key's text is the value assigned there, parsed as Helm's --set
+	// parses it (a quoted text is a string, as Flux's --set-string fallback).
+	// Empty means the key holds a YAML document merged at the root.
+	TargetPath string
+	// Literal assigns the key's text at TargetPath verbatim, as
+	// helm --set-literal does (no type inference, commas and braces are kept).
+	// helmfleet adds this field; it requires TargetPath.
+	Literal bool
+	// Optional skips the reference when the object or the key is missing.
+	Optional bool
+}
+
+// Key returns ValuesKey, or DefaultValuesKey when it is empty.
+func (r Reference) Key() string {
+	if r.ValuesKey == "" {
+		return DefaultValuesKey
+	}
+	return r.ValuesKey
+}
+
+// File is one chart valuesFiles entry as the source package read it from the
+// chart: the name as listed in chart.spec.valuesFiles and the raw YAML bytes.
+// Files are parsed here so that errors carry lines and limits apply.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// PatchOp is one RFC 6902 JSON patch operation of an Override.
+type PatchOp struct {
+	// Op is add, remove, replace, move, copy or test.
+	Op string `json:"op"`
+	// Path is an RFC 6901 pointer into the values, e.g. /image/tag.
+	Path string `json:"path"`
+	// From is the source pointer of move and copy.
+	From string `json:"from,omitempty"`
+	// Value is the operand of add, replace and test.
+	Value any `json:"value,omitempty"`
+}
+
+// Override is a per-cluster change to the composed values, applied after
+// everything else: either a deep-merge map, or RFC 6902 patch operations, or
+// both (merge first).
+type Override struct {
+	// Name says where the override comes from, e.g.
+	// "OverridePolicy default/prod rule 0 cluster member-1"; it appears in
+	// provenance and errors.
+	Name string
+	// Merge is deep-merged over the values (maps recurse, the rest replaces).
+	Merge map[string]any
+	// Patch is applied after Merge, in order.
+	Patch []PatchOp
+}
+
+// Limits bound the work a single source may cause. Zero fields take the
+// defaults of DefaultLimits.
+type Limits struct {
+	// MaxDocumentBytes is the largest YAML document or --set text accepted.
+	MaxDocumentBytes int
+	// MaxAliasNodes is the most nodes that YAML aliases may expand to in one
+	// document (guards against "billion laughs" alias bombs).
+	MaxAliasNodes int
+}
+
+// DefaultLimits returns the limits used for zero fields: 3 MiB per document
+// (Kubernetes objects are smaller) and 100,000 alias-expanded nodes.
+func DefaultLimits() Limits {
+	return Limits{MaxDocumentBytes: 3 << 20, MaxAliasNodes: 100_000}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxDocumentBytes <= 0 {
+		l.MaxDocumentBytes = d.MaxDocumentBytes
+	}
+	if l.MaxAliasNodes <= 0 {
+		l.MaxAliasNodes = d.MaxAliasNodes
+	}
+	return l
+}
+
+// Request is everything Compose needs for one release.
+type Request struct {
+	// Release identifies the release in errors, e.g. "apps/podinfo".
+	Release string
+	// Namespace is the release's namespace; References are read from it.
+	Namespace string
+	// Files are the chart's valuesFiles in list order (they replace the
+	// chart's values.yaml, which counts only if listed).
+	Files []File
+	// From are the valuesFrom references in order.
+	From []Reference
+	// Inline are the release's spec.values. Compose does not modify them.
+	Inline map[string]any
+	// Overrides are per-cluster overrides, applied last in order.
+	Overrides []Override
+	// Limits bound each document; zero fields take DefaultLimits.
+	Limits Limits
+	// RedactionKey, when set, keys the hash in redaction markers (HMAC-SHA256)
+	// so that short Secret values cannot be guessed from their marker.
+	RedactionKey []byte
+}
