@@ -177,7 +177,7 @@ type ClusterAffinity struct {
 // ClusterAffinityTerm is one named fallback group of Placement.ClusterAffinities.
 type ClusterAffinityTerm struct {
 	// AffinityName names the group.
-	AffinityName string `json:"affinityName"`
+	AffinityName    string `json:"affinityName"`
 	ClusterAffinity `json:",inline"`
 }
 

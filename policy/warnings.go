@@ -85,7 +85,7 @@ func (e *Engine) warnings(p *Placement, matched, won map[*propPolicy]bool) []War
 					}
 					seen[k] = true
 					out = append(out, Warning{Code: WarnOverridePathAbsent, Policy: m.p.ref, Object: op.Object,
-						Path: rule.rulePath + "." + chk.field,
+						Path:    rule.rulePath + "." + chk.field,
 						Message: fmt.Sprintf("%s %s.%s: %s on kind %s (e.g. %s)", m.p.ref, rule.rulePath, chk.field, chk.what, op.Object.Kind, op.Object)})
 				}
 			}
@@ -127,7 +127,9 @@ func pathChecks(rule compiledRule) []pathCheck {
 		if im.Predicate != nil {
 			out = append(out, pathCheck{field: fmt.Sprintf("overriders.imageOverrider[%d].predicate.path", i),
 				what: fmt.Sprintf("predicate path %s does not exist", im.Predicate.Path),
-				ok:   func(op *ObjectPlacement) bool { return pathPresent(op.obj.Object, im.Predicate.Path, OverriderOpReplace) }})
+				ok: func(op *ObjectPlacement) bool {
+					return pathPresent(op.obj.Object, im.Predicate.Path, OverriderOpReplace)
+				}})
 			continue
 		}
 		out = append(out, pathCheck{field: fmt.Sprintf("overriders.imageOverrider[%d]", i),
