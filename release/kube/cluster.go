@@ -1,0 +1,179 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"helm.sh/helm/v3/pkg/action"
+	helmkube "helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/helmfleet/helmfleet/release"
+)
+
+// DefaultFieldManager is the field manager of applies whose options name
+// none and whose Config sets no FieldManager.
+const DefaultFieldManager = "helmfleet"
+
+// Config says how to reach one cluster. Exactly one of Getter and REST is
+// required; every client the Cluster uses is built from it unless the
+// caller hands one in.
+type Config struct {
+	// Name identifies the cluster in errors and plans; required.
+	Name string
+	// Getter is the caller's client getter (for example
+	// genericclioptions.ConfigFlags, or a RESTConfigGetter). Helm's kube
+	// client and the default discovery, RESTMapper and clients come from it.
+	Getter genericclioptions.RESTClientGetter
+	// REST is used, through NewRESTConfigGetter with namespace "default",
+	// when Getter is nil.
+	REST *rest.Config
+	// Dynamic, when set, serves Get, List, Apply and Delete instead of a
+	// dynamic client built from the getter's *rest.Config.
+	Dynamic dynamic.Interface
+	// Mapper, when set, maps kinds to resources instead of the getter's
+	// RESTMapper. It is reset (meta.MaybeResetRESTMapper) once when a kind
+	// is not found, so CRDs created after the first call are found.
+	Mapper meta.RESTMapper
+	// Kubernetes, when set, stores Helm's release Secrets instead of a
+	// clientset built from the getter's *rest.Config.
+	Kubernetes kubernetes.Interface
+	// FieldManager is used for applies whose options name none; empty
+	// means DefaultFieldManager.
+	FieldManager string
+	// Log receives Helm's debug messages; nil discards them.
+	Log func(format string, args ...any)
+}
+
+// Cluster is a release.Cluster over a real Kubernetes API server. It is
+// safe for concurrent use.
+type Cluster struct {
+	name         string
+	getter       genericclioptions.RESTClientGetter
+	dynamic      dynamic.Interface
+	mapper       meta.RESTMapper
+	kubernetes   kubernetes.Interface
+	fieldManager string
+	log          func(format string, args ...any)
+}
+
+var _ release.Cluster = (*Cluster)(nil)
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	// Field is the Config field, e.g. "Name".
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("kube.Config.%s: %s", e.Field, e.Reason)
+}
+
+// New returns the cluster cfg describes. It talks to no server: discovery
+// happens on first use.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Name == "" {
+		return nil, &ConfigError{Field: "Name", Reason: "required"}
+	}
+	getter := cfg.Getter
+	switch {
+	case getter == nil && cfg.REST == nil:
+		return nil, &ConfigError{Field: "Getter", Reason: "one of Getter and REST is required"}
+	case getter != nil && cfg.REST != nil:
+		return nil, &ConfigError{Field: "REST", Reason: "set only one of Getter and REST"}
+	case getter == nil:
+		getter = NewRESTConfigGetter(cfg.REST, "")
+	}
+	c := &Cluster{
+		name:         cfg.Name,
+		getter:       getter,
+		dynamic:      cfg.Dynamic,
+		mapper:       cfg.Mapper,
+		kubernetes:   cfg.Kubernetes,
+		fieldManager: cfg.FieldManager,
+		log:          cfg.Log,
+	}
+	if c.fieldManager == "" {
+		c.fieldManager = DefaultFieldManager
+	}
+	if c.log == nil {
+		c.log = func(string, ...any) {}
+	}
+	if c.dynamic == nil || c.kubernetes == nil {
+		rc, err := getter.ToRESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: rest config: %w", cfg.Name, err)
+		}
+		if c.dynamic == nil {
+			if c.dynamic, err = dynamic.NewForConfig(rc); err != nil {
+				return nil, fmt.Errorf("cluster %s: dynamic client: %w", cfg.Name, err)
+			}
+		}
+		if c.kubernetes == nil {
+			if c.kubernetes, err = kubernetes.NewForConfig(rc); err != nil {
+				return nil, fmt.Errorf("cluster %s: clientset: %w", cfg.Name, err)
+			}
+		}
+	}
+	if c.mapper == nil {
+		m, err := getter.ToRESTMapper()
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: rest mapper: %w", cfg.Name, err)
+		}
+		c.mapper = m
+	}
+	return c, nil
+}
+
+// Name returns the cluster's name.
+func (c *Cluster) Name() string { return c.name }
+
+// HelmConfig returns a new Helm action configuration for scope: release
+// records in Secrets (Helm's "secret" driver) of scope.StorageNamespace, and
+// a Helm kube client whose default namespace is scope.Namespace
+// (scope.StorageNamespace when empty). Helm's debug output goes to
+// Config.Log; hook logs are discarded.
+func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cluster %s: helm config: %w", c.name, err)
+	}
+	if scope.StorageNamespace == "" {
+		return nil, fmt.Errorf("cluster %s: helm config: HelmScope.StorageNamespace is empty", c.name)
+	}
+	ns := scope.Namespace
+	if ns == "" {
+		ns = scope.StorageNamespace
+	}
+	kc := helmkube.New(c.getter)
+	kc.Namespace = ns
+	kc.Log = c.log
+	secrets := driver.NewSecrets(c.kubernetes.CoreV1().Secrets(scope.StorageNamespace))
+	secrets.Log = c.log
+	store := storage.Init(secrets)
+	store.Log = c.log
+	return &action.Configuration{
+		RESTClientGetter: c.getter,
+		Releases:         store,
+		KubeClient:       kc,
+		Log:              c.log,
+		HookOutputFunc:   func(_, _, _ string) io.Writer { return io.Discard },
+	}, nil
+}
+
+// ctxError wraps err so that it matches ctx's error when ctx is done.
+func ctxError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return err
+}
