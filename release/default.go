@@ -42,9 +42,10 @@ func (in *Release) Default() {
 	}
 	s := &in.Spec
 	ns := in.Namespace
+	// The release name first: it depends on whether targetNamespace is set.
+	setString(&s.ReleaseName, in.GetReleaseName())
 	setString(&s.TargetNamespace, ns)
 	setString(&s.StorageNamespace, ns)
-	setString(&s.ReleaseName, in.GetReleaseName())
 	if s.MaxHistory == nil {
 		s.MaxHistory = valuePtr(DefaultMaxHistory)
 	}

@@ -1,0 +1,462 @@
+package release
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
+)
+
+// updateGolden rewrites golden files instead of comparing with them:
+// go test ./release -run Golden -update
+var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata")
+
+func decodeFile(t *testing.T, name string) (*Objects, error) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "decode", name))
+	require.NoError(t, err)
+	defer f.Close()
+	return Decode(f)
+}
+
+func TestDecodeSeed000(t *testing.T) {
+	objs, err := decodeFile(t, "seed000.yaml")
+	require.NoError(t, err)
+	require.Len(t, objs.HelmRepositories, 1)
+	require.Len(t, objs.Releases, 1)
+
+	repo := objs.HelmRepositories[0]
+	assert.Equal(t, "source.toolkit.fluxcd.io/v1beta2", repo.APIVersion)
+	assert.Equal(t, "https://charts.bitnami.com/bitnami", repo.Spec.URL)
+	assert.Equal(t, time.Minute, repo.Spec.Interval.Duration)
+
+	r := objs.Releases[0]
+	assert.Equal(t, APIVersion, r.APIVersion, "v2beta1 is converted to v2")
+	assert.Equal(t, "my-nginx", r.Name)
+	require.NotNil(t, r.Spec.Chart)
+	assert.Equal(t, "nginx", r.Spec.Chart.Spec.Chart)
+	assert.Equal(t, "15.3.0", r.Spec.Chart.Spec.Version)
+	assert.Equal(t, CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "bitnami"}, r.Spec.Chart.Spec.SourceRef)
+
+	objs.Default()
+	require.NoError(t, objs.Validate())
+	assert.Equal(t, "my-nginx", r.GetReleaseName())
+	assert.Equal(t, "default", r.GetStorageNamespace())
+}
+
+func TestDecodeSeed001(t *testing.T) {
+	objs, err := decodeFile(t, "seed001.yaml")
+	require.NoError(t, err)
+	require.Len(t, objs.HelmRepositories, 1)
+	require.Len(t, objs.OCIRepositories, 1)
+	require.Len(t, objs.Releases, 4)
+
+	podinfo := objs.Releases[0]
+	assert.Equal(t, "6.5.*", podinfo.Spec.Chart.Spec.Version)
+	assert.Equal(t, 3, podinfo.GetInstall().GetRemediation().GetRetries())
+	assert.True(t, podinfo.GetUpgrade().GetRemediation().MustRemediateLastFailure(), "upgrade retries > 0")
+	assert.True(t, podinfo.GetTest().Enable)
+	assert.Equal(t, DriftDetectionEnabled, podinfo.GetDriftDetection().GetMode())
+	assert.Equal(t, []IgnoreRule{{Paths: []string{"/spec/replicas"}, Target: &Selector{Kind: "Deployment"}}}, podinfo.Spec.DriftDetection.Ignore)
+	assert.Equal(t, map[string]any{"replicaCount": float64(2)}, podinfo.Spec.Values)
+
+	oci := objs.OCIRepositories[0]
+	assert.Equal(t, ">= 6.0.0", oci.Spec.Reference.SemVer)
+	assert.Equal(t, "copy", oci.Spec.LayerSelector.Operation)
+
+	byRef := objs.Releases[1]
+	assert.Equal(t, &CrossNamespaceSourceReference{Kind: "OCIRepository", Name: "podinfo", Namespace: "default"}, byRef.Spec.ChartRef)
+
+	assert.Equal(t, "backend", objs.Releases[2].Name, "a spec holding only a comment is null")
+	assert.Equal(t, []DependencyReference{{Name: "backend"}}, objs.Releases[3].Spec.DependsOn)
+
+	objs.Default()
+	err = objs.Validate()
+	require.Error(t, err, "the seed's abridged releases have no chart")
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "backend", ve.Name)
+	assert.Contains(t, err.Error(), "HelmRelease default/frontend: 2 problems")
+}
+
+// TestDecodeSeed001Fragments decodes the seed's spec fragments strictly.
+func TestDecodeSeed001Fragments(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "decode", "seed001_fragments.yaml"))
+	require.NoError(t, err)
+	docs := strictyaml.Split(data)
+	require.Len(t, docs, 2)
+	for _, doc := range docs {
+		js, err := strictyaml.ToJSON(doc)
+		require.NoError(t, err)
+		var r Release
+		require.Empty(t, strictyaml.Unmarshal(js, &r))
+	}
+}
+
+// TestDecodeAllFieldsGolden decodes a document setting every field and
+// compares the decoded Release, rendered as YAML, with a golden file.
+func TestDecodeAllFieldsGolden(t *testing.T) {
+	objs, err := decodeFile(t, "allfields.yaml")
+	require.NoError(t, err)
+	require.Len(t, objs.Releases, 1)
+	r := objs.Releases[0]
+	got, err := yaml.Marshal(r)
+	require.NoError(t, err)
+
+	golden := filepath.Join("testdata", "decode", "allfields.golden.yaml")
+	if *updateGolden {
+		require.NoError(t, os.WriteFile(golden, got, 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+
+	// The golden file decodes back to the same Release.
+	again, err := Decode(bytes.NewReader(want))
+	require.NoError(t, err)
+	require.Len(t, again.Releases, 1)
+	assert.Equal(t, r, again.Releases[0])
+
+	require.NoError(t, r.Validate())
+}
+
+// TestDecodeAllFieldsCoversEveryField fails when a field of Spec or Status
+// is left at its zero value in allfields.yaml, so that the file keeps
+// exercising every field as the types grow.
+func TestDecodeAllFieldsCoversEveryField(t *testing.T) {
+	objs, err := decodeFile(t, "allfields.yaml")
+	require.NoError(t, err)
+	r := objs.Releases[0]
+
+	all := map[string]bool{}
+	leafPaths(reflect.TypeFor[Release](), "", all)
+	covered := map[string]bool{}
+	coveredPaths(reflect.ValueOf(*r), "", covered)
+	// spec.chartRef excludes spec.chart; seed001.yaml covers it.
+	exempt := []string{"spec.chartRef.apiVersion", "spec.chartRef.kind", "spec.chartRef.name", "spec.chartRef.namespace"}
+
+	var missing []string
+	for p := range all {
+		if !covered[p] && !slices.Contains(exempt, p) {
+			missing = append(missing, p)
+		}
+	}
+	slices.Sort(missing)
+	assert.Empty(t, missing, "fields allfields.yaml leaves at their zero value")
+}
+
+var metaPkg = reflect.TypeFor[metav1.Time]().PkgPath()
+
+// leafPaths lists the JSON paths (without list indexes) of the leaves of
+// t below spec and status.
+func leafPaths(t reflect.Type, path string, out map[string]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Pointer {
+		t = t.Elem().Elem() // map[string]*TestHookStatus: the values' fields
+	}
+	if t.Kind() != reflect.Struct || t.PkgPath() == metaPkg && path != "" && t.Name() != "Condition" {
+		out[path] = true
+		return
+	}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous || name == "metadata" {
+			continue // TypeMeta and ObjectMeta are Kubernetes', not ours
+		}
+		leafPaths(f.Type, strings.TrimPrefix(path+"."+name, "."), out)
+	}
+}
+
+// coveredPaths records the leaves of v that hold a non-zero value.
+func coveredPaths(v reflect.Value, path string, out map[string]bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		switch {
+		case v.IsNil():
+		case v.Elem().Kind() == reflect.Struct || v.Elem().Kind() == reflect.Slice || v.Elem().Kind() == reflect.Map:
+			coveredPaths(v.Elem(), path, out)
+		default:
+			out[path] = true // a pointer to a scalar is set even when false or 0
+		}
+		return
+	case reflect.Slice:
+		for i := range v.Len() {
+			coveredPaths(v.Index(i), path, out)
+		}
+		return
+	case reflect.Map:
+		if v.Type().Elem().Kind() == reflect.Pointer {
+			for _, k := range v.MapKeys() {
+				coveredPaths(v.MapIndex(k), path, out)
+			}
+			return
+		}
+	case reflect.Struct:
+		if v.Type().PkgPath() != metaPkg || path == "" || v.Type().Name() == "Condition" {
+			for i := range v.NumField() {
+				f := v.Type().Field(i)
+				name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if f.Anonymous || name == "metadata" {
+					continue
+				}
+				coveredPaths(v.Field(i), strings.TrimPrefix(path+"."+name, "."), out)
+			}
+			return
+		}
+	}
+	if !v.IsZero() {
+		out[path] = true
+	}
+}
+
+func TestDecodeBadInput(t *testing.T) {
+	const release = `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: default
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef: {kind: HelmRepository, name: podinfo}
+`
+	tests := []struct {
+		name  string
+		yaml  string
+		path  string
+		value string
+		want  string
+	}{
+		{
+			name: "unknown field",
+			yaml: release + "  install:\n    remediaton:\n      retries: 3\n",
+			path: "spec.install.remediaton",
+			want: `document 1 (HelmRelease default/podinfo, line 1): spec.install.remediaton: unknown field, did you mean "remediation"?`,
+		},
+		{
+			name: "misspelled top-level field",
+			yaml: release + "  value:\n    a: 1\n",
+			path: "spec.value",
+			want: `spec.value: unknown field, did you mean "values"?`,
+		},
+		{
+			name:  "bad duration",
+			yaml:  release + "  timeout: 5 minutes\n",
+			path:  "spec.timeout",
+			value: "5 minutes",
+			want:  `spec.timeout: invalid value "5 minutes": time: unknown unit " minutes" in duration "5 minutes"`,
+		},
+		{
+			name:  "number where a string belongs",
+			yaml:  strings.Replace(release, "chart: podinfo", "chart: podinfo\n      version: 6.5", 1),
+			path:  "spec.chart.spec.version",
+			value: "6.5",
+			want:  "expected string, got number 6.5 (quote it to make it a string)",
+		},
+		{
+			name:  "string where an integer belongs",
+			yaml:  release + "  maxHistory: ten\n",
+			path:  "spec.maxHistory",
+			value: "ten",
+			want:  `expected integer, got string "ten"`,
+		},
+		{
+			name:  "wrong apiVersion",
+			yaml:  strings.Replace(release, "/v2\n", "/v3\n", 1),
+			path:  "apiVersion",
+			value: "helm.toolkit.fluxcd.io/v3",
+			want:  `unsupported apiVersion "helm.toolkit.fluxcd.io/v3" for kind HelmRelease; accepted: helm.toolkit.fluxcd.io/v2, helm.toolkit.fluxcd.io/v2beta1, helm.toolkit.fluxcd.io/v2beta2`,
+		},
+		{
+			name:  "unknown kind",
+			yaml:  "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps}\n",
+			path:  "kind",
+			value: "Kustomization",
+			want:  `document 1 (Kustomization apps, line 1): kind: unknown kind "Kustomization" of apiVersion "kustomize.toolkit.fluxcd.io/v1"; accepted: helm.toolkit.fluxcd.io/v2 HelmRelease,`,
+		},
+		{
+			name: "missing kind",
+			yaml: "apiVersion: v1\nmetadata: {name: x}\n",
+			want: "apiVersion and kind are required",
+		},
+		{
+			name: "v2beta1 has no driftDetection",
+			yaml: strings.Replace(release, "/v2\n", "/v2beta1\n", 1) + "  driftDetection:\n    mode: enabled\n",
+			path: "spec.driftDetection",
+			want: "spec.driftDetection: unknown field",
+		},
+		{
+			name: "duplicate key",
+			yaml: release + "  interval: 5m\n",
+			want: `document 1 (line 12): invalid YAML: yaml: unmarshal errors: line 12: key "interval" already set in map`,
+		},
+		{
+			name: "syntax error",
+			yaml: release + "  values: {a: [1, 2}\n",
+			// go-yaml counts parser (not scanner) error lines from 0.
+			want: "document 1 (line 11): invalid YAML: yaml: line 11: did not find expected ',' or ']'",
+		},
+		{
+			name: "metadata typo",
+			yaml: strings.Replace(release, "  name: podinfo\n", "  name: podinfo\n  lables: {a: b}\n", 1),
+			path: "metadata.lables",
+			want: `metadata.lables: unknown field, did you mean "labels"?`,
+		},
+		{
+			name: "source field typo",
+			yaml: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {name: r}\nspec:\n  url: https://example.com\n  intervall: 5m\n",
+			path: "spec.intervall",
+			want: `document 1 (HelmRepository r, line 1): spec.intervall: unknown field, did you mean "interval"?`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode(strings.NewReader(tt.yaml))
+			var de *DecodeError
+			require.ErrorAs(t, err, &de)
+			require.Len(t, de.Problems, 1, "%v", err)
+			p := de.Problems[0]
+			assert.Equal(t, 1, p.Document)
+			assert.Equal(t, tt.path, p.Path)
+			if tt.value != "" {
+				assert.Equal(t, tt.value, p.Value)
+			}
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+// TestDecodeReportsAllProblems checks that every problem of a stream comes
+// back at once, in document order, with the document index and line.
+func TestDecodeReportsAllProblems(t *testing.T) {
+	stream := `# leading comment
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: a, namespace: team}
+spec:
+  interval: 1m
+  chart:
+    spec: {chart: a, sourceRef: {kind: HelmRepository, name: r}, bogus: 1}
+  install: {crd: Skip}
+---
+# comment-only document: skipped and not counted
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: r, namespace: team}
+spec: {url: https://example.com, interval: 5m}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata: {name: c}
+spec: {chart: a, sourceRef: {kind: HelmRepository, name: r}, interval: soon}
+`
+	objs, err := Decode(strings.NewReader(stream))
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	got := make([]string, 0, len(de.Problems))
+	for _, p := range de.Problems {
+		got = append(got, p.Error())
+	}
+	assert.Equal(t, []string{
+		`document 1 (HelmRelease team/a, line 3): spec.chart.spec.bogus: unknown field (value: 1)`,
+		`document 1 (HelmRelease team/a, line 3): spec.install.crd: unknown field, did you mean "crds"? (value: Skip)`,
+		`document 3 (HelmChart c, line 19): spec.interval: invalid value "soon": time: invalid duration "soon"`,
+	}, got)
+	assert.True(t, strings.HasPrefix(err.Error(), "3 problems:\n  document 1"))
+	require.Len(t, objs.HelmRepositories, 1, "clean documents are returned beside the error")
+	assert.Empty(t, objs.Releases)
+}
+
+func TestDecodeJSONAndList(t *testing.T) {
+	t.Run("JSON document indented with tabs", func(t *testing.T) {
+		doc := "{\n\t\"apiVersion\": \"helm.toolkit.fluxcd.io/v2\",\n\t\"kind\": \"HelmRelease\",\n\t\"metadata\": {\"name\": \"x\"},\n\t\"spec\": {\"interval\": \"1m\", \"chartRef\": {\"kind\": \"HelmChart\", \"name\": \"c\"}}\n}\n"
+		objs, err := Decode(strings.NewReader(doc))
+		require.NoError(t, err)
+		require.Len(t, objs.Releases, 1)
+		assert.Equal(t, "c", objs.Releases[0].Spec.ChartRef.Name)
+	})
+	t.Run("v1 List", func(t *testing.T) {
+		list := `apiVersion: v1
+kind: List
+items:
+- apiVersion: source.toolkit.fluxcd.io/v1
+  kind: HelmRepository
+  metadata: {name: a}
+  spec: {url: "https://a.example.com"}
+- apiVersion: source.toolkit.fluxcd.io/v1
+  kind: HelmRepository
+  metadata: {name: b}
+  spec: {url: "https://b.example.com", typo: 1}
+`
+		objs, err := Decode(strings.NewReader(list))
+		var de *DecodeError
+		require.ErrorAs(t, err, &de)
+		require.Len(t, de.Problems, 1)
+		assert.Equal(t, "items[1].spec.typo", de.Problems[0].Path)
+		assert.Equal(t, "b", de.Problems[0].Name)
+		require.Len(t, objs.HelmRepositories, 1)
+	})
+	t.Run("empty stream", func(t *testing.T) {
+		objs, err := Decode(strings.NewReader("\n---\n# nothing\n---\n"))
+		require.NoError(t, err)
+		assert.Equal(t, &Objects{}, objs)
+	})
+	t.Run("scalar document", func(t *testing.T) {
+		_, err := Decode(strings.NewReader("just text\n"))
+		var de *DecodeError
+		require.ErrorAs(t, err, &de)
+		assert.Equal(t, "expected an object with apiVersion and kind", de.Problems[0].Message)
+	})
+	t.Run("read error", func(t *testing.T) {
+		_, err := Decode(errReader{})
+		require.ErrorIs(t, err, errBoom)
+	})
+}
+
+var errBoom = errors.New("boom")
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errBoom }
+
+func FuzzDecode(f *testing.F) {
+	for _, name := range []string{"seed000.yaml", "seed001.yaml", "allfields.yaml", "betas.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "decode", name))
+		require.NoError(f, err)
+		f.Add(data)
+	}
+	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [1, {apiVersion: v1, kind: List, items: [[]]}]\n"))
+	f.Add([]byte("{\"apiVersion\": 3}"))
+	f.Add([]byte("---\n- a\n---\n~\n---\na: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := Decode(bytes.NewReader(data))
+		require.NotNil(t, objs)
+		if err != nil {
+			var de *DecodeError
+			require.ErrorAs(t, err, &de)
+			require.NotEmpty(t, de.Problems)
+			return
+		}
+		objs.Default()
+		_ = objs.Validate()
+	})
+}
