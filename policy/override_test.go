@@ -154,7 +154,9 @@ spec:
 }
 
 func TestOverrideOrderAcrossPolicies(t *testing.T) {
-	rule := func(v string) string { return "- overriders: {labelsOverrider: [{operator: add, value: {k: " + v + "}}]}" }
+	rule := func(v string) string {
+		return "- overriders: {labelsOverrider: [{operator: add, value: {k: " + v + "}}]}"
+	}
 	named := func(name, ns, sel, v string) string {
 		return strings.Replace(ov(name, ns, rule(v)), "resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]", "resourceSelectors: "+sel, 1)
 	}
