@@ -44,9 +44,9 @@ func genIndex(charts, versions int) *repo.IndexFile {
 					Maintainers: []*chart.Maintainer{{Name: "Broadcom, Inc. All Rights Reserved.", URL: "https://github.com/bitnami/charts"}},
 					Sources:     []string{"https://github.com/bitnami/charts/tree/main/bitnami/" + name},
 					Annotations: map[string]string{
-						"category":  "Infrastructure",
-						"licenses":  "Apache-2.0",
-						"images":    "- name: " + name + "\n  image: docker.io/bitnami/" + name + ":1.25.3-debian-11-r1\n",
+						"category":      "Infrastructure",
+						"licenses":      "Apache-2.0",
+						"images":        "- name: " + name + "\n  image: docker.io/bitnami/" + name + ":1.25.3-debian-11-r1\n",
 						"tanzuCategory": "clusterUtility",
 					},
 					Dependencies: []*chart.Dependency{{Name: "common", Repository: "oci://registry-1.docker.io/bitnamicharts", Version: "2.x.x", Tags: []string{"bitnami-common"}}},
