@@ -280,6 +280,17 @@ func patchBytes(raw []byte, op OverriderOperator, path string, value JSON) ([]by
 		Path  string          `json:"path"`
 		Value json.RawMessage `json:"value,omitempty"`
 	}
+	if op == OverriderOpReplace {
+		// RFC 6902: the target of replace must exist. evanphx/json-patch v4
+		// adds a missing object key instead, so check first.
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, err
+		}
+		if !pathPresent(doc, path, op) {
+			return nil, fmt.Errorf("replace operation does not apply: no value at %s", path)
+		}
+	}
 	o := operation{Op: string(op), Path: path}
 	if op != OverriderOpRemove {
 		o.Value = json.RawMessage(value.Raw)

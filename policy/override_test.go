@@ -358,3 +358,10 @@ func TestParseImage(t *testing.T) {
 		})
 	}
 }
+
+// RFC 6902 replace needs an existing target, also inside an existing object.
+func TestReplaceNeedsExistingKey(t *testing.T) {
+	e := engine(t, ov("o", "shop", "- overriders: {plaintext: [{path: /spec/maxReplicas, operator: replace, value: 4}]}"))
+	_, _, err := e.Override(object(t, podinfoDeployment), Cluster{Name: "east"})
+	assert.ErrorContains(t, err, `overriders.plaintext[0] at "/spec/maxReplicas": replace operation does not apply: no value at /spec/maxReplicas`)
+}
