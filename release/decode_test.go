@@ -261,28 +261,28 @@ spec:
 			yaml:  release + "  timeout: 5 minutes\n",
 			path:  "spec.timeout",
 			value: "5 minutes",
-			want:  `spec.timeout: invalid value "5 minutes": time: unknown unit " minutes" in duration "5 minutes"`,
+			want:  `spec.timeout: invalid value: time: unknown unit " minutes" in duration "5 minutes" (value: 5 minutes)`,
 		},
 		{
 			name:  "number where a string belongs",
 			yaml:  strings.Replace(release, "chart: podinfo", "chart: podinfo\n      version: 6.5", 1),
 			path:  "spec.chart.spec.version",
 			value: "6.5",
-			want:  "expected string, got number 6.5 (quote it to make it a string)",
+			want:  "spec.chart.spec.version: expected string, got number (quote it to make it a string) (value: 6.5)",
 		},
 		{
 			name:  "string where an integer belongs",
 			yaml:  release + "  maxHistory: ten\n",
 			path:  "spec.maxHistory",
 			value: "ten",
-			want:  `expected integer, got string "ten"`,
+			want:  `spec.maxHistory: expected integer, got string (value: ten)`,
 		},
 		{
 			name:  "wrong apiVersion",
 			yaml:  strings.Replace(release, "/v2\n", "/v3\n", 1),
 			path:  "apiVersion",
 			value: "helm.toolkit.fluxcd.io/v3",
-			want:  `unsupported apiVersion "helm.toolkit.fluxcd.io/v3" for kind HelmRelease; accepted: helm.toolkit.fluxcd.io/v2, helm.toolkit.fluxcd.io/v2beta1, helm.toolkit.fluxcd.io/v2beta2`,
+			want:  `unsupported apiVersion "helm.toolkit.fluxcd.io/v3" for kind HelmRelease; accepted: helm.toolkit.fluxcd.io/v2, helm.toolkit.fluxcd.io/v2beta1, helm.toolkit.fluxcd.io/v2beta2 (value: helm.toolkit.fluxcd.io/v3)`,
 		},
 		{
 			name:  "unknown kind",
@@ -379,7 +379,7 @@ spec: {chart: a, sourceRef: {kind: HelmRepository, name: r}, interval: soon}
 	assert.Equal(t, []string{
 		`document 1 (HelmRelease team/a, line 3): spec.chart.spec.bogus: unknown field (value: 1)`,
 		`document 1 (HelmRelease team/a, line 3): spec.install.crd: unknown field, did you mean "crds"? (value: Skip)`,
-		`document 3 (HelmChart c, line 19): spec.interval: invalid value "soon": time: invalid duration "soon"`,
+		`document 3 (HelmChart c, line 19): spec.interval: invalid value: time: invalid duration "soon" (value: soon)`,
 	}, got)
 	assert.True(t, strings.HasPrefix(err.Error(), "3 problems:\n  document 1"))
 	require.Len(t, objs.HelmRepositories, 1, "clean documents are returned beside the error")

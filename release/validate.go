@@ -25,13 +25,13 @@ type FieldError struct {
 	// Value is the offending value (shortened): a string as written,
 	// anything else as compact JSON. Empty when no value is at fault.
 	Value string
-	// Message says what is wrong.
+	// Message says what is wrong; Error appends Value.
 	Message string
 }
 
 func (e FieldError) Error() string {
 	msg := e.Message
-	if e.Value != "" && !strings.Contains(msg, e.Value) {
+	if e.Value != "" {
 		msg += " (value: " + e.Value + ")"
 	}
 	if e.Path == "" {

@@ -133,15 +133,19 @@ type FieldError struct {
 	Path string
 	// Value is the offending value as compact JSON, shortened.
 	Value string
-	// Message says what is wrong.
+	// Message says what is wrong; it does not repeat Value.
 	Message string
 }
 
 func (e FieldError) Error() string {
-	if e.Path == "" {
-		return e.Message
+	msg := e.Message
+	if e.Value != "" {
+		msg += " (value: " + e.Value + ")"
 	}
-	return e.Path + ": " + e.Message
+	if e.Path == "" {
+		return msg
+	}
+	return e.Path + ": " + msg
 }
 
 // Unmarshal decodes the JSON document data into v, a non-nil pointer.
@@ -192,7 +196,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 	if selfDecoding(t) {
 		raw, _ := json.Marshal(v)
 		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
-			w.fail(path, v, "invalid value %s: %s", render(v), cleanJSONError(err))
+			w.fail(path, v, "invalid value: %s", cleanJSONError(err))
 		}
 		return
 	}
@@ -262,7 +266,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			return
 		}
 		if _, err := strconv.ParseInt(n.String(), 10, t.Bits()); err != nil {
-			w.fail(path, v, "expected integer of %d bits, got %s", t.Bits(), n)
+			w.fail(path, v, "expected integer of %d bits", t.Bits())
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		n, ok := v.(json.Number)
@@ -271,7 +275,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			return
 		}
 		if _, err := strconv.ParseUint(n.String(), 10, t.Bits()); err != nil {
-			w.fail(path, v, "expected non-negative integer of %d bits, got %s", t.Bits(), n)
+			w.fail(path, v, "expected non-negative integer of %d bits", t.Bits())
 		}
 	case reflect.Float32, reflect.Float64:
 		n, ok := v.(json.Number)
@@ -280,7 +284,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			return
 		}
 		if _, err := strconv.ParseFloat(n.String(), t.Bits()); err != nil {
-			w.fail(path, v, "expected number, got %s", n)
+			w.fail(path, v, "expected number")
 		}
 	default:
 		w.fail(path, v, "cannot decode into Go type %s", t)
@@ -289,7 +293,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 
 func (w *walker) mismatch(path string, v any, want string) {
 	got := jsonType(v)
-	msg := fmt.Sprintf("expected %s, got %s %s", want, got, render(v))
+	msg := fmt.Sprintf("expected %s, got %s", want, got)
 	if want == "string" && (got == "number" || got == "boolean") {
 		msg += " (quote it to make it a string)"
 	}
