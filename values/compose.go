@@ -36,18 +36,16 @@ func (r *Result) Explain(path string) []Origin { return r.Provenance.Explain(pat
 // Redacted returns a copy of Values in which every Secret-sourced leaf is
 // replaced by a redaction marker with a short hash of the value. Use it for
 // plans, diffs and logs.
-func (r *Result) Redacted() map[string]any {
-	if r == nil {
-		return nil
+func (r Result) Redacted() map[string]any {
+	if r.tracker == nil {
+		return copyMap(r.Values)
 	}
 	return redactTree(r.Values, "", r.tracker, r.red).(map[string]any)
 }
 
 // String returns the redacted values as YAML (sorted keys) and the digest.
-func (r *Result) String() string {
-	if r == nil {
-		return "<nil>"
-	}
+// A Result not made by Compose has no provenance and prints its Values.
+func (r Result) String() string {
 	b, err := yaml.Marshal(r.Redacted())
 	if err != nil {
 		return "# values cannot be printed: " + scrub(err.Error()) + "\n# digest: " + r.Digest + "\n"
@@ -57,7 +55,7 @@ func (r *Result) String() string {
 
 // Format makes every fmt verb (%v, %+v, %#v, %s, %q) print String, so a
 // Result can never leak Secret data through fmt.
-func (r *Result) Format(f fmt.State, verb rune) {
+func (r Result) Format(f fmt.State, verb rune) {
 	if verb == 'q' {
 		fmt.Fprintf(f, "%q", r.String())
 		return
@@ -66,7 +64,7 @@ func (r *Result) Format(f fmt.State, verb rune) {
 }
 
 // GoString implements fmt.GoStringer like Format.
-func (r *Result) GoString() string { return r.String() }
+func (r Result) GoString() string { return r.String() }
 
 // Compose computes a release's values from its sources, as Flux's
 // helm-controller does, then applies per-cluster overrides:
@@ -119,14 +117,16 @@ type composer struct {
 }
 
 func (c *composer) fail(src Source, line int, reason error, detail string, cause error) *SourceError {
+	return &SourceError{Release: c.req.Release, Source: src, Line: line, Reason: reason, Detail: detail, Err: cause}
+}
+
+// textError reports a failure whose detail a parser wrote from the source's
+// text: for a Secret, quoted fragments are scrubbed.
+func (c *composer) textError(src Source, line int, reason error, detail string) *SourceError {
 	if src.Sensitive() {
 		detail = scrub(detail)
-		if cause != nil && !errors.Is(cause, ErrNotFound) && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-			detail = strings.TrimPrefix(detail+": "+scrub(cause.Error()), ": ")
-			cause = nil
-		}
 	}
-	return &SourceError{Release: c.req.Release, Source: src, Line: line, Reason: reason, Detail: detail, Err: cause}
+	return c.fail(src, line, reason, detail, nil)
 }
 
 func (c *composer) run(ctx context.Context) (*Result, error) {
@@ -135,7 +135,7 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 		src := Source{Kind: SourceFile, Name: f.Name, Index: i}
 		doc, derr := decodeDocument(f.Data, c.lim)
 		if derr != nil {
-			return nil, c.fail(src, derr.line, derr.reason, derr.detail, nil)
+			return nil, c.textError(src, derr.line, derr.reason, derr.detail)
 		}
 		c.t.mergeInto(c.acc, doc, "", src)
 	}
@@ -159,7 +159,7 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 		}
 		doc, derr := decodeDocument([]byte(text), c.lim)
 		if derr != nil {
-			return nil, c.fail(src, derr.line, derr.reason, derr.detail, nil)
+			return nil, c.textError(src, derr.line, derr.reason, derr.detail)
 		}
 		c.t.mergeInto(c.acc, doc, "", src)
 	}
@@ -236,7 +236,7 @@ func (c *composer) assign(p pending) error {
 	}
 	observe := func(path string, old any, had bool, v any) { c.t.assign(path, old, had, v, p.src) }
 	if err := setLine(c.acc, p.ref.TargetPath+"="+text, mode, observe); err != nil {
-		return c.fail(p.src, 0, ErrTargetPath, err.Error(), nil)
+		return c.textError(p.src, 0, ErrTargetPath, err.Error())
 	}
 	return nil
 }

@@ -1,0 +1,62 @@
+// Package values computes the values a Helm release installs with, from
+// ordered sources, with Flux helm-controller's semantics, and records where
+// every value came from without ever printing a Secret.
+//
+// # Composition
+//
+// Compose applies, in this order:
+//
+//  1. Request.Files: the chart's valuesFiles as the source package read
+//     them (name and raw bytes; the listed files replace the chart's own
+//     values.yaml, which counts only if listed), deep-merged in list order;
+//  2. Request.From: Flux valuesFrom references, read through a Reader from
+//     the release's namespace. Without TargetPath the key (default
+//     values.yaml) holds a YAML map merged at the root. With TargetPath the
+//     key's text is assigned at that Helm --set path (a.b[0].c, escaped dots
+//     as in kubernetes\.io/role): a text in quotes is a string, anything else
+//     is typed as --set types it; Literal assigns the text verbatim as
+//     --set-literal does. Optional skips a missing object or key;
+//  3. Request.Inline (the release's spec.values), deep-merged;
+//  4. the TargetPath assignments, in reference order, so that they win over
+//     everything before them, inline values included (Flux's "target path
+//     precedence over all");
+//  5. Request.Overrides: per-cluster merge maps and RFC 6902 patches.
+//
+// The deep merge is Merge: maps merge recursively, lists and scalars replace,
+// a null stays null. The result is what Helm receives as user-supplied
+// values; Helm then coalesces it with the chart's defaults itself (a null
+// deletes a default key) — this package does not reimplement that.
+//
+// YAML is read with Helm's exact reading (chartutil.ReadValues, i.e.
+// sigs.k8s.io/yaml over YAML 1.1: yes/on are booleans, numbers are float64,
+// keys become strings, merge keys and anchors work) and --set paths with
+// Helm's exact parser semantics (strvals); fuzz tests compare both with Helm
+// itself. Unlike Helm, documents are bounded (Limits: size and alias
+// expansion) and every failure is a *SourceError naming the release, the
+// source (kind/name[key], file or override) and the YAML line.
+//
+// One difference from Flux is deliberate: Flux lets a targetPath value win
+// over inline values only through map aliasing, so whether it wins depends on
+// which earlier source created the parent map. Here targetPath assignments
+// always come after inline values, as Flux documents. A second: yaml.v3
+// nodes lose YAML's non-specific tag "!", so "! 1" is a number here and a
+// string in Helm.
+//
+// # Provenance
+//
+// Result.Provenance knows, for every leaf (scalar, null, empty map or list),
+// which source set it and which sources it overrode. Explain answers
+// "where did image.tag come from", String prints the whole tree.
+//
+// # Secret safety
+//
+// Values that come from a Secret — merged documents, targetPath values, and
+// values a patch copies from them — are printed as a redaction marker with a
+// short hash ("<redacted sha256:1a2b3c4d>", keyed with Request.RedactionKey
+// when given) in provenance, in Result's String and Format, in Redacted (use
+// it for plans and diffs) and never quoted in errors. Only Result.Values,
+// which Helm needs, holds them in the clear. Key names are structure and are
+// printed; do not keep secrets in key names. The digest covers Secret values
+// too (it must change when they change); like Flux's values digest it can
+// confirm a guess of a weak secret by someone who knows all other values.
+package values
