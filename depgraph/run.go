@@ -295,6 +295,9 @@ func (r *runner[K]) appliedLocked(i int32, attempts int) {
 // the next node for the calling goroutine (already started), or -1.
 func (r *runner[K]) finishLocked(i int32, attempts int, err error, holdsSlot bool) int32 {
 	now := r.clock.Now()
+	// A function may see the cancellation before Run's goroutine does; from here on
+	// the run counts as cancelled either way.
+	r.cancelled = r.cancelled || r.ctx.Err() != nil
 	if holdsSlot {
 		r.releaseLocked(i)
 	}
