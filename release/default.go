@@ -190,8 +190,10 @@ func setString(s *string, def string) {
 	}
 }
 
+// setDuration sets *d to def when unset; a negative def, which Validate
+// reports at spec.timeout, is not copied into every action.
 func setDuration(d **metav1.Duration, def metav1.Duration) {
-	if *d == nil {
+	if *d == nil && def.Duration >= 0 {
 		v := def
 		*d = &v
 	}
