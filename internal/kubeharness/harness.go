@@ -79,7 +79,7 @@ type ControlPlane struct {
 // Start runs etcd and one API server per cluster, waits until every
 // /readyz answers, and returns the running harness. The caller must call
 // Stop, also when tests fail. On error, everything started is stopped.
-func Start(ctx context.Context, opts Options) (h *Harness, err error) {
+func Start(ctx context.Context, opts Options) (_ *Harness, err error) {
 	if opts.Binaries.APIServer == "" || opts.Binaries.Etcd == "" {
 		return nil, errors.New("kubeharness: Options.Binaries is required")
 	}
@@ -90,14 +90,13 @@ func Start(ctx context.Context, opts Options) (h *Harness, err error) {
 	if len(names) == 0 {
 		names = DefaultClusters
 	}
-	h = &Harness{logf: opts.Logf}
+	h := &Harness{logf: opts.Logf}
 	if h.logf == nil {
 		h.logf = func(string, ...any) {}
 	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, h.Stop())
-			h = nil
 		}
 	}()
 	ports, err := freePorts(2 + len(names))
