@@ -64,15 +64,15 @@ func TestSecretCanaryNeverPrinted(t *testing.T) {
 		"%q":                fmt.Sprintf("%q", res),
 		"%v of value":       fmt.Sprintf("%v", *res),
 		"%+v of value":      fmt.Sprintf("%+v", *res),
-		"provenance report": res.Provenance.String(),
-		"%+v provenance":    fmt.Sprintf("%+v", res.Provenance),
-		"%#v origins":       fmt.Sprintf("%#v", res.Provenance.Origins()),
+		"provenance report": res.Provenance().String(),
+		"%+v provenance":    fmt.Sprintf("%+v", res.Provenance()),
+		"%#v origins":       fmt.Sprintf("%#v", res.Provenance().Origins()),
 		"%#v explain":       fmt.Sprintf("%#v", res.Explain("")),
 	}
 	red, err := yaml.Marshal(res.Redacted())
 	require.NoError(t, err)
 	outputs["Redacted"] = string(red)
-	for _, o := range res.Provenance.Origins() {
+	for _, o := range res.Provenance().Origins() {
 		outputs["origin "+o.Path] = o.String()
 	}
 	for what, out := range outputs {

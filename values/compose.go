@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	jsonpatch "github.com/evanphx/json-patch"
 	"sigs.k8s.io/yaml"
@@ -23,15 +24,31 @@ type Result struct {
 	Values map[string]any
 	// Digest is Digest(Values), for change detection.
 	Digest string
-	// Provenance explains every leaf of Values; it is secret-safe.
-	Provenance *Provenance
 
 	tracker *tracker
 	red     *redactor
+	prov    *lazyProvenance
 }
 
-// Explain is a shortcut for r.Provenance.Explain(path).
-func (r *Result) Explain(path string) []Origin { return r.Provenance.Explain(path) }
+// lazyProvenance builds the sorted report on first use: the tracking is
+// done during composition, the report costs only those who read it.
+type lazyProvenance struct {
+	once sync.Once
+	p    *Provenance
+}
+
+// Provenance explains every leaf of Values; it is secret-safe. It reflects
+// Values as Compose returned them (later changes to the map are not seen).
+func (r Result) Provenance() *Provenance {
+	if r.prov == nil {
+		return nil
+	}
+	r.prov.once.Do(func() { r.prov.p = r.tracker.provenance(r.Values, r.red) })
+	return r.prov.p
+}
+
+// Explain is a shortcut for r.Provenance().Explain(path).
+func (r Result) Explain(path string) []Origin { return r.Provenance().Explain(path) }
 
 // Redacted returns a copy of Values in which every Secret-sourced leaf is
 // replaced by a redaction marker with a short hash of the value. Use it for
@@ -180,9 +197,7 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
-	res := &Result{Values: c.acc, Digest: Digest(c.acc), tracker: c.t, red: c.red}
-	res.Provenance = c.t.provenance(c.acc, c.red)
-	return res, nil
+	return &Result{Values: c.acc, Digest: Digest(c.acc), tracker: c.t, red: c.red, prov: &lazyProvenance{}}, nil
 }
 
 // lookup reads a reference's text; ok is false for a skipped optional one.

@@ -223,7 +223,7 @@ func TestCompose(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, yamlMap(t, tt.want), jsonNumbers(res.Values))
 			assert.Equal(t, values.Digest(res.Values), res.Digest)
-			assert.NotEmpty(t, res.Provenance.Origins())
+			assert.NotEmpty(t, res.Provenance().Origins())
 		})
 	}
 }

@@ -35,7 +35,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Print(res.Provenance)
+	fmt.Print(res.Provenance())
 	fmt.Println(res.Explain("image.tag")[0].Source)
 	// Output:
 	// db.password = <redacted sha256:1f79a29f>  <- Secret/podinfo-db[password] at db.password

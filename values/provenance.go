@@ -104,10 +104,10 @@ type record struct {
 
 // tracker follows leaves through a composition, keyed by printed path.
 type tracker struct {
-	recs map[string]*record
+	recs map[string]record
 }
 
-func newTracker() *tracker { return &tracker{recs: map[string]*record{}} }
+func newTracker() *tracker { return &tracker{recs: map[string]record{}} }
 
 func childKey(prefix, k string) string {
 	var b strings.Builder
@@ -166,7 +166,8 @@ func addSource(list []Source, s Source) []Source {
 	return append(list, s)
 }
 
-// place records every leaf of v at path as set by src, having overrode over.
+// place records every leaf of v at path as set by src, having overrode over
+// (which must not contain src).
 func (t *tracker) place(path string, v any, src Source, over []Source) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -184,20 +185,40 @@ func (t *tracker) place(path string, v any, src Source, over []Source) {
 			return
 		}
 	}
-	var o []Source
-	for _, s := range over {
-		if s != src {
-			o = append(o, s)
-		}
+	t.recs[path] = record{src: src, overrode: over, secret: src.Sensitive()}
+}
+
+// without returns list without s; list is not modified.
+func without(list []Source, s Source) []Source {
+	i := slices.Index(list, s)
+	if i < 0 {
+		return list
 	}
-	t.recs[path] = &record{src: src, overrode: o, secret: src.Sensitive()}
+	return slices.Delete(slices.Clone(list), i, i+1)
 }
 
 // assign is the tracker's view of one assignment old -> v at path.
 func (t *tracker) assign(path string, old any, hadOld bool, v any, src Source) {
+	if hadOld && !isContainer(old) && !isContainer(v) {
+		// Leaf over leaf, the common case: overwrite the record in place.
+		var over []Source
+		if r, ok := t.recs[path]; ok {
+			over = make([]Source, 0, len(r.overrode)+1)
+			for _, s := range r.overrode {
+				if s != src {
+					over = append(over, s)
+				}
+			}
+			if r.src != src && !slices.Contains(over, r.src) {
+				over = append(over, r.src)
+			}
+		}
+		t.recs[path] = record{src: src, overrode: over, secret: src.Sensitive()}
+		return
+	}
 	var over []Source
 	if hadOld {
-		over = t.displace(path, old, nil)
+		over = without(t.displace(path, old, nil), src)
 	}
 	t.place(path, v, src, over)
 }
@@ -334,7 +355,7 @@ func (t *tracker) reconcile(old, cur any, path string, src Source, secrets map[s
 			return old
 		}
 	}
-	over := t.displace(path, old, nil)
+	over := without(t.displace(path, old, nil), src)
 	t.placePatched(path, cur, src, over, secrets)
 	return cur
 }
@@ -372,7 +393,9 @@ func (t *tracker) placePatched(path string, v any, src Source, over []Source, se
 			}
 		}
 		if secrets[Digest(map[string]any{"": v})] {
-			t.recs[p].secret = true
+			r := t.recs[p]
+			r.secret = true
+			t.recs[p] = r
 		}
 	}
 	mark(path, v)

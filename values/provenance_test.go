@@ -43,7 +43,7 @@ func TestProvenanceReport(t *testing.T) {
 	res, err := values.Compose(context.Background(), r, req)
 	require.NoError(t, err)
 	golden := filepath.Join("testdata", "provenance.golden")
-	got := res.Provenance.String()
+	got := res.Provenance().String()
 	if *update {
 		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
 	}
@@ -92,7 +92,7 @@ func TestExplain(t *testing.T) {
 		})
 	}
 	assert.Empty(t, res.Explain("nope"))
-	assert.Len(t, res.Explain(""), len(res.Provenance.Origins()))
+	assert.Len(t, res.Explain(""), len(res.Provenance().Origins()))
 }
 
 func TestExplainEscapedAndIndexedPaths(t *testing.T) {
@@ -117,7 +117,7 @@ func TestProvenanceCoversEveryLeaf(t *testing.T) {
 	}})
 	res, err := values.Compose(context.Background(), r, req)
 	require.NoError(t, err)
-	for _, o := range res.Provenance.Origins() {
+	for _, o := range res.Provenance().Origins() {
 		assert.NotEmpty(t, o.Source.Kind, "leaf %s has no source", o.Path)
 	}
 	assert.Equal(t, values.SourceOverride, res.Explain("extra.a[1]")[0].Source.Kind)
