@@ -115,7 +115,64 @@ type Spec struct {
 	// CommonMetadata adds labels and annotations to every rendered object,
 	// after the post-renderers.
 	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+	// WaitStrategy picks how Helm waits for readiness (Flux 2.8, Helm 4):
+	// poller (kstatus) or legacy.
+	WaitStrategy *WaitStrategy `json:"waitStrategy,omitempty"`
+	// HealthCheckExprs are CEL health checks for custom resources, used
+	// by the poller wait strategy (Flux 2.8).
+	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 }
+
+// Wait strategy names.
+const (
+	// WaitStrategyPoller waits with kstatus polling.
+	WaitStrategyPoller = "poller"
+	// WaitStrategyLegacy waits as Helm 3 did.
+	WaitStrategyLegacy = "legacy"
+)
+
+// WaitStrategy picks how Helm waits for the release's objects.
+type WaitStrategy struct {
+	// Name is poller or legacy.
+	Name string `json:"name"`
+}
+
+// CustomHealthCheck computes the health of one kind of custom resource
+// with CEL expressions (Flux's kustomize.CustomHealthCheck).
+type CustomHealthCheck struct {
+	// APIVersion of the resources.
+	APIVersion string `json:"apiVersion"`
+	// Kind of the resources.
+	Kind string `json:"kind"`
+	// HealthCheckExpressions are the expressions.
+	HealthCheckExpressions
+}
+
+// HealthCheckExpressions are CEL expressions over a resource deciding its
+// kstatus.
+type HealthCheckExpressions struct {
+	// InProgress is true while the resource progresses.
+	InProgress string `json:"inProgress,omitempty"`
+	// Failed is true when the resource failed.
+	Failed string `json:"failed,omitempty"`
+	// Current is true when the resource is healthy; required.
+	Current string `json:"current"`
+}
+
+// ServerSideApplyMode says whether an upgrade or rollback applies objects
+// server-side (Flux 2.8, Helm 4).
+type ServerSideApplyMode string
+
+// Server-side apply modes.
+const (
+	// ServerSideApplyEnabled applies server-side.
+	ServerSideApplyEnabled ServerSideApplyMode = "enabled"
+	// ServerSideApplyDisabled applies client-side.
+	ServerSideApplyDisabled ServerSideApplyMode = "disabled"
+	// ServerSideApplyAuto reuses the method of the last release; the
+	// default.
+	ServerSideApplyAuto ServerSideApplyMode = "auto"
+)
 
 // KubeConfigReference names a kubeconfig for a remote cluster (Flux's
 // meta.KubeConfigReference).
@@ -362,6 +419,9 @@ type Install struct {
 	CRDs CRDsPolicy `json:"crds,omitempty"`
 	// CreateNamespace creates the target namespace if absent.
 	CreateNamespace bool `json:"createNamespace,omitempty"`
+	// ServerSideApply applies objects server-side (Flux 2.8, Helm 4);
+	// the default depends on the controller.
+	ServerSideApply *bool `json:"serverSideApply,omitempty"`
 }
 
 // GetTimeout returns Timeout, or def when unset.
@@ -560,6 +620,8 @@ type Upgrade struct {
 	CRDs CRDsPolicy `json:"crds,omitempty"`
 	// ChartNameChangeStrategy is Reinstall (default) or InPlaceUpdate.
 	ChartNameChangeStrategy ChartNameChangeStrategy `json:"chartNameChangeStrategy,omitempty"`
+	// ServerSideApply is enabled, disabled or auto (default).
+	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
 // GetTimeout returns Timeout, or def when unset.
@@ -700,6 +762,8 @@ type Rollback struct {
 	Force bool `json:"force,omitempty"`
 	// CleanupOnFail deletes objects created by a failed rollback.
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
+	// ServerSideApply is enabled, disabled or auto (default).
+	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
 // GetTimeout returns Timeout, or def when unset.

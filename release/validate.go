@@ -140,6 +140,17 @@ func (in *Release) Validate() error {
 			validateKustomize(&p, fmt.Sprintf("spec.postRenderers[%d].kustomize", i), pr.Kustomize)
 		}
 	}
+	if w := s.WaitStrategy; w != nil {
+		validateStrategyName(&p, "spec.waitStrategy.name", w.Name, WaitStrategyPoller, WaitStrategyLegacy)
+	}
+	for i, hc := range s.HealthCheckExprs {
+		path := fmt.Sprintf("spec.healthCheckExprs[%d]", i)
+		for _, f := range []struct{ name, v string }{{"apiVersion", hc.APIVersion}, {"kind", hc.Kind}, {"current", hc.Current}} {
+			if f.v == "" {
+				p.add(path+"."+f.name, "", "is required")
+			}
+		}
+	}
 	if m := s.CommonMetadata; m != nil {
 		validateLabels(&p, "spec.commonMetadata.labels", m.Labels)
 		validateAnnotations(&p, "spec.commonMetadata.annotations", m.Annotations)
@@ -261,6 +272,8 @@ func validateEnum(p *problems, path, v string, accepted ...string) {
 	p.add(path, v, "must be one of %s", strings.Join(accepted, ", "))
 }
 
+var ssaModes = []string{string(ServerSideApplyEnabled), string(ServerSideApplyDisabled), string(ServerSideApplyAuto)}
+
 func validateActions(p *problems, s *Spec) {
 	crds := []string{string(Skip), string(Create), string(CreateReplace)}
 	strategies := []string{ActionStrategyRemediateOnFailure, ActionStrategyRetryOnFailure}
@@ -286,6 +299,7 @@ func validateActions(p *problems, s *Spec) {
 		}
 		validateEnum(p, "spec.upgrade.chartNameChangeStrategy", string(up.ChartNameChangeStrategy),
 			string(ChartNameChangeReinstall), string(ChartNameChangeInPlaceUpdate))
+		validateEnum(p, "spec.upgrade.serverSideApply", string(up.ServerSideApply), ssaModes...)
 	}
 	if t := s.Test; t != nil {
 		validateDuration(p, "spec.test.timeout", t.Timeout)
@@ -297,6 +311,7 @@ func validateActions(p *problems, s *Spec) {
 	}
 	if r := s.Rollback; r != nil {
 		validateDuration(p, "spec.rollback.timeout", r.Timeout)
+		validateEnum(p, "spec.rollback.serverSideApply", string(r.ServerSideApply), ssaModes...)
 	}
 	if u := s.Uninstall; u != nil {
 		validateDuration(p, "spec.uninstall.timeout", u.Timeout)
@@ -310,12 +325,17 @@ func validateActions(p *problems, s *Spec) {
 }
 
 func validateStrategy(p *problems, path, name string, retry *metav1.Duration, accepted []string) {
-	if name == "" {
-		p.add(path+".name", "", "is required; one of %s", strings.Join(accepted, ", "))
-	} else {
-		validateEnum(p, path+".name", name, accepted...)
-	}
+	validateStrategyName(p, path+".name", name, accepted...)
 	validateDuration(p, path+".retryInterval", retry)
+}
+
+// validateStrategyName requires one of the accepted names.
+func validateStrategyName(p *problems, path, name string, accepted ...string) {
+	if name == "" {
+		p.add(path, "", "is required; one of %s", strings.Join(accepted, ", "))
+		return
+	}
+	validateEnum(p, path, name, accepted...)
 }
 
 func validateDriftDetection(p *problems, d *DriftDetection) {

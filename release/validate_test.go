@@ -148,6 +148,15 @@ func TestValidate(t *testing.T) {
 			mutate: func(r *Release) {
 				r.Spec.CommonMetadata = &CommonMetadata{Labels: map[string]string{"env": "prod env"}}
 			}},
+		{name: "wait strategy without name", path: "spec.waitStrategy.name", msg: "is required; one of poller, legacy",
+			mutate: func(r *Release) { r.Spec.WaitStrategy = &WaitStrategy{} }},
+		{name: "health check without current", path: "spec.healthCheckExprs[0].current", msg: "is required",
+			mutate: func(r *Release) {
+				r.Spec.HealthCheckExprs = []CustomHealthCheck{{APIVersion: "v1", Kind: "X"}}
+			}},
+		{name: "bad server-side apply mode", path: "spec.rollback.serverSideApply", value: "true",
+			msg:    "must be one of enabled, disabled, auto",
+			mutate: func(r *Release) { r.Spec.Rollback.ServerSideApply = "true" }},
 		{name: "bad chart name change strategy", path: "spec.upgrade.chartNameChangeStrategy", value: "Upgrade",
 			msg:    "must be one of Reinstall, InPlaceUpdate",
 			mutate: func(r *Release) { r.Spec.Upgrade.ChartNameChangeStrategy = "Upgrade" }},
