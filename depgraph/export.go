@@ -72,15 +72,9 @@ func (g *Graph[K]) Mermaid(res *Result[K]) string {
 	c := g.compile()
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
-	classes := map[State][]string{}
 	node := func(indent string, i int) {
 		label, _, _ := g.exportNode(res, i)
 		fmt.Fprintf(&b, "%sn%d[\"%s\"]\n", indent, i, mermaidEscape(label))
-		if res != nil {
-			if nr, ok := res.Get(g.nodes[i].Key); ok {
-				classes[nr.State] = append(classes[nr.State], fmt.Sprintf("n%d", i))
-			}
-		}
 	}
 	for gi, name := range c.groups {
 		fmt.Fprintf(&b, "  subgraph g%d[\"%s\"]\n", gi, mermaidEscape(name))
@@ -102,6 +96,12 @@ func (g *Graph[K]) Mermaid(res *Result[K]) string {
 		}
 	}
 	if res != nil {
+		classes := map[State][]string{}
+		for i, n := range g.nodes {
+			if nr, ok := res.Get(n.Key); ok {
+				classes[nr.State] = append(classes[nr.State], fmt.Sprintf("n%d", i))
+			}
+		}
 		outcomes := []State{Succeeded, Failed, Skipped, NotStarted}
 		for _, s := range outcomes {
 			fmt.Fprintf(&b, "  classDef %s fill:%s\n", mermaidClass(s), colour(s))
