@@ -29,38 +29,25 @@ func mermaidClass(s State) string { return strings.ReplaceAll(s.String(), "-", "
 // succeeded, red failed, amber skipped, grey not started. Dependencies on unknown
 // nodes are left out; cycles are drawn as they are.
 func (g *Graph[K]) DOT(res *Result[K]) string {
-	c := g.compile()
 	var b strings.Builder
 	b.WriteString("digraph depgraph {\n")
 	b.WriteString("  rankdir=LR;\n")
 	b.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"" + noResultColour + "\"];\n")
-	node := func(indent string, i int) {
-		label, fill, state := g.exportNode(res, i)
-		fmt.Fprintf(&b, "%sn%d [label=%s", indent, i, dotQuote(label))
-		if state != "" {
-			fmt.Fprintf(&b, ", fillcolor=%q, tooltip=%q", fill, state)
-		}
-		b.WriteString("];\n")
-	}
-	for gi, name := range c.groups {
-		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%s;\n", gi, dotQuote(name))
-		for i := range g.nodes {
-			if c.group[i] == int32(gi) {
-				node("    ", i)
+	g.layout(&b, exportSyntax{
+		open: func(gi int, name string) string {
+			return fmt.Sprintf("subgraph cluster_%d {\n    label=%s;", gi, dotQuote(name))
+		},
+		close: "}",
+		node: func(i int) string {
+			label, fill, state := g.exportNode(res, i)
+			line := fmt.Sprintf("n%d [label=%s", i, dotQuote(label))
+			if state != "" {
+				line += fmt.Sprintf(", fillcolor=%q, tooltip=%q", fill, state)
 			}
-		}
-		b.WriteString("  }\n")
-	}
-	for i := range g.nodes {
-		if c.group[i] < 0 {
-			node("  ", i)
-		}
-	}
-	for i := range g.nodes {
-		for _, d := range c.deps[i] {
-			fmt.Fprintf(&b, "  n%d -> n%d;\n", d, i)
-		}
-	}
+			return line + "];"
+		},
+		edge: "  n%d -> n%d;\n",
+	})
 	b.WriteString("}\n")
 	return b.String()
 }
@@ -69,32 +56,18 @@ func (g *Graph[K]) DOT(res *Result[K]) string {
 // dependency to its dependent, a subgraph per group, and with a non-nil res a class
 // per outcome (succeeded, failed, skipped, not-started) with the same colours.
 func (g *Graph[K]) Mermaid(res *Result[K]) string {
-	c := g.compile()
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
-	node := func(indent string, i int) {
-		label, _, _ := g.exportNode(res, i)
-		fmt.Fprintf(&b, "%sn%d[\"%s\"]\n", indent, i, mermaidEscape(label))
-	}
-	for gi, name := range c.groups {
-		fmt.Fprintf(&b, "  subgraph g%d[\"%s\"]\n", gi, mermaidEscape(name))
-		for i := range g.nodes {
-			if c.group[i] == int32(gi) {
-				node("    ", i)
-			}
-		}
-		b.WriteString("  end\n")
-	}
-	for i := range g.nodes {
-		if c.group[i] < 0 {
-			node("  ", i)
-		}
-	}
-	for i := range g.nodes {
-		for _, d := range c.deps[i] {
-			fmt.Fprintf(&b, "  n%d --> n%d\n", d, i)
-		}
-	}
+	g.layout(&b, exportSyntax{
+		open: func(gi int, name string) string {
+			return fmt.Sprintf("subgraph g%d[\"%s\"]", gi, mermaidEscape(name))
+		},
+		close: "end",
+		node: func(i int) string {
+			return fmt.Sprintf("n%d[\"%s\"]", i, mermaidEscape(keyString(g.nodes[i].Key)))
+		},
+		edge: "  n%d --> n%d\n",
+	})
 	if res != nil {
 		classes := map[State][]string{}
 		for i, n := range g.nodes {
@@ -113,6 +86,39 @@ func (g *Graph[K]) Mermaid(res *Result[K]) string {
 		}
 	}
 	return b.String()
+}
+
+// exportSyntax is how one export format writes groups, nodes and edges.
+type exportSyntax struct {
+	open  func(gi int, name string) string // opens group gi
+	close string                           // closes a group
+	node  func(i int) string               // declares node i
+	edge  string                           // format of an edge from dependency to dependent
+}
+
+// layout writes the groups with their nodes (groups in order of first appearance),
+// then the nodes without a group, then every edge from a dependency to its dependent.
+func (g *Graph[K]) layout(b *strings.Builder, s exportSyntax) {
+	c := g.compile()
+	for gi, name := range c.groups {
+		b.WriteString("  " + s.open(gi, name) + "\n")
+		for i := range g.nodes {
+			if c.group[i] == int32(gi) {
+				b.WriteString("    " + s.node(i) + "\n")
+			}
+		}
+		b.WriteString("  " + s.close + "\n")
+	}
+	for i := range g.nodes {
+		if c.group[i] < 0 {
+			b.WriteString("  " + s.node(i) + "\n")
+		}
+	}
+	for i := range g.nodes {
+		for _, d := range c.deps[i] {
+			fmt.Fprintf(b, s.edge, d, i)
+		}
+	}
 }
 
 // exportNode returns the label of node i and, when res knows it, its fill and state.

@@ -3,6 +3,7 @@ package depgraph
 import (
 	"errors"
 	"slices"
+	"sync"
 )
 
 // Node is one unit of work and what it depends on.
@@ -25,7 +26,8 @@ type Node[K comparable] struct {
 // they appear in the order in which the nodes were added. Add nodes in a sorted order
 // to get sorted output.
 //
-// A Graph is not safe for concurrent modification; Run only reads it.
+// A Graph is not safe for concurrent modification. Once built, any number of
+// goroutines may validate, export and Run it at the same time.
 type Graph[K comparable] struct {
 	nodes []Node[K]
 	index map[K]int32
@@ -34,6 +36,8 @@ type Graph[K comparable] struct {
 	// inherited holds the self and unknown dependencies of the graph this one was
 	// reversed from.
 	inherited []error
+	// mu guards c, which readers fill in lazily.
+	mu sync.Mutex
 	// c caches the compiled form; any addition resets it.
 	c *compiled
 }
@@ -144,6 +148,8 @@ type compiled struct {
 }
 
 func (g *Graph[K]) compile() *compiled {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.c != nil {
 		return g.c
 	}

@@ -615,3 +615,83 @@ func TestStateAndKindNames(t *testing.T) {
 		[]string{EventStarted.String(), EventRetrying.String(), EventApplied.String(), EventSucceeded.String(),
 			EventFailed.String(), EventSkipped.String(), EventKind(9).String()})
 }
+
+// TestRunStressCancel cancels runs of thousands of nodes at random moments and checks
+// that every outcome is consistent and nothing is left running.
+func TestRunStressCancel(t *testing.T) {
+	const n = 2000
+	rng := rand.New(rand.NewPCG(3, 9))
+	g := New[int]()
+	deps := make([][]int, n)
+	for i := range n {
+		if i > 0 {
+			for range rng.IntN(4) {
+				deps[i] = append(deps[i], rng.IntN(i))
+			}
+		}
+		g.AddNode(Node[int]{Key: i, Deps: deps[i], Group: fmt.Sprintf("c%d", i%5)})
+	}
+	for round := range 5 {
+		t.Run(fmt.Sprint(round), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			stopAfter := int32(100 + round*200)
+			var calls atomic.Int32
+			called := make([]atomic.Bool, n)
+			res, err := Run(ctx, g, func(ctx context.Context, k int) error {
+				called[k].Store(true)
+				if calls.Add(1) == stopAfter {
+					cancel()
+				}
+				if k%97 == 50 {
+					return errors.New("injected")
+				}
+				return ctx.Err()
+			}, Options[int]{Concurrency: 8, GroupConcurrency: 2})
+			goleak.VerifyNone(t)
+			require.ErrorIs(t, err, context.Canceled)
+			counts := map[State]int{}
+			for i, nr := range res.Nodes {
+				counts[nr.State]++
+				switch nr.State {
+				case NotStarted, Skipped:
+					require.False(t, called[i].Load(), "node %d ran but is %v", i, nr.State)
+				default:
+					require.True(t, called[i].Load(), "node %d is %v but never ran", i, nr.State)
+				}
+				if nr.State == Succeeded || nr.State == Failed {
+					for _, d := range deps[i] {
+						require.Equal(t, Succeeded, res.Nodes[d].State, "node %d ran before %d succeeded", i, d)
+					}
+				}
+				if nr.State == Skipped {
+					require.Equal(t, Failed, res.Nodes[nr.Cause].State)
+				}
+			}
+			require.Positive(t, counts[NotStarted])
+			require.Positive(t, counts[Succeeded])
+		})
+	}
+}
+
+func TestConcurrentRunsShareAGraph(t *testing.T) {
+	g := New[int]()
+	for i := range 200 {
+		if i == 0 {
+			g.Add(i)
+			continue
+		}
+		g.Add(i, i/2)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			res, err := Run(t.Context(), g, func(context.Context, int) error { return nil }, Options[int]{Concurrency: 4})
+			assert.NoError(t, err)
+			assert.Len(t, res.Keys(Succeeded), 200)
+			_, err = g.Waves()
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+}
