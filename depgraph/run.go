@@ -22,7 +22,8 @@ type Options[K comparable] struct {
 	// once, for example per cluster; 0 or less means no bound. Nodes without a group
 	// are only bound by Concurrency.
 	GroupConcurrency int
-	// GroupLimits overrides GroupConcurrency for the named groups.
+	// GroupLimits overrides GroupConcurrency for the named groups; 0 or less means no
+	// bound for that group.
 	GroupLimits map[string]int
 	// Retries is how many more times a failing node function is called before the
 	// node fails; a negative value retries until the context is cancelled. A node
