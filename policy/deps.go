@@ -11,9 +11,9 @@ type depRef struct {
 }
 
 // podTemplate returns the pod spec and pod labels of a workload.
-func podTemplate(obj *unstructured.Unstructured) (spec map[string]any, labels map[string]any, ok bool) {
+func podTemplate(obj *unstructured.Unstructured, kind string) (spec map[string]any, labels map[string]any, ok bool) {
 	var tmpl map[string]any
-	switch obj.GetKind() {
+	switch kind {
 	case "Pod":
 		spec, _ = obj.Object["spec"].(map[string]any)
 		md, _ := obj.Object["metadata"].(map[string]any)
@@ -170,10 +170,6 @@ func selectorMatches(selector map[string]any, podLabels map[string]any) bool {
 	return true
 }
 
-func isIngress(obj *unstructured.Unstructured) bool {
-	return obj.GetKind() == "Ingress"
-}
-
-func isCoreKind(obj *unstructured.Unstructured, kind string) bool {
-	return obj.GetKind() == kind && obj.GetAPIVersion() == "v1"
+func isCore(k ObjectKey, kind string) bool {
+	return k.Kind == kind && k.APIVersion == "v1"
 }

@@ -120,6 +120,7 @@ func indexSelectors(idx map[typeKey]*kindIndex, policy int, sels []compiledSelec
 
 // propPolicy is a propagation policy prepared for evaluation.
 type propPolicy struct {
+	idx        int // position in Engine.props
 	ref        Ref
 	namespaced bool
 	priority   int32
@@ -214,6 +215,7 @@ func NewEngine(set Set) (*Engine, error) {
 	slices.SortFunc(e.props, func(a, b *propPolicy) int { return compareRef(a.ref, b.ref) })
 	slices.SortFunc(e.overrides, func(a, b *ovPolicy) int { return compareRef(a.ref, b.ref) })
 	for i, p := range e.props {
+		p.idx = i
 		indexSelectors(e.propIndex, i, p.sels)
 	}
 	for i, p := range e.overrides {

@@ -50,15 +50,15 @@ func (e *Engine) matchOverrides(obj *unstructured.Unstructured) ([]ovMatch, erro
 		}
 		out = append(out, ovMatch{p, lv})
 	}
-	lbls := obj.GetLabels()
+	lbls := objectLabels(obj)
 	for _, b := range []struct{ label, kind, ns string }{
 		{LabelClusterOverridePolicy, KindClusterOverridePolicy, ""},
 		{LabelOverridePolicy, KindOverridePolicy, ns},
 	} {
-		name, ok := lbls[b.label]
-		if !ok {
+		if !lbls.Has(b.label) {
 			continue
 		}
+		name := lbls.Get(b.label)
 		ref := Ref{Kind: b.kind, Namespace: b.ns, Name: name}
 		p := e.ovByRef[ref]
 		if p == nil || (b.kind == KindOverridePolicy && ns == "") {

@@ -70,12 +70,30 @@ func (p *Placement) Clusters() []Cluster { return slices.Clone(p.clusters) }
 // returned joined; the other objects are still placed. Invalid input (nil
 // objects, duplicate objects or clusters) fails the call.
 func (e *Engine) Place(objs []*unstructured.Unstructured, clusters []Cluster) (*Placement, error) {
+	return e.place(objs, clusters, evaluator{prop: e.matchProp, ov: e.matchOverrides, cache: true})
+}
+
+// evaluator is how place finds matching policies and whether it reuses
+// scheduling work across objects; tests swap in Karmada's naive way to
+// benchmark and cross-check the index.
+type evaluator struct {
+	prop  func(*unstructured.Unstructured, ObjectKey, *scratch) ([]scored, error)
+	ov    func(*unstructured.Unstructured) ([]ovMatch, error)
+	cache bool
+}
+
+func newRun(e *Engine, clusters []Cluster) *run {
+	return &run{e: e, clusters: clusters, feasible: map[groupKey][]*Cluster{}, spread: map[groupKey]spreadResult{}, divided: map[divideKey][]Target{}}
+}
+
+func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev evaluator) (*Placement, error) {
 	sorted, err := sortClusters(clusters)
 	if err != nil {
 		return nil, err
 	}
 	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs))}
-	r := &run{e: e, clusters: sorted, feasible: map[groupKey][]*Cluster{}, spread: map[groupKey]spreadResult{}, divided: map[divideKey][]Target{}}
+	r := newRun(e, sorted)
+	sc := &scratch{pos: make([]int32, len(e.props))}
 	matched := map[*propPolicy]bool{}
 	won := map[*propPolicy]bool{}
 	for i, obj := range objs {
@@ -89,7 +107,10 @@ func (e *Engine) Place(objs []*unstructured.Unstructured, clusters []Cluster) (*
 		op := &ObjectPlacement{Object: key, obj: obj}
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
-		e.placeOne(r, op, matched, won)
+		if !ev.cache {
+			r = newRun(e, sorted)
+		}
+		e.placeOne(r, ev, sc, op, matched, won)
 	}
 	slices.SortFunc(p.Objects, func(a, b *ObjectPlacement) int { return compareKeys(a.Object, b.Object) })
 	p.Warnings = append(p.Warnings, e.follow(p)...)
@@ -123,20 +144,20 @@ func sortClusters(clusters []Cluster) ([]Cluster, error) {
 	return sorted, nil
 }
 
-func (e *Engine) placeOne(r *run, op *ObjectPlacement, matched, won map[*propPolicy]bool) {
+func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement, matched, won map[*propPolicy]bool) {
 	obj := op.obj
-	path, replicas, hasReplicas := replicaField(obj)
+	path, replicas, hasReplicas := replicaField(obj, op.Object.Kind)
 	if hasReplicas {
 		op.replicaPath = path
 		op.Replicas = &replicas
 	}
-	ovs, err := e.matchOverrides(obj)
+	ovs, err := ev.ov(obj)
 	if err != nil {
 		op.Err = err
 		return
 	}
 	op.overrides = ovs
-	cands, err := e.matchPropagation(obj)
+	cands, err := ev.prop(obj, op.Object, sc)
 	if err != nil {
 		op.Err = err
 		return
@@ -172,16 +193,16 @@ func (e *Engine) follow(p *Placement) []Warning {
 	services := map[string][]*ObjectPlacement{}
 	ingressByBackend := map[nsKind][]*ObjectPlacement{}
 	for _, op := range p.Objects {
-		o := op.obj
+		o, k := op.obj, op.Object
 		switch {
-		case isCoreKind(o, "Service"):
-			services[o.GetNamespace()] = append(services[o.GetNamespace()], op)
-			core[nsKind{o.GetNamespace(), "Service", o.GetName()}] = op
-		case isCoreKind(o, "ConfigMap"), isCoreKind(o, "Secret"), isCoreKind(o, "ServiceAccount"), isCoreKind(o, "PersistentVolumeClaim"):
-			core[nsKind{o.GetNamespace(), o.GetKind(), o.GetName()}] = op
-		case isIngress(o):
+		case isCore(k, "Service"):
+			services[k.Namespace] = append(services[k.Namespace], op)
+			core[nsKind{k.Namespace, "Service", k.Name}] = op
+		case isCore(k, "ConfigMap"), isCore(k, "Secret"), isCore(k, "ServiceAccount"), isCore(k, "PersistentVolumeClaim"):
+			core[nsKind{k.Namespace, k.Kind, k.Name}] = op
+		case k.Kind == "Ingress":
 			for _, svc := range ingressBackends(o) {
-				k := nsKind{o.GetNamespace(), "Service", svc}
+				k := nsKind{k.Namespace, "Service", svc}
 				if !slices.Contains(ingressByBackend[k], op) {
 					ingressByBackend[k] = append(ingressByBackend[k], op)
 				}
@@ -191,11 +212,10 @@ func (e *Engine) follow(p *Placement) []Warning {
 	var warnings []Warning
 	missing := map[string]bool{}
 	edges := func(op *ObjectPlacement) []*ObjectPlacement {
-		o := op.obj
-		ns := o.GetNamespace()
+		o, ns := op.obj, op.Object.Namespace
 		var deps []depRef
 		var out []*ObjectPlacement
-		if spec, podLabels, ok := podTemplate(o); ok {
+		if spec, podLabels, ok := podTemplate(o, op.Object.Kind); ok {
 			deps = podDependencies(spec)
 			for _, svc := range services[ns] {
 				if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
@@ -203,10 +223,10 @@ func (e *Engine) follow(p *Placement) []Warning {
 				}
 			}
 		}
-		if isCoreKind(o, "Service") {
-			out = append(out, ingressByBackend[nsKind{ns, "Service", o.GetName()}]...)
+		if isCore(op.Object, "Service") {
+			out = append(out, ingressByBackend[nsKind{ns, "Service", op.Object.Name}]...)
 		}
-		if isIngress(o) {
+		if op.Object.Kind == "Ingress" {
 			deps = append(deps, ingressTLSSecrets(o)...)
 		}
 		for _, d := range deps {
@@ -224,14 +244,20 @@ func (e *Engine) follow(p *Placement) []Warning {
 		}
 		return out
 	}
-	// Clusters each object currently reaches, as a set, and the worklist.
-	reach := map[*ObjectPlacement]map[string]bool{}
-	clustersOf := func(op *ObjectPlacement) map[string]bool {
+	// The clusters each object currently reaches, as bit sets over p.clusters.
+	words := (len(p.clusters) + 63) / 64
+	index := make(map[string]int, len(p.clusters))
+	for i := range p.clusters {
+		index[p.clusters[i].Name] = i
+	}
+	reach := map[*ObjectPlacement][]uint64{}
+	clustersOf := func(op *ObjectPlacement) []uint64 {
 		s := reach[op]
 		if s == nil {
-			s = map[string]bool{}
+			s = make([]uint64, words)
 			for _, t := range op.Targets {
-				s[t.Cluster] = true
+				i := index[t.Cluster]
+				s[i/64] |= 1 << (i % 64)
 			}
 			reach[op] = s
 		}
@@ -243,7 +269,7 @@ func (e *Engine) follow(p *Placement) []Warning {
 			queue = append(queue, op)
 		}
 	}
-	follows := map[*ObjectPlacement]map[ObjectKey]bool{}
+	follows := map[*ObjectPlacement][]ObjectKey{}
 	for len(queue) > 0 {
 		leader := queue[0]
 		queue = queue[1:]
@@ -253,15 +279,14 @@ func (e *Engine) follow(p *Placement) []Warning {
 				continue
 			}
 			first := follows[dep] == nil
-			if first {
-				follows[dep] = map[ObjectKey]bool{}
+			if !slices.Contains(follows[dep], leader.Object) {
+				follows[dep] = append(follows[dep], leader.Object)
 			}
-			follows[dep][leader.Object] = true
 			to := clustersOf(dep)
 			changed := false
-			for c := range from {
-				if !to[c] {
-					to[c] = true
+			for i := range to {
+				if n := to[i] | from[i]; n != to[i] {
+					to[i] = n
 					changed = true
 				}
 			}
@@ -271,27 +296,26 @@ func (e *Engine) follow(p *Placement) []Warning {
 		}
 	}
 	for op, leaders := range follows {
-		op.Follows = slices.SortedFunc(func(yield func(ObjectKey) bool) {
-			for k := range leaders {
-				if !yield(k) {
-					return
-				}
+		slices.SortFunc(leaders, compareKeys)
+		op.Follows = leaders
+		set := reach[op]
+		own := len(op.Targets)
+		for i := range p.clusters {
+			if set[i/64]&(1<<(i%64)) == 0 {
+				continue
 			}
-		}, compareKeys)
-		own := map[string]bool{}
-		for _, t := range op.Targets {
-			own[t.Cluster] = true
-		}
-		for c := range reach[op] {
-			if !own[c] {
-				t := Target{Cluster: c}
-				if op.Replicas != nil {
-					t.Replicas = *op.Replicas
-				}
-				op.Targets = append(op.Targets, t)
+			if _, ok := slices.BinarySearchFunc(op.Targets[:own], p.clusters[i].Name, func(t Target, n string) int { return strings.Compare(t.Cluster, n) }); ok {
+				continue
 			}
+			t := Target{Cluster: p.clusters[i].Name}
+			if op.Replicas != nil {
+				t.Replicas = *op.Replicas
+			}
+			op.Targets = append(op.Targets, t)
 		}
-		slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+		if len(op.Targets) != own {
+			slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+		}
 	}
 	return warnings
 }

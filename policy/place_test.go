@@ -170,7 +170,8 @@ func TestReplicaField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.doc, func(t *testing.T) {
-			_, n, ok := replicaField(object(t, tt.doc))
+			o := object(t, tt.doc)
+			_, n, ok := replicaField(o, o.GetKind())
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, n)
 		})

@@ -12,8 +12,8 @@ import (
 // replicaField returns where a workload keeps its replica count and the
 // count, defaulted as the API server would (1). ok is false for objects that
 // have no replicas; they go to every selected cluster whole.
-func replicaField(obj *unstructured.Unstructured) (path []string, replicas int64, ok bool) {
-	switch obj.GetKind() {
+func replicaField(obj *unstructured.Unstructured, kind string) (path []string, replicas int64, ok bool) {
+	switch kind {
 	case "Deployment", "StatefulSet", "ReplicaSet":
 		path = []string{"spec", "replicas"}
 	case "Job":
@@ -61,6 +61,7 @@ type divideKey struct {
 	g         groupKey
 	replicas  int64
 	ascending bool
+	whole     bool // every cluster gets the object whole (not divided)
 }
 
 // scheduleObject chooses target clusters for obj under p, trying the
@@ -265,13 +266,18 @@ func computeSpread(pl *PlacementSpec, feasible []*Cluster) spreadResult {
 func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey, selected []*Cluster, hasReplicas bool, replicas int64) ([]Target, error) {
 	rs := gk.policy.spec.Placement.ReplicaScheduling
 	if !hasReplicas || replicas == 0 || rs == nil || !divided(rs) {
+		if !hasReplicas {
+			replicas = 0
+		}
+		dk := divideKey{g: gk, replicas: replicas, whole: true}
+		if t, ok := r.divided[dk]; ok {
+			return t, nil
+		}
 		out := make([]Target, len(selected))
 		for i, c := range selected {
-			out[i] = Target{Cluster: c.Name}
-			if hasReplicas {
-				out[i].Replicas = replicas
-			}
+			out[i] = Target{Cluster: c.Name, Replicas: replicas}
 		}
+		r.divided[dk] = out
 		return out, nil
 	}
 	dk := divideKey{g: gk, replicas: replicas, ascending: ascendingTieBreak(string(obj.GetUID()))}

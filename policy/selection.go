@@ -27,8 +27,10 @@ type Selection struct {
 	Priority int32
 	// Reason is a sentence saying why the winner won.
 	Reason string
-	// Candidates are every matching policy, winner first, in precedence order.
-	Candidates []Candidate
+	// RunnerUp is the best policy that lost, nil when only one matched.
+	RunnerUp *Candidate
+	// Matches is how many policies matched; Engine.Candidates lists them.
+	Matches int
 }
 
 // Select returns the propagation policy that governs obj, or nil when none
@@ -74,10 +76,37 @@ func (e *Engine) selectPolicy(obj *unstructured.Unstructured) (*propPolicy, *Sel
 	return e.selectFrom(cands)
 }
 
-// selectFrom orders the candidates and returns the winner.
+// selectFrom finds the winner and the runner-up in one pass.
 func (e *Engine) selectFrom(cands []scored) (*propPolicy, *Selection, error) {
 	if len(cands) == 0 {
 		return nil, nil, nil
+	}
+	w, r := 0, -1
+	for i := 1; i < len(cands); i++ {
+		switch {
+		case better(cands[i], cands[w]):
+			w, r = i, w
+		case r < 0 || better(cands[i], cands[r]):
+			r = i
+		}
+	}
+	win := cands[w]
+	sel := &Selection{Policy: win.p.ref, Level: win.level, Priority: win.p.priority, Matches: len(cands)}
+	var runnerUp *scored
+	if r >= 0 {
+		runnerUp = &cands[r]
+		sel.RunnerUp = &Candidate{Policy: runnerUp.p.ref, Level: runnerUp.level, Priority: runnerUp.p.priority}
+	}
+	sel.Reason = reason(win, runnerUp)
+	return win.p, sel, nil
+}
+
+// Candidates lists every propagation policy that matches obj, in precedence
+// order (the winner first).
+func (e *Engine) Candidates(obj *unstructured.Unstructured) ([]Candidate, error) {
+	cands, err := e.matchPropagation(obj)
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(cands, func(a, b scored) int {
 		if better(a, b) {
@@ -88,37 +117,38 @@ func (e *Engine) selectFrom(cands []scored) (*propPolicy, *Selection, error) {
 		}
 		return 0
 	})
-	w := cands[0]
-	sel := &Selection{Policy: w.p.ref, Level: w.level, Priority: w.p.priority}
-	for _, c := range cands {
-		sel.Candidates = append(sel.Candidates, Candidate{Policy: c.p.ref, Level: c.level, Priority: c.p.priority})
+	out := make([]Candidate, len(cands))
+	for i, c := range cands {
+		out[i] = Candidate{Policy: c.p.ref, Level: c.level, Priority: c.p.priority}
 	}
-	sel.Reason = reason(cands)
-	return w.p, sel, nil
+	return out, nil
 }
 
 // matchPropagation returns every matching propagation policy with its level;
 // a binding label adds (or upgrades) the named policy at MatchBinding.
 func (e *Engine) matchPropagation(obj *unstructured.Unstructured) ([]scored, error) {
+	return e.matchProp(obj, KeyOf(obj), nil)
+}
+
+// scratch is working memory reused across the objects of one Place call:
+// pos[i] is 1 + the position of policy i in the current result, so merging
+// the levels of a policy's several selectors costs O(1).
+type scratch struct {
+	pos []int32
+}
+
+func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *scratch) ([]scored, error) {
 	var out []scored
-	ns := obj.GetNamespace()
-	lbls := obj.GetLabels()
-	if bound, err := e.boundPropagation(obj, ns, lbls); err != nil {
-		return nil, err
-	} else if bound != nil {
-		out = append(out, scored{bound, MatchBinding})
-	}
-	k := e.propIndex[typeKey{obj.GetAPIVersion(), obj.GetKind()}]
-	if k == nil {
-		return out, nil
-	}
-	av, kind, name := obj.GetAPIVersion(), obj.GetKind(), obj.GetName()
-	k.candidates(ns, name, func(en entry) {
-		lv := en.sel.level(av, kind, ns, name, lbls)
-		if lv == MatchNone {
+	put := func(p *propPolicy, lv MatchLevel) {
+		if sc != nil {
+			if j := sc.pos[p.idx]; j > 0 {
+				out[j-1].level = max(out[j-1].level, lv)
+				return
+			}
+			out = append(out, scored{p, lv})
+			sc.pos[p.idx] = int32(len(out))
 			return
 		}
-		p := e.props[en.policy]
 		for i := range out {
 			if out[i].p == p {
 				out[i].level = max(out[i].level, lv)
@@ -126,19 +156,41 @@ func (e *Engine) matchPropagation(obj *unstructured.Unstructured) ([]scored, err
 			}
 		}
 		out = append(out, scored{p, lv})
-	})
+	}
+	lbls := objectLabels(obj)
+	bound, err := e.boundPropagation(obj, key.Namespace, lbls)
+	if err != nil {
+		return nil, err
+	}
+	if bound != nil {
+		put(bound, MatchBinding)
+	}
+	if k := e.propIndex[typeKey{key.APIVersion, key.Kind}]; k != nil {
+		k.candidates(key.Namespace, key.Name, func(en entry) {
+			if lv := en.sel.level(key.APIVersion, key.Kind, key.Namespace, key.Name, lbls); lv != MatchNone {
+				put(e.props[en.policy], lv)
+			}
+		})
+	}
+	if sc != nil {
+		for _, c := range out {
+			sc.pos[c.p.idx] = 0
+		}
+	}
 	return out, nil
 }
 
-func (e *Engine) boundPropagation(obj *unstructured.Unstructured, ns string, lbls map[string]string) (*propPolicy, error) {
-	if name, ok := lbls[LabelPropagationPolicy]; ok {
+func (e *Engine) boundPropagation(obj *unstructured.Unstructured, ns string, lbls rawLabels) (*propPolicy, error) {
+	if lbls.Has(LabelPropagationPolicy) {
+		name := lbls.Get(LabelPropagationPolicy)
 		ref := Ref{Kind: KindPropagationPolicy, Namespace: ns, Name: name}
 		if p := e.propByRef[ref]; p != nil && ns != "" {
 			return p, nil
 		}
 		return nil, &BindingError{Object: KeyOf(obj), Label: LabelPropagationPolicy, Policy: ref}
 	}
-	if name, ok := lbls[LabelClusterPropagationPolicy]; ok {
+	if lbls.Has(LabelClusterPropagationPolicy) {
+		name := lbls.Get(LabelClusterPropagationPolicy)
 		ref := Ref{Kind: KindClusterPropagationPolicy, Name: name}
 		if p := e.propByRef[ref]; p != nil {
 			return p, nil
@@ -148,9 +200,8 @@ func (e *Engine) boundPropagation(obj *unstructured.Unstructured, ns string, lbl
 	return nil, nil
 }
 
-// reason explains why cands[0] beat cands[1].
-func reason(cands []scored) string {
-	w := cands[0]
+// reason explains why w beat the runner-up r (nil when w matched alone).
+func reason(w scored, r *scored) string {
 	if w.level == MatchBinding {
 		label := LabelPropagationPolicy
 		if !w.p.namespaced {
@@ -158,10 +209,9 @@ func reason(cands []scored) string {
 		}
 		return fmt.Sprintf("the object names it with label %s", label)
 	}
-	if len(cands) == 1 {
+	if r == nil {
 		return fmt.Sprintf("only matching policy (matched by %s)", w.level)
 	}
-	r := cands[1]
 	switch {
 	case w.p.namespaced != r.p.namespaced:
 		return fmt.Sprintf("a namespaced policy beats %s", r.p.ref)

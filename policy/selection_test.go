@@ -74,8 +74,16 @@ func TestSelect(t *testing.T) {
 			require.NotNil(t, sel)
 			assert.Equal(t, tt.want, sel.Policy.String())
 			assert.Equal(t, tt.level, sel.Level)
-			assert.Equal(t, tt.want, sel.Candidates[0].Policy.String())
-			assert.Len(t, sel.Candidates, len(tt.policies)-countNonMatching(t, e, tt.obj))
+			cands, err := e.Candidates(object(t, tt.obj))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, cands[0].Policy.String())
+			assert.Len(t, cands, len(tt.policies)-countNonMatching(t, e, tt.obj))
+			assert.Equal(t, len(cands), sel.Matches)
+			if len(cands) > 1 {
+				assert.Equal(t, cands[1], *sel.RunnerUp)
+			} else {
+				assert.Nil(t, sel.RunnerUp)
+			}
 			if tt.reason != "" {
 				assert.Equal(t, tt.reason, sel.Reason)
 			}

@@ -67,7 +67,7 @@ func compileSelectors(rs []ResourceSelector, namespace string) []compiledSelecto
 
 // level is Karmada's ResourceSelectorPriority: apiVersion, kind and namespace
 // must agree; a name is compared alone; else the label selector; else all.
-func (c *compiledSelector) level(apiVersion, kind, namespace, name string, lbls map[string]string) MatchLevel {
+func (c *compiledSelector) level(apiVersion, kind, namespace, name string, lbls labels.Labels) MatchLevel {
 	if apiVersion != c.apiVersion || kind != c.kind || (c.namespace != "" && namespace != c.namespace) {
 		return MatchNone
 	}
@@ -80,7 +80,7 @@ func (c *compiledSelector) level(apiVersion, kind, namespace, name string, lbls 
 	if c.labels == nil {
 		return MatchAll
 	}
-	if c.labels.Matches(labels.Set(lbls)) {
+	if c.labels.Matches(lbls) {
 		return MatchLabels
 	}
 	return MatchNone
@@ -93,7 +93,7 @@ func bestLevel(sels []compiledSelector, obj *unstructured.Unstructured) MatchLev
 	if len(sels) == 0 {
 		return best
 	}
-	av, k, ns, n, l := obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetLabels()
+	av, k, ns, n, l := obj.GetAPIVersion(), obj.GetKind(), obj.GetNamespace(), obj.GetName(), objectLabels(obj)
 	for i := range sels {
 		if lv := sels[i].level(av, k, ns, n, l); lv > best {
 			best = lv
@@ -107,4 +107,32 @@ func bestLevel(sels []compiledSelector, obj *unstructured.Unstructured) MatchLev
 
 func labelSelector(s *metav1.LabelSelector) (labels.Selector, error) {
 	return metav1.LabelSelectorAsSelector(s)
+}
+
+// rawLabels reads an unstructured object's labels in place, without the copy
+// GetLabels makes; selection reads labels of every object many times.
+type rawLabels map[string]any
+
+// Has implements labels.Labels.
+func (r rawLabels) Has(k string) bool {
+	_, ok := r[k].(string)
+	return ok
+}
+
+// Get implements labels.Labels.
+func (r rawLabels) Get(k string) string {
+	s, _ := r[k].(string)
+	return s
+}
+
+// Lookup implements labels.Labels.
+func (r rawLabels) Lookup(k string) (string, bool) {
+	s, ok := r[k].(string)
+	return s, ok
+}
+
+func objectLabels(obj *unstructured.Unstructured) rawLabels {
+	md, _ := obj.Object["metadata"].(map[string]any)
+	l, _ := md["labels"].(map[string]any)
+	return l
 }
