@@ -460,3 +460,28 @@ func FuzzDecode(f *testing.F) {
 		_ = objs.Validate()
 	})
 }
+
+// BenchmarkDecode decodes the every-field document strictly, against
+// sigs.k8s.io/yaml's UnmarshalStrict (which stops at the first unknown
+// field and knows neither kinds nor versions) as the baseline.
+func BenchmarkDecode(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "decode", "allfields.yaml"))
+	require.NoError(b, err)
+	b.Run("helmfleet", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sigs-yaml-UnmarshalStrict", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var r Release
+			if err := yaml.UnmarshalStrict(data, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
