@@ -147,3 +147,40 @@ func TestRedactionMarkerTracksChanges(t *testing.T) {
 	assert.True(t, strings.HasPrefix(keyed, values.RedactedPrefix+"hmac-sha256:"), keyed)
 	assert.NotEqual(t, keyed, marker("one", []byte("other")))
 }
+
+// FuzzCompose composes fuzzed documents and --set texts with a canary
+// planted in a Secret: Compose never panics, every leaf has an origin, and
+// no output (error, String, provenance) shows the canary.
+func FuzzCompose(f *testing.F) {
+	f.Add("a: {b: [1, 2]}", "x: 1", "a.b[1]", "v,", false)
+	f.Add("", "a: yes", `k\.x`, "{p,", true)
+	f.Add("l: [x]", "", "l[0].z", "x,y=", false)
+	f.Fuzz(func(t *testing.T, secretDoc, cmDoc, targetPath, value string, literal bool) {
+		if len(secretDoc)+len(cmDoc)+len(targetPath)+len(value) > 1024 {
+			return
+		}
+		r := valuestest.NewReader().
+			Secret(ns, "s", map[string][]byte{"values.yaml": []byte(secretDoc + "\nzz: " + canary + "\n"), "v": []byte(value + canary)}).
+			ConfigMap(ns, "cm", map[string]string{"values.yaml": cmDoc})
+		from := []values.Reference{
+			{Kind: values.KindConfigMap, Name: "cm"},
+			{Kind: values.KindSecret, Name: "s"},
+		}
+		if targetPath != "" {
+			from = append(from, values.Reference{Kind: values.KindSecret, Name: "s", ValuesKey: "v", TargetPath: targetPath, Literal: literal})
+		}
+		res, err := values.Compose(context.Background(), r, values.Request{Release: "apps/fuzz", Namespace: ns, From: from,
+			Limits: values.Limits{MaxAliasNodes: 1000}})
+		if err != nil {
+			assertNoCanary(t, "Error", err.Error())
+			return
+		}
+		assertNoCanary(t, "String", res.String())
+		assertNoCanary(t, "provenance", res.Provenance().String())
+		for _, o := range res.Provenance().Origins() {
+			if o.Source.Kind == "" {
+				t.Fatalf("leaf %q has no origin", o.Path)
+			}
+		}
+	})
+}
