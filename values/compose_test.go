@@ -123,10 +123,11 @@ func TestCompose(t *testing.T) {
 						{Op: "replace", Path: "/image/tag", Value: "1.1"},
 						{Op: "add", Path: "/env/-", Value: "b"},
 						{Op: "remove", Path: "/replicas"},
+						{Op: "add", Path: "/cleared", Value: nil},
 					}},
 				},
 			},
-			want: "image: {tag: '1.1'}\nenv: [a, b]\n",
+			want: "image: {tag: '1.1'}\nenv: [a, b]\ncleared: null\n",
 		},
 		{
 			name:    "missing secret",

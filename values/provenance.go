@@ -169,23 +169,31 @@ func addSource(list []Source, s Source) []Source {
 // place records every leaf of v at path as set by src, having overrode over
 // (which must not contain src).
 func (t *tracker) place(path string, v any, src Source, over []Source) {
+	forLeaves(path, v, func(p string, _ any) {
+		t.recs[p] = record{src: src, overrode: over, secret: src.Sensitive()}
+	})
+}
+
+// forLeaves calls fn for every leaf of v (a scalar, a null, an empty map or
+// list) with its printed path under path, in no particular order.
+func forLeaves(path string, v any, fn func(path string, leaf any)) {
 	switch x := v.(type) {
 	case map[string]any:
 		if len(x) > 0 {
 			for k, e := range x {
-				t.place(childKey(path, k), e, src, over)
+				forLeaves(childKey(path, k), e, fn)
 			}
 			return
 		}
 	case []any:
 		if len(x) > 0 {
 			for i, e := range x {
-				t.place(childIndex(path, i), e, src, over)
+				forLeaves(childIndex(path, i), e, fn)
 			}
 			return
 		}
 	}
-	t.recs[path] = record{src: src, overrode: over, secret: src.Sensitive()}
+	fn(path, v)
 }
 
 // without returns list without s; list is not modified.
@@ -374,31 +382,13 @@ func (t *tracker) placePatched(path string, v any, src Source, over []Source, se
 	if len(secrets) == 0 {
 		return
 	}
-	var mark func(p string, v any)
-	mark = func(p string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if len(x) > 0 {
-				for k, e := range x {
-					mark(childKey(p, k), e)
-				}
-				return
-			}
-		case []any:
-			if len(x) > 0 {
-				for i, e := range x {
-					mark(childIndex(p, i), e)
-				}
-				return
-			}
-		}
-		if secrets[Digest(map[string]any{"": v})] {
+	forLeaves(path, v, func(p string, leaf any) {
+		if secrets[Digest(map[string]any{"": leaf})] {
 			r := t.recs[p]
 			r.secret = true
 			t.recs[p] = r
 		}
-	}
-	mark(path, v)
+	})
 }
 
 // jsonEqual compares two leaves as JSON does (numbers by value).

@@ -2,6 +2,7 @@ package values
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 )
 
@@ -72,16 +73,31 @@ type File struct {
 	Data []byte
 }
 
-// PatchOp is one RFC 6902 JSON patch operation of an Override.
+// PatchOp is one RFC 6902 JSON patch operation of an Override. Patches
+// are applied as Karmada applies plaintext overriders (evanphx/json-patch):
+// replace at a missing key adds it.
 type PatchOp struct {
 	// Op is add, remove, replace, move, copy or test.
-	Op string `json:"op"`
+	Op string
 	// Path is an RFC 6901 pointer into the values, e.g. /image/tag.
-	Path string `json:"path"`
+	Path string
 	// From is the source pointer of move and copy.
-	From string `json:"from,omitempty"`
-	// Value is the operand of add, replace and test.
-	Value any `json:"value,omitempty"`
+	From string
+	// Value is the operand of add, replace and test; nil is JSON null.
+	Value any
+}
+
+// MarshalJSON writes the RFC 6902 form: value only (and always, null
+// included) for add, replace and test; from only for move and copy.
+func (o PatchOp) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"op": o.Op, "path": o.Path}
+	switch o.Op {
+	case "add", "replace", "test":
+		m["value"] = o.Value
+	case "move", "copy":
+		m["from"] = o.From
+	}
+	return json.Marshal(m)
 }
 
 // Override is a per-cluster change to the composed values, applied after
