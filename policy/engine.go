@@ -167,47 +167,21 @@ func NewEngine(set Set) (*Engine, error) {
 		ovIndex:   map[typeKey]*kindIndex{},
 	}
 	var errs []error
-	addProp := func(ref Ref, spec *PropagationSpec, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		if _, dup := e.propByRef[ref]; dup {
-			errs = append(errs, &ValidationError{Policy: ref, Problems: []*FieldError{{Policy: ref, Path: "metadata.name", Value: ref.Name, Reason: "is used by another policy of the same kind"}}})
-			return
-		}
-		p := newPropPolicy(ref, spec)
-		e.propByRef[ref] = p
-		e.props = append(e.props, p)
-	}
 	for i := range set.Propagation {
 		p := &set.Propagation[i]
-		addProp(p.ref(), &p.Spec, p.Validate())
+		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec) })
 	}
 	for i := range set.ClusterPropagation {
 		p := &set.ClusterPropagation[i]
-		addProp(p.ref(), &p.Spec, p.Validate())
-	}
-	addOv := func(ref Ref, spec *OverrideSpec, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		if _, dup := e.ovByRef[ref]; dup {
-			errs = append(errs, &ValidationError{Policy: ref, Problems: []*FieldError{{Policy: ref, Path: "metadata.name", Value: ref.Name, Reason: "is used by another policy of the same kind"}}})
-			return
-		}
-		p := newOvPolicy(ref, spec)
-		e.ovByRef[ref] = p
-		e.overrides = append(e.overrides, p)
+		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec) })
 	}
 	for i := range set.Override {
 		p := &set.Override[i]
-		addOv(p.ref(), &p.Spec, p.Validate())
+		register(&errs, e.ovByRef, &e.overrides, p.ref(), p.Validate(), func() *ovPolicy { return newOvPolicy(p.ref(), &p.Spec) })
 	}
 	for i := range set.ClusterOverride {
 		p := &set.ClusterOverride[i]
-		addOv(p.ref(), &p.Spec, p.Validate())
+		register(&errs, e.ovByRef, &e.overrides, p.ref(), p.Validate(), func() *ovPolicy { return newOvPolicy(p.ref(), &p.Spec) })
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -226,6 +200,21 @@ func NewEngine(set Set) (*Engine, error) {
 		indexSelectors(e.ovIndex, i, p.sels)
 	}
 	return e, nil
+}
+
+// register adds a validated policy, or records why it cannot be added.
+func register[P any](errs *[]error, byRef map[Ref]P, list *[]P, ref Ref, invalid error, build func() P) {
+	if invalid != nil {
+		*errs = append(*errs, invalid)
+		return
+	}
+	if _, dup := byRef[ref]; dup {
+		*errs = append(*errs, &ValidationError{Policy: ref, Problems: []*FieldError{{Policy: ref, Path: "metadata.name", Value: ref.Name, Reason: "is used by another policy of the same kind"}}})
+		return
+	}
+	p := build()
+	byRef[ref] = p
+	*list = append(*list, p)
 }
 
 func compareRef(a, b Ref) int {
