@@ -223,7 +223,7 @@ func (c *composer) lookup(ctx context.Context, src Source, ref Reference) (strin
 			}
 			return "", false, c.fail(src, 0, ErrNotFound, fmt.Sprintf("%s %s/%s does not exist", ref.Kind, c.req.Namespace, ref.Name), rr.err)
 		}
-		return "", false, c.fail(src, 0, ErrNotFound, "reading the object failed", rr.err)
+		return "", false, c.fail(src, 0, ErrRead, "", rr.err)
 	}
 	b, ok := rr.data[src.Key]
 	if !ok {

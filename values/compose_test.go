@@ -275,6 +275,8 @@ func TestComposeReaderFailure(t *testing.T) {
 	_, err := values.Compose(context.Background(), r, values.Request{Release: "apps/app", Namespace: ns,
 		From: []values.Reference{{Kind: values.KindConfigMap, Name: "cm", Optional: true}}})
 	require.ErrorIs(t, err, boom, "optional skips only a missing object, not a failing read")
+	assert.ErrorIs(t, err, values.ErrRead)
+	assert.NotErrorIs(t, err, values.ErrNotFound)
 }
 
 func TestComposeCancelled(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 // Reasons a source fails. A *SourceError matches exactly one of them with
 // errors.Is (ErrNotFound for a missing object).
 var (
+	// ErrRead: the Reader failed for another reason than a missing object.
+	ErrRead = errors.New("reading the object failed")
 	// ErrKeyNotFound: the object exists but has no such data key.
 	ErrKeyNotFound = errors.New("key not found")
 	// ErrUnsupportedKind: a Reference kind other than ConfigMap or Secret.

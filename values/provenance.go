@@ -116,6 +116,10 @@ func childKey(prefix, k string) string {
 	if prefix != "" {
 		b.WriteByte('.')
 	}
+	if k == "" {
+		b.WriteString(emptyKey)
+		return b.String()
+	}
 	for i := 0; i < len(k); i++ {
 		if strings.IndexByte(pathKeyEscapes, k[i]) >= 0 {
 			b.WriteByte('\\')

@@ -124,3 +124,21 @@ func TestProvenanceCoversEveryLeaf(t *testing.T) {
 	assert.Equal(t, values.SourceFile, res.Explain("image.repository")[0].Source.Kind, "a patch keeps the origin of leaves it did not change")
 	assert.Equal(t, 3, res.Values["replicas"], "a patch keeps the type of leaves it did not change")
 }
+
+func TestEmptyAndQuotedKeysHaveTheirOwnPaths(t *testing.T) {
+	r := valuestest.NewReader().Secret(ns, "s", map[string][]byte{"values.yaml": []byte("'': {x: " + canary + "}\n")})
+	res, err := values.Compose(context.Background(), r, values.Request{Namespace: ns,
+		From:   []values.Reference{{Kind: values.KindSecret, Name: "s"}},
+		Inline: map[string]any{"x": "plain", `""`: "quotes"}})
+	require.NoError(t, err)
+	secret := res.Explain(`"".x`)
+	require.Len(t, secret, 1)
+	assert.True(t, secret[0].Sensitive)
+	plain := res.Explain("x")
+	require.Len(t, plain, 1)
+	assert.Equal(t, `"plain"`, plain[0].Value)
+	quotes := res.Explain(`\"\"`)
+	require.Len(t, quotes, 1)
+	assert.Equal(t, `"quotes"`, quotes[0].Value)
+	assertNoCanary(t, "String", res.String())
+}

@@ -11,11 +11,16 @@ type SourceKind string
 
 // The kinds of sources, in the order Compose applies them.
 const (
-	SourceFile      SourceKind = "File"
+	// SourceFile is a chart valuesFiles entry (Request.Files).
+	SourceFile SourceKind = "File"
+	// SourceConfigMap is a valuesFrom ConfigMap reference.
 	SourceConfigMap SourceKind = "ConfigMap"
-	SourceSecret    SourceKind = "Secret"
-	SourceInline    SourceKind = "Inline"
-	SourceOverride  SourceKind = "Override"
+	// SourceSecret is a valuesFrom Secret reference; its values are redacted.
+	SourceSecret SourceKind = "Secret"
+	// SourceInline is the release's inline values (Request.Inline).
+	SourceInline SourceKind = "Inline"
+	// SourceOverride is a per-cluster override (Request.Overrides).
+	SourceOverride SourceKind = "Override"
 )
 
 // Source identifies one input of a composition.
@@ -66,8 +71,12 @@ type segment struct {
 }
 
 // pathKeyEscapes are the characters escaped with a backslash in path keys, so
-// that printed paths read back in Helm --set syntax.
-const pathKeyEscapes = `\.[],=`
+// that printed paths read back in Helm --set syntax. An empty key, which
+// --set cannot express, prints as "" (a quote in a key is escaped).
+const pathKeyEscapes = `\.[],="`
+
+// emptyKey is how an empty map key prints in a path.
+const emptyKey = `""`
 
 // formatPath renders segments in Helm --set syntax: a.b[0].kubernetes\.io/role.
 func formatPath(p []segment) string {
@@ -81,6 +90,10 @@ func formatPath(p []segment) string {
 		}
 		if i > 0 {
 			b.WriteByte('.')
+		}
+		if s.key == "" {
+			b.WriteString(emptyKey)
+			continue
 		}
 		for _, r := range s.key {
 			if strings.ContainsRune(pathKeyEscapes, r) {
@@ -116,6 +129,14 @@ func parsePath(s string) ([]segment, error) {
 			haveKey = true
 		case '.':
 			flush()
+		case '"':
+			if i+1 < len(rs) && rs[i+1] == '"' && !haveKey {
+				i++
+				haveKey = true // the empty key
+				continue
+			}
+			key.WriteRune(r)
+			haveKey = true
 		case '[':
 			flush()
 			j := i + 1
