@@ -50,7 +50,11 @@ type chartEntries struct {
 	mu      sync.Mutex
 	decoded []*repo.ChartVersion // memo; set for every item when format is formatDecoded
 	invalid []bool
+	chosen  map[string]int // memo: constraint -> selected valid item
 }
+
+// maxChosen bounds the per-chart memo of constraint selections.
+const maxChosen = 64
 
 type entryFormat uint8
 
@@ -81,9 +85,12 @@ func (e *chartEntries) resolve(constraint string) (*repo.ChartVersion, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for {
-		i, err := selectParsed(constraint, e.cands, e.parsed)
-		if err != nil {
-			return nil, err
+		i, ok := e.chosen[constraint]
+		if !ok {
+			var err error
+			if i, err = selectParsed(constraint, e.cands, e.parsed); err != nil {
+				return nil, err
+			}
 		}
 		cv, err := e.item(i)
 		if err != nil {
@@ -94,6 +101,12 @@ func (e *chartEntries) resolve(constraint string) (*repo.ChartVersion, error) {
 			e.parsed[i] = nil
 			e.cands[i].Version = "\x00invalid"
 			continue
+		}
+		if !ok {
+			if e.chosen == nil || len(e.chosen) >= maxChosen {
+				e.chosen = map[string]int{}
+			}
+			e.chosen[constraint] = i
 		}
 		out := *cv
 		md := *cv.Metadata

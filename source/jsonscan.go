@@ -35,25 +35,13 @@ func (s *jscan) str() (start, end int, escaped bool) {
 		return 0, 0, false
 	}
 	start = s.i + 1
-	for p := start; ; {
-		j := bytes.IndexByte(s.b[p:], '"')
-		if j < 0 {
-			s.bad = true
-			return 0, 0, false
-		}
-		q := p + j
-		// An odd run of backslashes before the quote escapes it.
-		k := q
-		for k > start && s.b[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 1 {
-			p = q + 1
-			continue
-		}
-		s.i = q + 1
-		return start, q, bytes.IndexByte(s.b[start:q], '\\') >= 0
+	q := strEnd(s.b, start)
+	if q < 0 {
+		s.bad = true
+		return 0, 0, false
 	}
+	s.i = q + 1
+	return start, q, bytes.IndexByte(s.b[start:q], '\\') >= 0
 }
 
 // skip passes over one value without checking its grammar beyond string
@@ -78,12 +66,12 @@ func (s *jscan) skip() {
 	for i := s.i; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			s.i = i
-			s.str()
-			if s.bad {
+			end := strEnd(b, i+1)
+			if end < 0 {
+				s.bad = true
 				return
 			}
-			i = s.i - 1
+			i = end
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -95,6 +83,29 @@ func (s *jscan) skip() {
 		}
 	}
 	s.bad = true
+}
+
+// strEnd returns the index of the quote closing a string whose contents
+// start at start, or -1.
+func strEnd(b []byte, start int) int {
+	for p := start; ; {
+		j := bytes.IndexByte(b[p:], '"')
+		if j < 0 {
+			return -1
+		}
+		q := p + j
+		if b[q-1] != '\\' {
+			return q
+		}
+		k := q
+		for k > start && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q
+		}
+		p = q + 1
+	}
 }
 
 // value skips one value of any kind, checking its grammar.

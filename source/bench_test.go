@@ -1,0 +1,98 @@
+package source
+
+import (
+	"os"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+const (
+	benchChart      = "chart123"
+	benchConstraint = "6.5.*"
+)
+
+// BenchmarkResolveLargeIndex resolves one chart (constraint 6.5.*) from a
+// generated Bitnami-shaped index.yaml of 250 charts × 80 versions (~22 MB):
+//
+//   - helmfleet: read the file and FindChartVersion (no cache);
+//   - helmfleet-with-digest: the same plus the SHA-256 of the bytes and an
+//     IndexCache miss, which is what HTTPResolver does on a new index;
+//   - helm-sdk: Helm's repo.LoadIndexFile + IndexFile.Get;
+//   - floor: only read the file;
+//   - cached: a second resolution from an IndexCache hit.
+func BenchmarkResolveLargeIndex(b *testing.B) { benchResolve(b, false) }
+
+// BenchmarkResolveLargeIndexJSON is BenchmarkResolveLargeIndex on the same
+// index written as JSON.
+func BenchmarkResolveLargeIndexJSON(b *testing.B) { benchResolve(b, true) }
+
+func benchResolve(b *testing.B, asJSON bool) {
+	p := writeIndex(b, b.TempDir(), genIndex(250, 80), asJSON)
+	want := "6.5.1"
+	check := func(b *testing.B, cv *repo.ChartVersion, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if cv.Version != want {
+			b.Fatalf("got %s, want %s", cv.Version, want)
+		}
+	}
+	b.Run("helmfleet", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cv, err := FindChartVersion(raw, benchChart, benchConstraint)
+			check(b, cv, err)
+		}
+	})
+	b.Run("helmfleet-with-digest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cv, err := NewIndexCache(1).Find(sha256Digest(raw), raw, benchChart, benchConstraint)
+			check(b, cv, err)
+		}
+	})
+	b.Run("helm-sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := repo.LoadIndexFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cv, err := f.Get(benchChart, benchConstraint)
+			check(b, cv, err)
+		}
+	})
+	b.Run("floor", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := os.ReadFile(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := NewIndexCache(DefaultIndexCacheSize)
+		d := sha256Digest(raw)
+		cv, err := c.Find(d, raw, benchChart, benchConstraint)
+		check(b, cv, err)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			cv, err := c.Find(d, nil, benchChart, benchConstraint)
+			check(b, cv, err)
+		}
+	})
+}

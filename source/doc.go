@@ -1,0 +1,75 @@
+// Package source turns a chart reference into a loaded, verified Helm
+// chart, the way Flux's source-controller does, as a library.
+//
+// # Resolving a chart
+//
+// A Ref names a chart and its source: a Flux HelmRepository (an HTTP(S)
+// index or an OCI registry), an OCIRepository, a HelmChart with its
+// repository, or a local Path. A Resolver returns a *Chart: the chart as
+// Helm's loader loaded it, the selected version, the artifact digest, where
+// it came from, and the chart's valuesFiles in order.
+//
+//	r := source.Composite{
+//		HTTP:  source.NewHTTPResolver(httpClient, source.HTTPOptions{}),
+//		OCI:   source.NewOCIResolver(registryClient, 0),
+//		Local: source.NewLocalResolver(0),
+//	}
+//	c, err := r.Resolve(ctx, source.Ref{Chart: "podinfo", Version: "6.5.*", HelmRepository: repo})
+//
+// The resolvers take the caller's clients: an *http.Client for HTTP
+// repositories (auth, TLS, proxies) and Helm's *registry.Client for OCI
+// (credentials, plain HTTP). Resolver is one method, so callers can wrap it
+// (caching, mirroring, metrics) or replace it (an air-gapped store); the
+// release package only depends on the interface.
+//
+// # Version selection
+//
+// SelectVersion is the pure rule every resolver uses, identical to Flux's:
+// an exact string match first; "" or "*" is the latest stable version;
+// anything else is a Masterminds/semver constraint (pre-releases only when
+// the constraint has one, e.g. ">=1.0.0-0"); a "v" prefix is allowed; among
+// versions equal but for build metadata the newer "created" wins. OCI tags
+// are read with "_" standing for "+".
+//
+// # Large indexes
+//
+// Public indexes reach 20–100 MB and Helm's repo.LoadIndexFile decodes all
+// of it for every lookup. FindChartVersion instead locates the one chart's
+// block in the YAML text (or walks a JSON index with a scanner that decodes
+// only that chart's array), reads just the version and created fields, and
+// decodes only the selected entry. Documents it cannot scan safely (flow
+// style, quoted or repeated keys, tabs, aliases reaching outside the
+// block) are parsed whole, with the same answer. An IndexCache keeps the
+// parsed versions per (index digest, chart), so a repeated resolution is a
+// map lookup.
+//
+// helmfleet differs from Helm in one way here: an index whose entries for
+// OTHER charts are malformed (an unknown field, a wrong type) still
+// resolves the chart asked for, where Helm rejects the whole index.
+//
+// # Verification and limits
+//
+// Index downloads are capped (DefaultMaxIndexSize, 50 MiB like Flux) and
+// revalidated with ETag / Last-Modified; archives are capped
+// (DefaultMaxChartSize), verified against the index digest (an entry
+// without a digest is refused) or the OCI descriptor, checked for entries
+// that leave the chart directory or links, and only then loaded. Nothing
+// from a failed or unverified download is kept.
+//
+// # Values files
+//
+// Ref.ValuesFiles name chart-relative files that replace the chart's
+// default values.yaml (it counts only if listed). They are returned raw, in
+// order, in Chart.ValuesFiles; merging them is the values package's job —
+// the library has one deep merge. IgnoreMissingValuesFiles skips files the
+// chart lacks; otherwise a missing one is ErrValuesFileMissing.
+//
+// # Errors
+//
+// Every failure is an *Error naming the operation, the repository URL
+// (without credentials or query), the chart and the constraint, with the
+// HTTP status when there was one, wrapping a sentinel such as
+// ErrChartNotFound, ErrNoMatchingVersion, ErrInvalidIndex, ErrTooLarge,
+// ErrDigestMismatch, ErrInvalidArchive, ErrUnreachable, ErrUnauthorized,
+// ErrForbidden, ErrNotFound or ErrServer.
+package source
