@@ -111,3 +111,21 @@ func FuzzParsePointer(f *testing.F) {
 		require.Equal(t, p, "/"+strings.Join(esc, "/"))
 	})
 }
+
+func TestJSON(t *testing.T) {
+	var j JSON
+	require.NoError(t, j.UnmarshalJSON([]byte(`{"a":[1,2.5,"x"]}`)))
+	v, err := j.Value()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"a": []any{int64(1), 2.5, "x"}}, v)
+	b, err := j.MarshalJSON()
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":[1,2.5,"x"]}`, string(b))
+	require.NoError(t, j.UnmarshalJSON([]byte("null")))
+	v, err = j.Value()
+	require.NoError(t, err)
+	assert.Nil(t, v)
+	b, _ = j.MarshalJSON()
+	assert.Equal(t, "null", string(b))
+	assert.Error(t, j.UnmarshalJSON([]byte("{")))
+}
