@@ -258,7 +258,8 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		return
 	}
 	for _, fe := range decode(data, d.objs) {
-		d.add(doc, h, FieldError{Path: joinPath(prefix, fe.Path), Value: unquote(fe.Value), Message: fe.Message})
+		fe.Path = joinPath(prefix, fe.Path)
+		d.add(doc, h, fe)
 	}
 }
 
@@ -320,22 +321,7 @@ func dotted(prefix string) string {
 	return prefix + "."
 }
 
-// unquote turns a JSON string into its text; other JSON stays as is.
-func unquote(v string) string {
-	var s string
-	if json.Unmarshal([]byte(v), &s) == nil {
-		return s
-	}
-	return v
-}
-
-func shortValue(s string) string {
-	const limit = 80
-	if len(s) > limit {
-		return s[:limit-3] + "..."
-	}
-	return s
-}
+func shortValue(s string) string { return strictyaml.Shorten(s, 80) }
 
 // objectName renders "Kind namespace/name", leaving out what is empty.
 func objectName(kind, namespace, name string) string {

@@ -425,12 +425,7 @@ type Install struct {
 }
 
 // GetTimeout returns Timeout, or def when unset.
-func (in Install) GetTimeout(def metav1.Duration) metav1.Duration {
-	if in.Timeout == nil {
-		return def
-	}
-	return *in.Timeout
-}
+func (in Install) GetTimeout(def metav1.Duration) metav1.Duration { return durationOr(in.Timeout, def) }
 
 // GetRemediation returns the remediation configuration, never nil.
 func (in Install) GetRemediation() Remediation {
@@ -441,12 +436,7 @@ func (in Install) GetRemediation() Remediation {
 }
 
 // GetStrategy returns the install strategy, RemediateOnFailure when unset.
-func (in Install) GetStrategy() ActionStrategy {
-	if in.Strategy == nil {
-		return ActionStrategy{Name: ActionStrategyRemediateOnFailure}
-	}
-	return ActionStrategy(*in.Strategy)
-}
+func (in Install) GetStrategy() ActionStrategy { return strategyOr(in.Strategy) }
 
 // GetCRDsPolicy returns the CRD policy of an install: CRDs, or Skip when
 // the deprecated SkipCRDs is set, or Create.
@@ -472,28 +462,45 @@ const (
 	ActionStrategyRetryOnFailure = "RetryOnFailure"
 )
 
-// InstallStrategy says what follows a failed install.
-type InstallStrategy struct {
-	// Name is RemediateOnFailure or RetryOnFailure.
-	Name string `json:"name"`
-	// RetryInterval between RetryOnFailure attempts; default 5m.
-	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
-}
-
-// UpgradeStrategy says what follows a failed upgrade.
-type UpgradeStrategy struct {
-	// Name is RemediateOnFailure or RetryOnFailure.
-	Name string `json:"name"`
-	// RetryInterval between RetryOnFailure attempts; default 5m.
-	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
-}
-
-// ActionStrategy is an install or upgrade strategy with its default applied.
+// ActionStrategy says what follows a failed install or upgrade.
 type ActionStrategy struct {
 	// Name is RemediateOnFailure or RetryOnFailure.
-	Name string
-	// RetryInterval between RetryOnFailure attempts; nil means 5m.
-	RetryInterval *metav1.Duration
+	Name string `json:"name"`
+	// RetryInterval between RetryOnFailure attempts; default 5m.
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+}
+
+// InstallStrategy is spec.install.strategy (Flux's name).
+type InstallStrategy = ActionStrategy
+
+// UpgradeStrategy is spec.upgrade.strategy (Flux's name).
+type UpgradeStrategy = ActionStrategy
+
+// strategyOr returns *s, or RemediateOnFailure when s is nil.
+func strategyOr(s *ActionStrategy) ActionStrategy {
+	if s == nil {
+		return ActionStrategy{Name: ActionStrategyRemediateOnFailure}
+	}
+	return *s
+}
+
+func durationOr(d *metav1.Duration, def metav1.Duration) metav1.Duration {
+	if d == nil {
+		return def
+	}
+	return *d
+}
+
+func boolOr(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+// exhausted reports whether failures used up retries (negative: never).
+func exhausted(retries int, failures int64) bool {
+	return retries >= 0 && failures > int64(retries)
 }
 
 // Remediation is what install and upgrade remediation have in common.
@@ -533,18 +540,12 @@ func (in InstallRemediation) GetRetries() int { return in.Retries }
 
 // MustIgnoreTestFailures returns IgnoreTestFailures, or def when unset.
 func (in InstallRemediation) MustIgnoreTestFailures(def bool) bool {
-	if in.IgnoreTestFailures == nil {
-		return def
-	}
-	return *in.IgnoreTestFailures
+	return boolOr(in.IgnoreTestFailures, def)
 }
 
 // MustRemediateLastFailure returns RemediateLastFailure, default false.
 func (in InstallRemediation) MustRemediateLastFailure() bool {
-	if in.RemediateLastFailure == nil {
-		return false
-	}
-	return *in.RemediateLastFailure
+	return boolOr(in.RemediateLastFailure, false)
 }
 
 // GetStrategy returns UninstallRemediationStrategy: a failed install is
@@ -562,7 +563,7 @@ func (in InstallRemediation) IncrementFailureCount(st *Status) { st.InstallFailu
 // RetriesExhausted reports whether more installs failed than Retries
 // allows; never with negative (unlimited) Retries.
 func (in InstallRemediation) RetriesExhausted(st *Status) bool {
-	return in.Retries >= 0 && in.GetFailureCount(st) > int64(in.Retries)
+	return exhausted(in.Retries, st.InstallFailures)
 }
 
 // RemediationStrategy is how a failed upgrade is remediated.
@@ -625,12 +626,7 @@ type Upgrade struct {
 }
 
 // GetTimeout returns Timeout, or def when unset.
-func (in Upgrade) GetTimeout(def metav1.Duration) metav1.Duration {
-	if in.Timeout == nil {
-		return def
-	}
-	return *in.Timeout
-}
+func (in Upgrade) GetTimeout(def metav1.Duration) metav1.Duration { return durationOr(in.Timeout, def) }
 
 // GetRemediation returns the remediation configuration, never nil.
 func (in Upgrade) GetRemediation() Remediation {
@@ -641,12 +637,7 @@ func (in Upgrade) GetRemediation() Remediation {
 }
 
 // GetStrategy returns the upgrade strategy, RemediateOnFailure when unset.
-func (in Upgrade) GetStrategy() ActionStrategy {
-	if in.Strategy == nil {
-		return ActionStrategy{Name: ActionStrategyRemediateOnFailure}
-	}
-	return ActionStrategy(*in.Strategy)
-}
+func (in Upgrade) GetStrategy() ActionStrategy { return strategyOr(in.Strategy) }
 
 // GetCRDsPolicy returns CRDs, or Create when unset.
 func (in Upgrade) GetCRDsPolicy() CRDsPolicy {
@@ -683,19 +674,13 @@ func (in UpgradeRemediation) GetRetries() int { return in.Retries }
 
 // MustIgnoreTestFailures returns IgnoreTestFailures, or def when unset.
 func (in UpgradeRemediation) MustIgnoreTestFailures(def bool) bool {
-	if in.IgnoreTestFailures == nil {
-		return def
-	}
-	return *in.IgnoreTestFailures
+	return boolOr(in.IgnoreTestFailures, def)
 }
 
 // MustRemediateLastFailure returns RemediateLastFailure, default
 // Retries > 0.
 func (in UpgradeRemediation) MustRemediateLastFailure() bool {
-	if in.RemediateLastFailure == nil {
-		return in.Retries > 0
-	}
-	return *in.RemediateLastFailure
+	return boolOr(in.RemediateLastFailure, in.Retries > 0)
 }
 
 // GetStrategy returns Strategy, default rollback.
@@ -715,7 +700,7 @@ func (in UpgradeRemediation) IncrementFailureCount(st *Status) { st.UpgradeFailu
 // RetriesExhausted reports whether more upgrades failed than Retries
 // allows; never with negative (unlimited) Retries.
 func (in UpgradeRemediation) RetriesExhausted(st *Status) bool {
-	return in.Retries >= 0 && in.GetFailureCount(st) > int64(in.Retries)
+	return exhausted(in.Retries, st.UpgradeFailures)
 }
 
 // Test configures Helm test actions.
@@ -731,12 +716,7 @@ type Test struct {
 }
 
 // GetTimeout returns Timeout, or def when unset.
-func (in Test) GetTimeout(def metav1.Duration) metav1.Duration {
-	if in.Timeout == nil {
-		return def
-	}
-	return *in.Timeout
-}
+func (in Test) GetTimeout(def metav1.Duration) metav1.Duration { return durationOr(in.Timeout, def) }
 
 // Filter includes or excludes one test by name.
 type Filter struct {
@@ -768,10 +748,7 @@ type Rollback struct {
 
 // GetTimeout returns Timeout, or def when unset.
 func (in Rollback) GetTimeout(def metav1.Duration) metav1.Duration {
-	if in.Timeout == nil {
-		return def
-	}
-	return *in.Timeout
+	return durationOr(in.Timeout, def)
 }
 
 // Uninstall configures Helm uninstall actions.
@@ -790,10 +767,7 @@ type Uninstall struct {
 
 // GetTimeout returns Timeout, or def when unset.
 func (in Uninstall) GetTimeout(def metav1.Duration) metav1.Duration {
-	if in.Timeout == nil {
-		return def
-	}
-	return *in.Timeout
+	return durationOr(in.Timeout, def)
 }
 
 // GetDeletionPropagation returns DeletionPropagation, default background.

@@ -65,18 +65,12 @@ func (in *Release) GetMaxHistory() int {
 
 // GetTimeout returns spec.timeout, or 5m.
 func (in *Release) GetTimeout() metav1.Duration {
-	if in.Spec.Timeout == nil {
-		return metav1.Duration{Duration: 5 * time.Minute}
-	}
-	return *in.Spec.Timeout
+	return durationOr(in.Spec.Timeout, metav1.Duration{Duration: 5 * time.Minute})
 }
 
 // UsePersistentClient returns spec.persistentClient, or true.
 func (in *Release) UsePersistentClient() bool {
-	if in.Spec.PersistentClient == nil {
-		return true
-	}
-	return *in.Spec.PersistentClient
+	return boolOr(in.Spec.PersistentClient, true)
 }
 
 // GetDriftDetection returns spec.driftDetection, or its zero value

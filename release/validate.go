@@ -14,31 +14,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/source"
 )
 
-// FieldError is one problem with one field of an object.
-type FieldError struct {
-	// Path is the field, dotted, with list indexes in brackets, e.g.
-	// spec.driftDetection.ignore[0].paths[1]. Empty for the whole object.
-	Path string
-	// Value is the offending value (shortened): a string as written,
-	// anything else as compact JSON. Empty when no value is at fault.
-	Value string
-	// Message says what is wrong; Error appends Value.
-	Message string
-}
-
-func (e FieldError) Error() string {
-	msg := e.Message
-	if e.Value != "" {
-		msg += " (value: " + e.Value + ")"
-	}
-	if e.Path == "" {
-		return msg
-	}
-	return e.Path + ": " + msg
-}
+// FieldError is one problem with one field of an object:
+//   - Path is the field, dotted, with list indexes in brackets, e.g.
+//     spec.driftDetection.ignore[0].paths[1]; map keys that are not plain
+//     words are quoted in brackets; empty for the whole object;
+//   - Value is the offending value, shortened: a string as written,
+//     anything else as compact JSON; empty when no value is at fault;
+//   - Message says what is wrong.
+//
+// Error renders "path: message (value: …)". Decode and Validate report the
+// same type.
+type FieldError = strictyaml.FieldError
 
 // ValidationError reports every problem of one object.
 type ValidationError struct {

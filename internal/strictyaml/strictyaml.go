@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -118,7 +119,8 @@ type FieldError struct {
 	// (spec.valuesFrom[1].kind); map keys that are not plain words are
 	// quoted in brackets (metadata.labels["app.kubernetes.io/name"]).
 	Path string
-	// Value is the offending value as compact JSON, shortened.
+	// Value is the offending value, shortened: a string as written,
+	// anything else as compact JSON.
 	Value string
 	// Message says what is wrong; it does not repeat Value.
 	Message string
@@ -380,16 +382,31 @@ func jsonType(v any) string {
 
 const maxValueLen = 80
 
-// render returns v as compact JSON, shortened to maxValueLen bytes.
+// render returns a string as it is and anything else as compact JSON,
+// shortened to maxValueLen bytes.
 func render(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
+	s, ok := v.(string)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			b = []byte(fmt.Sprint(v))
+		}
+		s = string(b)
 	}
-	if len(b) > maxValueLen {
-		return string(b[:maxValueLen-3]) + "..."
+	return Shorten(s, maxValueLen)
+}
+
+// Shorten cuts s to at most n bytes (n ≥ 4), ending it with "..." when cut,
+// without splitting a UTF-8 sequence.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return string(b)
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // cleanJSONError drops encoding/json's Go-type noise from err.

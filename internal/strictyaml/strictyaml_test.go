@@ -129,7 +129,7 @@ func TestUnmarshal(t *testing.T) {
 		require.Len(t, errs, 2)
 		assert.Equal(t, "extra: unknown field (value: "+errs[0].Value+")", errs[0].Error())
 		assert.Len(t, errs[0].Value, maxValueLen, "long values are shortened")
-		assert.Equal(t, `items[0].count: expected integer, got string (value: "three")`, errs[1].Error())
+		assert.Equal(t, `items[0].count: expected integer, got string (value: three)`, errs[1].Error())
 	})
 	t.Run("wrong shapes", func(t *testing.T) {
 		var o outer
@@ -149,6 +149,12 @@ func TestUnmarshal(t *testing.T) {
 		assert.Equal(t, "strictyaml: Unmarshal needs a non-nil pointer, got strictyaml.outer", Unmarshal([]byte(`{}`), o)[0].Message)
 		assert.Contains(t, Unmarshal([]byte(`{`), &o)[0].Message, "invalid JSON")
 	})
+}
+
+func TestShorten(t *testing.T) {
+	assert.Equal(t, "abc", Shorten("abc", 4))
+	assert.Equal(t, "a...", Shorten("abcdef", 4))
+	assert.Equal(t, "ab...", Shorten("abé"+"xyz", 6), "é is not split")
 }
 
 func TestSuggest(t *testing.T) {
