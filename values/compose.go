@@ -98,8 +98,9 @@ func (r Result) GoString() string { return r.String() }
 // A reference whose object or key is missing is skipped when Optional and an
 // error otherwise. Each object is read once per call, as Flux reads it once
 // per reconcile. Compose does not modify the request; it reads nothing but
-// r and stops when ctx is done. Every error is a *SourceError naming the
-// release and the source; none carries Secret text.
+// r and stops between references when ctx is done (returning ctx.Err()
+// wrapped). Every other error is a *SourceError naming the release, the
+// source and, for YAML, the line; none carries Secret text.
 func Compose(ctx context.Context, r Reader, req Request) (*Result, error) {
 	c := &composer{
 		req:    req,
