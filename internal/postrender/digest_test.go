@@ -54,7 +54,10 @@ func TestDigestChanges(t *testing.T) {
 		}},
 		{"target added", func(k []Kustomize) []Kustomize { k[0].Patches[0].Target = &Selector{}; return k }},
 		{"target field", func(k []Kustomize) []Kustomize { k[0].Patches[1].Target.AnnotationSelector = "a"; return k }},
-		{"image order", func(k []Kustomize) []Kustomize { k[0].Images[0], k[0].Images[1] = k[0].Images[1], k[0].Images[0]; return k }},
+		{"image order", func(k []Kustomize) []Kustomize {
+			k[0].Images[0], k[0].Images[1] = k[0].Images[1], k[0].Images[0]
+			return k
+		}},
 		{"image field", func(k []Kustomize) []Kustomize { k[0].Images[1].NewName = "r"; return k }},
 		{"renderer split", func(k []Kustomize) []Kustomize {
 			return []Kustomize{{Patches: k[0].Patches}, {Images: k[0].Images}}
