@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"container/heap"
 	"fmt"
 	"hash/fnv"
 	"math/bits"
@@ -69,15 +68,10 @@ type seat struct {
 	seats  uint64
 }
 
-type seatHeap struct {
-	items     []*seat
-	ascending bool
-}
-
-func (h *seatHeap) Len() int { return len(h.items) }
-func (h *seatHeap) Less(i, j int) bool {
-	a, b := h.items[i], h.items[j]
-	// Compare a.w/(2a.s+1) with b.w/(2b.s+1) exactly in 128 bits.
+// before reports whether a gets the next replica before b: the higher
+// weight/(2*seats+1), compared exactly in 128 bits; then fewer seats; then the
+// name in tie-break order.
+func before(a, b *seat, ascending bool) bool {
 	ah, al := bits.Mul64(a.weight, 2*b.seats+1)
 	bh, bl := bits.Mul64(b.weight, 2*a.seats+1)
 	if ah != bh {
@@ -89,17 +83,29 @@ func (h *seatHeap) Less(i, j int) bool {
 	if a.seats != b.seats {
 		return a.seats < b.seats
 	}
-	if h.ascending {
+	if ascending {
 		return a.name < b.name
 	}
 	return a.name > b.name
 }
-func (h *seatHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
-func (h *seatHeap) Push(x any)    { h.items = append(h.items, x.(*seat)) }
-func (h *seatHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
+
+// siftDown restores the heap order of h below index i.
+func siftDown(h []*seat, i int, ascending bool) {
+	n := len(h)
+	for {
+		best := i
+		if l := 2*i + 1; l < n && before(h[l], h[best], ascending) {
+			best = l
+		}
+		if r := 2*i + 2; r < n && before(h[r], h[best], ascending) {
+			best = r
+		}
+		if best == i {
+			return
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
 }
 
 // divide assumes validated, non-negative weights with unique names.
@@ -121,14 +127,16 @@ func divide(replicas int64, weights []Weight, ascending bool) []Target {
 	if len(all) == 0 || replicas == 0 {
 		return nil
 	}
-	h := &seatHeap{items: make([]*seat, len(all)), ascending: ascending}
+	h := make([]*seat, len(all))
 	for i := range all {
-		h.items[i] = &all[i]
+		h[i] = &all[i]
 	}
-	heap.Init(h)
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, ascending)
+	}
 	for range replicas {
-		h.items[0].seats++
-		heap.Fix(h, 0)
+		h[0].seats++
+		siftDown(h, 0, ascending)
 	}
 	out := make([]Target, 0, len(all))
 	for i := range all {
