@@ -49,6 +49,7 @@ func (p Problem) Object() string {
 	return objectName(p.Kind, p.Namespace, p.Name)
 }
 
+// Error renders "document N (Kind namespace/name, line L): path: message".
 func (p Problem) Error() string {
 	where := fmt.Sprintf("line %d", p.Line)
 	if o := p.Object(); o != "" {
@@ -63,6 +64,7 @@ type DecodeError struct {
 	Problems []Problem
 }
 
+// Error lists every problem, one a line.
 func (e *DecodeError) Error() string {
 	if len(e.Problems) == 1 {
 		return e.Problems[0].Error()

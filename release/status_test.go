@@ -151,3 +151,25 @@ func TestSnapshots(t *testing.T) {
 	assert.Equal(t, "ns/r.v4", s.FullReleaseName())
 	assert.Equal(t, "c@1.0.0", s.VersionedChartName())
 }
+
+func TestDeepCopy(t *testing.T) {
+	objs, err := decodeFile(t, "allfields.yaml")
+	require.NoError(t, err)
+	r := objs.Releases[0]
+	c := r.DeepCopy()
+	require.Equal(t, r, c)
+
+	c.Labels["x"] = "y"
+	c.Spec.Values["image"].(map[string]any)["tag"] = "changed"
+	c.Spec.Values["ingress"].(map[string]any)["hosts"].([]any)[0] = "changed"
+	c.Spec.Install.Remediation.Retries = 99
+	*c.Spec.MaxHistory = 1
+	c.Spec.DriftDetection.Ignore[0].Paths[0] = "/changed"
+	(*c.Status.History[0].TestHooks)["podinfo-jwt-test"].Phase = "changed"
+	c.Status.Conditions[0].Reason = "changed"
+
+	again, err := decodeFile(t, "allfields.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, again.Releases[0], r, "the original is untouched")
+	assert.Nil(t, (*Release)(nil).DeepCopy())
+}

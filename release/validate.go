@@ -38,6 +38,7 @@ type ValidationError struct {
 	Errors []FieldError
 }
 
+// Error names the object and lists every problem, one a line.
 func (e *ValidationError) Error() string {
 	obj := objectName(e.Kind, e.Namespace, e.Name)
 	if len(e.Errors) == 1 {

@@ -88,6 +88,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error returns the parser's message.
 func (e *SyntaxError) Error() string { return e.Msg }
 
 var lineRe = regexp.MustCompile(`line (\d+)`)
@@ -126,6 +127,7 @@ type FieldError struct {
 	Message string
 }
 
+// Error renders "path: message (value: …)".
 func (e FieldError) Error() string {
 	msg := e.Message
 	if e.Value != "" {
