@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -64,4 +65,45 @@ func Decode(doc []byte) (any, error) {
 		return nil, fmt.Errorf("%w: %s %q: %s", ErrDecode, head.Kind, head.Metadata.Name, strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return out, nil
+}
+
+// FromObjects separates the policies among rendered objects (the seed
+// platform's scenario one: a chart that ships its own PropagationPolicy and
+// OverridePolicy templates) from the objects to place. Policies are decoded
+// strictly; a namespaced policy without a namespace gets defaultNamespace
+// (the release's target namespace), as kubectl or Helm would when applying.
+// The returned objects keep their order. All decoding problems are returned
+// joined, each wrapping ErrDecode.
+func FromObjects(objs []*unstructured.Unstructured, defaultNamespace string) (Set, []*unstructured.Unstructured, error) {
+	var set Set
+	var rest []*unstructured.Unstructured
+	var errs []error
+	for _, o := range objs {
+		if o == nil || !IsPolicyKind(o.GetAPIVersion(), o.GetKind()) {
+			rest = append(rest, o)
+			continue
+		}
+		raw, err := o.MarshalJSON()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %v", ErrDecode, KeyOf(o), err))
+			continue
+		}
+		p, err := Decode(raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		switch t := p.(type) {
+		case *PropagationPolicy:
+			if t.Namespace == "" {
+				t.Namespace = defaultNamespace
+			}
+		case *OverridePolicy:
+			if t.Namespace == "" {
+				t.Namespace = defaultNamespace
+			}
+		}
+		_ = set.Add(p) // Decode returns only policy types
+	}
+	return set, rest, errors.Join(errs...)
 }

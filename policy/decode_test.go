@@ -108,3 +108,44 @@ func FuzzParseImage(f *testing.F) {
 		require.Equal(t, im, again)
 	})
 }
+
+func TestFromObjects(t *testing.T) {
+	objs := objects(t, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, labels: {propagationpolicy.karmada.io/name: web}}
+spec: {replicas: 2}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterOverridePolicy
+metadata: {name: all}
+spec: {}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: shop}
+`)
+	set, rest, err := FromObjects(objs, "shop")
+	require.NoError(t, err)
+	require.Len(t, rest, 2)
+	assert.Equal(t, "Deployment", rest[0].GetKind())
+	assert.Equal(t, "ConfigMap", rest[1].GetKind())
+	require.Len(t, set.Propagation, 1)
+	assert.Equal(t, "shop", set.Propagation[0].Namespace, "defaulted to the release namespace")
+	require.Len(t, set.ClusterOverride, 1)
+	e, err := NewEngine(set)
+	require.NoError(t, err)
+	sel, err := e.Select(rest[0])
+	require.NoError(t, err)
+	assert.Equal(t, MatchBinding, sel.Level, "the chart's own policy is bound by label")
+
+	bad := objects(t, "apiVersion: policy.karmada.io/v1alpha1\nkind: OverridePolicy\nmetadata: {name: x}\nspec: {bogus: 1}\n")
+	_, _, err = FromObjects(bad, "shop")
+	assert.ErrorIs(t, err, ErrDecode)
+	assert.ErrorContains(t, err, `unknown field "spec.bogus"`)
+}

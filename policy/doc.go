@@ -9,7 +9,8 @@
 //
 // The four policy types decode from Karmada's YAML unchanged. Decode reads
 // one document strictly (unknown fields are errors naming their path);
-// IsPolicyKind tells a multi-document decoder which documents belong here.
+// IsPolicyKind tells a multi-document decoder which documents belong here;
+// FromObjects takes the policies out of a chart's rendered objects.
 // Each type has Validate, which reports every problem at once as a
 // *ValidationError of *FieldError{Policy, Path, Value, Reason}; the path
 // carries the rule index, e.g. spec.overrideRules[1].overriders.plaintext[0].path.
