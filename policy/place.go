@@ -69,6 +69,9 @@ func (p *Placement) Clusters() []Cluster { return slices.Clone(p.clusters) }
 // an unsatisfiable placement) is recorded in its ObjectPlacement.Err and
 // returned joined; the other objects are still placed. Invalid input (nil
 // objects, duplicate objects or clusters) fails the call.
+//
+// The Placement refers to objs (Materialize and Explain copy them before
+// changing anything); do not modify them while the Placement is in use.
 func (e *Engine) Place(objs []*unstructured.Unstructured, clusters []Cluster) (*Placement, error) {
 	return e.place(objs, clusters, evaluator{prop: e.matchProp, ov: e.matchOverrides, cache: true})
 }
