@@ -2,9 +2,6 @@ package release
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,9 +9,9 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -55,17 +52,33 @@ type ReconcilerConfig struct {
 	Values values.Reader
 	// Now is the clock stamped on conditions; default time.Now.
 	Now func() time.Time
+	// PollInterval is how often waits re-read objects; default 1s.
+	PollInterval time.Duration
+	// FieldManager owns the fields drift correction writes back; default
+	// "helm", the manager of Helm's own writes, so corrected fields stay
+	// Helm's.
+	FieldManager string
+	// UninstallHealthyRelease opts in to Flux's behaviour of remediating a
+	// failed upgrade by uninstalling even when the previous revision was
+	// deployed and healthy. By default helmfleet rolls back to that
+	// revision instead, so a broken new version never leaves nothing
+	// running, and says so in the Remediated condition.
+	UninstallHealthyRelease bool
 }
 
 // Reconciler brings one Release on one cluster to its desired state with
-// Helm's own actions. It owns the decisions (what to do next); the caller
-// owns scheduling (when to call again). It holds no per-release state: all
-// it needs is in the Release, its Status and Helm's storage. Safe for
+// Helm's own actions, following Flux's helm-controller state machine. It
+// owns the decisions (what to do next); the caller owns scheduling (when
+// to call again, see Result.Next). It keeps no per-release state: all it
+// needs is in the Release, its Status and Helm's storage. Safe for
 // concurrent use on different releases.
 type Reconciler struct {
-	charts ChartGetter
-	values values.Reader
-	now    func() time.Time
+	charts       ChartGetter
+	values       values.Reader
+	now          func() time.Time
+	poll         time.Duration
+	fieldManager string
+	uninstallOK  bool
 }
 
 // NewReconciler returns a Reconciler for cfg.
@@ -73,46 +86,309 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	if cfg.Charts == nil {
 		return nil, errors.New("release: reconciler config: Charts is required")
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
+		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease}
+	if r.now == nil {
+		r.now = time.Now
 	}
-	return &Reconciler{charts: cfg.Charts, values: cfg.Values, now: now}, nil
+	if r.poll <= 0 {
+		r.poll = time.Second
+	}
+	if r.fieldManager == "" {
+		r.fieldManager = "helm"
+	}
+	return r, nil
 }
 
-// Action is what one reconcile did.
+// Action is one thing a reconcile did.
 type Action string
 
 const (
-	// ActionNone means the release was in sync (or suspended).
+	// ActionNone means nothing was done: the release was in sync (or
+	// suspended, or stalled).
 	ActionNone Action = "none"
-	// ActionInstall means Helm installed the release.
+	// ActionInstall is a Helm install.
 	ActionInstall Action = "install"
-	// ActionUpgrade means Helm upgraded the release.
+	// ActionUpgrade is a Helm upgrade.
 	ActionUpgrade Action = "upgrade"
-	// ActionUninstall means Helm uninstalled the release.
+	// ActionTest is a Helm test.
+	ActionTest Action = "test"
+	// ActionRollback is a rollback that remediated a failure.
+	ActionRollback Action = "rollback"
+	// ActionUninstall is a Helm uninstall: asked for, remediating a
+	// failure, or removing the release before a reinstall under a new
+	// name, namespace or chart.
 	ActionUninstall Action = "uninstall"
+	// ActionUnlock marked a release stuck in a pending state failed.
+	ActionUnlock Action = "unlock"
+	// ActionCorrectDrift patched live objects back to the manifest.
+	ActionCorrectDrift Action = "correct-drift"
+)
+
+// Next says what the caller should do after a reconcile.
+type Next string
+
+const (
+	// NextDone: the release is as desired (or suspended); reconcile again
+	// after Result.RequeueAfter (spec.interval), or when the Release
+	// changes.
+	NextDone Next = "done"
+	// NextRequeue: more work remains (a remediation ran, or a retry is
+	// due); reconcile again after Result.RequeueAfter (0: at once).
+	NextRequeue Next = "requeue"
+	// NextStalled: no progress is possible until the Release changes or a
+	// reset is requested; the Stalled condition says why.
+	NextStalled Next = "stalled"
 )
 
 // Result is the outcome of one reconcile.
 type Result struct {
-	// Action is what was done.
+	// Actions are the actions run, in order.
+	Actions []Action
+	// Action is the last action run, ActionNone if none.
 	Action Action
-	// Unlocked is true when a release stuck in a pending-* state (a crash
-	// mid-action) was marked failed before the action.
+	// State is the state the last decision was taken in.
+	State State
+	// Next says what to do now; RequeueAfter says when.
+	Next Next
+	// RequeueAfter is when to reconcile again.
+	RequeueAfter time.Duration
+	// Unlocked is true when a release stuck pending was unlocked.
 	Unlocked bool
-	// Helm is Helm's latest release record after the action; nil when
-	// there is none (never installed, or uninstalled).
+	// Helm is Helm's latest release record after the reconcile; nil when
+	// there is none.
 	Helm *helmrelease.Release
-	// Values are the composed values the release was (or is) installed
-	// with, with their provenance; nil after an uninstall.
+	// Values are the composed values, with provenance; nil when they
+	// could not be composed.
 	Values *values.Result
+	// Drift is the drift report when drift detection ran.
+	Drift *drift.Report
 	// Status is the Release's new status; it is also written to the
 	// Release passed in.
 	Status Status
-	// RequeueAfter is when the caller should reconcile again:
-	// spec.interval after success, 0 for "not needed".
-	RequeueAfter time.Duration
+}
+
+// Did reports whether a was among the actions run.
+func (r *Result) Did(a Action) bool {
+	for _, x := range r.Actions {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// StalledError reports a release on which no progress is possible until
+// its spec changes or a reset is requested (annotation
+// reconcile.fluxcd.io/resetAt): retries exceeded, or no rollback target.
+type StalledError struct {
+	// Release is namespace/name of the Release.
+	Release string
+	// Cluster is the cluster's name.
+	Cluster string
+	// Reason is RetriesExceeded or MissingRollbackTarget.
+	Reason string
+	// Message says what happened.
+	Message string
+}
+
+func (e *StalledError) Error() string {
+	return fmt.Sprintf("release %s on cluster %s stalled (%s): %s", e.Release, e.Cluster, e.Reason, e.Message)
+}
+
+// ActionError is a Helm action that failed.
+type ActionError struct {
+	// Release is namespace/name of the Release.
+	Release string
+	// Cluster is the cluster's name.
+	Cluster string
+	// Action is the action that failed.
+	Action Action
+	// Err is Helm's error.
+	Err error
+}
+
+func (e *ActionError) Error() string {
+	return fmt.Sprintf("release %s on cluster %s: helm %s failed: %v", e.Release, e.Cluster, e.Action, e.Err)
+}
+
+// Unwrap returns Helm's error.
+func (e *ActionError) Unwrap() error { return e.Err }
+
+// StageError is a failure before any Helm action: the chart could not be
+// had (Reason ArtifactFailed) or the values not composed (ValuesError).
+type StageError struct {
+	// Release is namespace/name of the Release.
+	Release string
+	// Reason is the condition reason recorded in the status.
+	Reason string
+	// Err is the cause.
+	Err error
+}
+
+func (e *StageError) Error() string {
+	return fmt.Sprintf("release %s: %s: %v", e.Release, e.Reason, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *StageError) Unwrap() error { return e.Err }
+
+// Annotations a caller (or a user with kubectl) sets on a Release to ask
+// for a reset of the failure counters or a forced upgrade; each request
+// is handled once per distinct value, as in Flux.
+const (
+	// ResetRequestAnnotation clears failure counters and a Stalled state.
+	ResetRequestAnnotation = "reconcile.fluxcd.io/resetAt"
+	// ForceRequestAnnotation forces one upgrade even when in sync or out
+	// of retries.
+	ForceRequestAnnotation = "reconcile.fluxcd.io/forceAt"
+)
+
+// run is one reconcile in progress.
+type run struct {
+	r       *Reconciler
+	ctx     context.Context
+	cluster Cluster
+	rel     *Release
+	d       *desired
+	cfg     *action.Configuration
+	res     *Result
+	done    map[actionType]bool
+	force   bool
+	lastErr error
+	// safeRollback is the healthy revision a rollback replaces a
+	// configured uninstall remediation with.
+	safeRollback *Snapshot
+}
+
+// actionType groups actions as Flux does: each type runs at most once per
+// reconcile, and a remediation ends it.
+type actionType int
+
+const (
+	typeRelease actionType = iota
+	typeTest
+	typeRemediate
+	typeUnlock
+	typeDrift
+)
+
+func typeOf(a Action) actionType {
+	switch a {
+	case ActionTest:
+		return typeTest
+	case ActionRollback, ActionUninstall:
+		return typeRemediate
+	case ActionUnlock:
+		return typeUnlock
+	case ActionCorrectDrift:
+		return typeDrift
+	default:
+		return typeRelease
+	}
+}
+
+// Reconcile makes the Helm release of rel on cluster match rel, one step
+// of Flux's state machine after another, each action type at most once,
+// stopping after a remediation:
+//
+//	Absent → install; Locked → unlock, then go on; Unmanaged → upgrade;
+//	OutOfSync → upgrade; Untested → test; Failed → remediate (rollback or
+//	uninstall, while retries remain; RetryOnFailure upgrades again after
+//	its interval); Drifted → correct (mode enabled) or report (warn);
+//	InSync → nothing.
+//
+// A change of release name, target namespace, storage namespace or chart
+// name uninstalls the old release first (a chart-name change upgrades in
+// place with upgrade.chartNameChangeStrategy InPlaceUpdate). Failure
+// counters reset when the generation, chart version or values digest
+// change, or on a reset request.
+//
+// rel.Status gets Flux's conditions (Ready, Reconciling, Stalled,
+// Released, TestSuccess, Remediated, Drifted), history snapshots and
+// counters; the Result says what was done and what to do next. The error
+// is nil only when the release ends ready (or suspended); a stalled
+// release returns a *StalledError, a failed action an *ActionError.
+//
+// Cancellation: ctx is observed by every call Helm makes into the cluster
+// and by every wait, so a cancelled reconcile returns promptly after Helm
+// has recorded the interrupted action as failed — nothing is left pending
+// and no goroutine outlives the call. Helm's template rendering and the
+// writes already sent are not interrupted. A process killed mid-action
+// can leave a release pending; the next reconcile unlocks it.
+func (r *Reconciler) Reconcile(ctx context.Context, cluster Cluster, rel *Release) (*Result, error) {
+	res := &Result{Action: ActionNone, Next: NextDone}
+	if rel.Spec.Suspend {
+		res.Status = rel.Status
+		return res, nil
+	}
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
+	err := ru.reconcile()
+	res.Status = rel.Status
+	return res, err
+}
+
+func (ru *run) reconcile() error {
+	rel, res := ru.rel, ru.res
+	d, err := ru.r.prepare(ru.ctx, rel)
+	if err != nil {
+		res.Next = NextRequeue
+		ru.markReady(metav1.ConditionFalse, stageReason(err), err.Error())
+		return err
+	}
+	ru.d, res.Values = d, d.values
+	ru.handleRequests()
+	ru.resetFailuresOnChange()
+	rel.Status.LastAttemptedGeneration = rel.Generation
+	rel.Status.LastAttemptedRevision = d.chart.Chart.Metadata.Version
+	rel.Status.LastAttemptedRevisionDigest = d.chart.Digest
+	rel.Status.LastAttemptedConfigDigest = d.values.Digest
+
+	if err := ru.handleTargetChange(); err != nil {
+		return err
+	}
+	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
+		res.Next = NextRequeue
+		ru.markReady(metav1.ConditionFalse, ReasonInitFailed, err.Error())
+		return err
+	}
+	for {
+		if err := ru.ctx.Err(); err != nil {
+			res.Next = NextRequeue
+			return fmt.Errorf("release %s on cluster %s: reconcile cancelled after %v: %w", rel.ref(), ru.cluster.Name(), res.Actions, err)
+		}
+		obs, err := ru.observe()
+		if err != nil {
+			res.Next = NextRequeue
+			ru.markReady(metav1.ConditionFalse, "StateError", err.Error())
+			return err
+		}
+		res.State = obs.state
+		next, err := ru.decide(obs)
+		if err != nil {
+			return ru.stall(err)
+		}
+		if next == ActionNone {
+			return ru.finish(obs)
+		}
+		if ru.done[typeOf(next)] {
+			// Flux's rule: an action type runs once per reconcile.
+			return ru.requeue()
+		}
+		err = ru.act(next, obs)
+		ru.done[typeOf(next)] = true
+		res.Actions = append(res.Actions, next)
+		res.Action = next
+		if typeOf(next) == typeRemediate {
+			return ru.afterRemediation(err)
+		}
+		if err != nil {
+			ru.lastErr = err
+			if stop, retErr := ru.afterFailure(next, err); stop {
+				return retErr
+			}
+		}
+	}
 }
 
 // desired is what a reconcile computed before touching the cluster.
@@ -120,103 +396,6 @@ type desired struct {
 	rel    *Release
 	chart  *Chart
 	values *values.Result
-}
-
-// Reconcile makes the Helm release of rel on cluster match rel: install it
-// when absent, upgrade it when the chart (name or version) or the values
-// changed or the last action failed, nothing when in sync. A release left
-// pending by a crash is first marked failed (unlocked). rel.Status is
-// updated with conditions (Ready, Released), a history snapshot and
-// counters, and returned in the Result; a failed action returns both the
-// Result and an error.
-func (r *Reconciler) Reconcile(ctx context.Context, cluster HelmConfigurer, rel *Release) (*Result, error) {
-	if rel.Spec.Suspend {
-		return &Result{Action: ActionNone, Status: rel.Status}, nil
-	}
-	d, err := r.prepare(ctx, rel)
-	if err != nil {
-		return r.fail(rel, ActionNone, err)
-	}
-	cfg, err := cluster.HelmConfig(ctx, HelmScope{StorageNamespace: rel.GetStorageNamespace(), Namespace: rel.GetTargetNamespace()})
-	if err != nil {
-		return r.fail(rel, ActionNone, fmt.Errorf("release %s: helm configuration: %w", rel.ref(), err))
-	}
-	cfg.Releases.MaxHistory = rel.GetMaxHistory()
-
-	res := &Result{Values: d.values}
-	last, err := cfg.Releases.Last(rel.GetReleaseName())
-	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
-		return r.fail(rel, ActionNone, fmt.Errorf("release %s: read helm storage: %w", rel.ref(), err))
-	}
-	if last != nil && last.Info.Status.IsPending() {
-		if err := unlock(cfg, last); err != nil {
-			return r.fail(rel, ActionNone, fmt.Errorf("release %s: unlock %s: %w", rel.ref(), last.Info.Status, err))
-		}
-		res.Unlocked = true
-	}
-
-	switch {
-	case last == nil || last.Info.Status == helmrelease.StatusUninstalled:
-		res.Action = ActionInstall
-		res.Helm, err = r.install(ctx, cfg, d)
-	case needsUpgrade(last, d):
-		res.Action = ActionUpgrade
-		res.Helm, err = r.upgrade(ctx, cfg, d)
-	default:
-		res.Action = ActionNone
-		res.Helm = last
-	}
-	r.record(rel, d, res, err)
-	res.Status = rel.Status
-	if err != nil {
-		return res, err
-	}
-	res.RequeueAfter = rel.GetRequeueAfter()
-	return res, nil
-}
-
-// Uninstall removes the Helm release of rel from cluster with
-// spec.uninstall's settings. A release that is already absent is not an
-// error. A suspended release is left alone, as Flux leaves it.
-func (r *Reconciler) Uninstall(ctx context.Context, cluster HelmConfigurer, rel *Release) (*Result, error) {
-	if rel.Spec.Suspend {
-		return &Result{Action: ActionNone, Status: rel.Status}, nil
-	}
-	cfg, err := cluster.HelmConfig(ctx, HelmScope{StorageNamespace: rel.GetStorageNamespace(), Namespace: rel.GetTargetNamespace()})
-	if err != nil {
-		return r.fail(rel, ActionUninstall, fmt.Errorf("release %s: helm configuration: %w", rel.ref(), err))
-	}
-	spec := rel.GetUninstall()
-	u := action.NewUninstall(cfg)
-	u.KeepHistory = spec.KeepHistory
-	u.DisableHooks = spec.DisableHooks
-	u.Wait = !spec.DisableWait
-	u.Timeout = actionTimeout(spec.Timeout, rel)
-	u.DeletionPropagation = spec.GetDeletionPropagation()
-	_, err = u.Run(rel.GetReleaseName())
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		err = nil
-	}
-	now := metav1.NewTime(r.now())
-	res := &Result{Action: ActionUninstall}
-	if err != nil {
-		err = fmt.Errorf("release %s: helm uninstall: %w", rel.ref(), err)
-		rel.Status.SetCondition(metav1.Condition{Type: ConditionReleased, Status: metav1.ConditionFalse, Reason: ReasonUninstallFailed, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: now})
-		rel.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonUninstallFailed, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: now})
-		res.Status = rel.Status
-		return res, err
-	}
-	msg := fmt.Sprintf("Helm uninstall succeeded for release %s/%s", rel.GetStorageNamespace(), rel.GetReleaseName())
-	rel.Status.SetCondition(metav1.Condition{Type: ConditionReleased, Status: metav1.ConditionFalse, Reason: ReasonUninstallSucceeded, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-	rel.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonUninstallSucceeded, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-	if latest := rel.Status.History.Latest(); latest != nil && !spec.KeepHistory {
-		rel.Status.ClearHistory()
-	} else if latest != nil {
-		latest.Status = SnapshotStatusUninstalled
-		latest.Deleted = now
-	}
-	res.Status = rel.Status
-	return res, nil
 }
 
 // prepare fetches the chart and composes the values.
@@ -254,6 +433,14 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 	return &desired{rel: rel, chart: ch, values: vals}, nil
 }
 
+func stageReason(err error) string {
+	var se *StageError
+	if errors.As(err, &se) {
+		return se.Reason
+	}
+	return ReasonReconciliationFailed
+}
+
 // noReader is the values reader of a reconciler without one; Compose
 // never calls it for requests without valuesFrom.
 type noReader struct{}
@@ -262,196 +449,45 @@ func (noReader) Read(context.Context, values.Kind, string, string) (map[string][
 	return nil, values.ErrNotFound
 }
 
-// needsUpgrade reports whether the stored release differs from what is
-// desired: another chart name or version, other values, or a last action
-// that did not end deployed.
-func needsUpgrade(last *helmrelease.Release, d *desired) bool {
-	if last.Info.Status != helmrelease.StatusDeployed {
-		return true
+// helmConfig returns Helm's configuration for one scope, with the kube
+// client wrapped to observe ctx and to wait with kstatus.
+func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, error) {
+	cfg, err := ru.cluster.HelmConfig(ru.ctx, HelmScope{StorageNamespace: storageNS, Namespace: targetNS})
+	if err != nil {
+		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", ru.rel.ref(), ru.cluster.Name(), err)
 	}
-	md := d.chart.Chart.Metadata
-	if last.Chart == nil || last.Chart.Metadata == nil || last.Chart.Metadata.Name != md.Name || last.Chart.Metadata.Version != md.Version {
-		return true
+	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name()}
+	cfg.Releases.MaxHistory = ru.rel.GetMaxHistory()
+	return cfg, nil
+}
+
+// handleRequests handles the reset and force annotations.
+func (ru *run) handleRequests() {
+	st := &ru.rel.Status
+	ann := ru.rel.GetAnnotations()
+	if v, ok := ann[ResetRequestAnnotation]; ok && v != st.LastHandledResetAt {
+		st.LastHandledResetAt = v
+		st.ClearFailures()
+		st.RemoveCondition(ConditionStalled)
 	}
-	return values.Digest(last.Config) != d.values.Digest
-}
-
-// unlock marks a release stuck in pending-install/upgrade/rollback as
-// failed, so that Helm accepts the next action, as Flux does.
-func unlock(cfg *action.Configuration, last *helmrelease.Release) error {
-	was := last.Info.Status
-	last.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", was))
-	return cfg.Releases.Update(last)
-}
-
-func (r *Reconciler) install(ctx context.Context, cfg *action.Configuration, d *desired) (*helmrelease.Release, error) {
-	rel := d.rel
-	spec := rel.GetInstall()
-	i := action.NewInstall(cfg)
-	i.ReleaseName = rel.GetReleaseName()
-	i.Namespace = rel.GetTargetNamespace()
-	i.Timeout = actionTimeout(spec.Timeout, rel)
-	i.Wait = !spec.DisableWait
-	i.WaitForJobs = !spec.DisableWaitForJobs
-	i.DisableHooks = spec.DisableHooks
-	i.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
-	i.SkipSchemaValidation = spec.DisableSchemaValidation
-	i.Replace = spec.Replace
-	i.CreateNamespace = spec.CreateNamespace
-	// Helm creates the chart's crds/ on install unless told to skip them;
-	// CreateReplace of existing CRDs is the full reconciler's job.
-	i.SkipCRDs = spec.SkipCRDs || spec.CRDs == Skip
-	return i.RunWithContext(ctx, d.chart.Chart, d.values.Values)
-}
-
-func (r *Reconciler) upgrade(ctx context.Context, cfg *action.Configuration, d *desired) (*helmrelease.Release, error) {
-	rel := d.rel
-	spec := rel.GetUpgrade()
-	u := action.NewUpgrade(cfg)
-	u.Namespace = rel.GetTargetNamespace()
-	u.Timeout = actionTimeout(spec.Timeout, rel)
-	u.Wait = !spec.DisableWait
-	u.WaitForJobs = !spec.DisableWaitForJobs
-	u.DisableHooks = spec.DisableHooks
-	u.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
-	u.SkipSchemaValidation = spec.DisableSchemaValidation
-	u.Force = spec.Force
-	u.CleanupOnFail = spec.CleanupOnFail
-	u.MaxHistory = rel.GetMaxHistory()
-	u.ResetValues = !spec.PreserveValues
-	u.ReuseValues = spec.PreserveValues
-	return u.RunWithContext(ctx, rel.GetReleaseName(), d.chart.Chart, d.values.Values)
-}
-
-// actionTimeout is the action's own timeout, else spec.timeout.
-func actionTimeout(t *metav1.Duration, rel *Release) time.Duration {
-	if t != nil {
-		return t.Duration
+	if v, ok := ann[ForceRequestAnnotation]; ok && v != st.LastHandledForceAt {
+		st.LastHandledForceAt = v
+		ru.force = true
 	}
-	return rel.GetTimeout().Duration
 }
 
-// record writes the outcome of an install or upgrade into rel.Status.
-func (r *Reconciler) record(rel *Release, d *desired, res *Result, actionErr error) {
-	now := metav1.NewTime(r.now())
-	st := &rel.Status
-	md := d.chart.Chart.Metadata
-	st.ObservedGeneration = rel.Generation
-	st.LastAttemptedGeneration = rel.Generation
-	st.StorageNamespace = rel.GetStorageNamespace()
-	st.LastAttemptedRevision = md.Version
-	st.LastAttemptedRevisionDigest = d.chart.Digest
-	st.LastAttemptedConfigDigest = d.values.Digest
-	if res.Helm != nil {
-		st.History = upsertSnapshot(st.History, snapshotOf(res.Helm, d.chart.Digest))
-	}
-	if res.Action == ActionNone {
-		msg := fmt.Sprintf("Helm release %s is in sync with chart %s@%s", fullName(res.Helm), md.Name, md.Version)
-		st.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReconciliationSucceeded, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
+// resetFailuresOnChange clears the failure counters when what failed is
+// no longer what is asked for: another generation, chart version or
+// values, as Flux does.
+func (ru *run) resetFailuresOnChange() {
+	st := &ru.rel.Status
+	if st.LastAttemptedGeneration == 0 && st.LastAttemptedRevision == "" {
 		return
 	}
-	if res.Action == ActionInstall {
-		st.LastAttemptedReleaseAction = ReleaseActionInstall
-	} else {
-		st.LastAttemptedReleaseAction = ReleaseActionUpgrade
+	if st.LastAttemptedGeneration != ru.rel.Generation ||
+		st.LastAttemptedRevision != ru.d.chart.Chart.Metadata.Version ||
+		st.LastAttemptedConfigDigest != ru.d.values.Digest {
+		st.ClearFailures()
+		st.RemoveCondition(ConditionStalled)
 	}
-	verb, okReason, failReason := "install", ReasonInstallSucceeded, ReasonInstallFailed
-	if res.Action == ActionUpgrade {
-		verb, okReason, failReason = "upgrade", ReasonUpgradeSucceeded, ReasonUpgradeFailed
-	}
-	if actionErr != nil {
-		st.Failures++
-		if res.Action == ActionInstall {
-			st.InstallFailures++
-		} else {
-			st.UpgradeFailures++
-		}
-		msg := fmt.Sprintf("Helm %s failed for release %s/%s with chart %s@%s: %v", verb, rel.GetStorageNamespace(), rel.GetReleaseName(), md.Name, md.Version, actionErr)
-		st.SetCondition(metav1.Condition{Type: ConditionReleased, Status: metav1.ConditionFalse, Reason: failReason, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-		st.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: failReason, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-		return
-	}
-	msg := fmt.Sprintf("Helm %s succeeded for release %s with chart %s@%s", verb, fullName(res.Helm), md.Name, md.Version)
-	st.SetCondition(metav1.Condition{Type: ConditionReleased, Status: metav1.ConditionTrue, Reason: okReason, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-	st.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: okReason, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: now})
-}
-
-// fail records an error that stopped the reconcile before Helm ran.
-func (r *Reconciler) fail(rel *Release, a Action, err error) (*Result, error) {
-	reason := ReasonReconciliationFailed
-	var se *StageError
-	if errors.As(err, &se) {
-		reason = se.Reason
-	}
-	rel.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.NewTime(r.now())})
-	return &Result{Action: a, Status: rel.Status}, err
-}
-
-// StageError is a failure before any Helm action: the chart could not be
-// had (Reason ArtifactFailed) or the values not composed (ValuesError).
-type StageError struct {
-	// Release is namespace/name of the Release.
-	Release string
-	// Reason is the condition reason recorded in the status.
-	Reason string
-	// Err is the cause.
-	Err error
-}
-
-func (e *StageError) Error() string {
-	return fmt.Sprintf("release %s: %s: %v", e.Release, e.Reason, e.Err)
-}
-
-// Unwrap returns the cause.
-func (e *StageError) Unwrap() error { return e.Err }
-
-func (in *Release) ref() string { return in.Namespace + "/" + in.Name }
-
-func fullName(h *helmrelease.Release) string {
-	if h == nil {
-		return ""
-	}
-	return fmt.Sprintf("%s/%s.v%d", h.Namespace, h.Name, h.Version)
-}
-
-// snapshotOf turns Helm's release record into a history snapshot.
-func snapshotOf(h *helmrelease.Release, ociDigest string) *Snapshot {
-	s := &Snapshot{
-		Name: h.Name, Namespace: h.Namespace, Version: h.Version,
-		Status:       h.Info.Status.String(),
-		ConfigDigest: values.Digest(h.Config),
-		OCIDigest:    ociDigest,
-	}
-	if h.Chart != nil && h.Chart.Metadata != nil {
-		s.ChartName, s.ChartVersion, s.AppVersion = h.Chart.Metadata.Name, h.Chart.Metadata.Version, h.Chart.Metadata.AppVersion
-	}
-	if h.Info != nil {
-		s.FirstDeployed = metav1.NewTime(h.Info.FirstDeployed.Time)
-		s.LastDeployed = metav1.NewTime(h.Info.LastDeployed.Time)
-		if !h.Info.Deleted.IsZero() {
-			s.Deleted = metav1.NewTime(h.Info.Deleted.Time)
-		}
-	}
-	if data, err := json.Marshal(h); err == nil {
-		sum := sha256.Sum256(data)
-		s.Digest = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return s
-}
-
-// upsertSnapshot puts s at the head of the history, replacing the
-// snapshot of the same Helm revision, and marks older deployed ones
-// superseded.
-func upsertSnapshot(h Snapshots, s *Snapshot) Snapshots {
-	out := Snapshots{s}
-	for _, old := range h {
-		if old.Name == s.Name && old.Namespace == s.Namespace && old.Version == s.Version {
-			continue
-		}
-		if old.Status == SnapshotStatusDeployed && s.Status == SnapshotStatusDeployed {
-			old.Status = SnapshotStatusSuperseded
-		}
-		out = append(out, old)
-	}
-	return out
 }

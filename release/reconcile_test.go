@@ -48,7 +48,7 @@ func testCharts() release.ChartGetter {
 func newReconciler(t *testing.T, reader values.Reader) *release.Reconciler {
 	t.Helper()
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), Values: reader, Now: func() time.Time { return now }})
+	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), Values: reader, Now: func() time.Time { return now }, PollInterval: 2 * time.Millisecond})
 	require.NoError(t, err)
 	return r
 }
@@ -125,7 +125,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	assert.Equal(t, release.ActionUpgrade, res.Action)
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 superseded", "6.5.1 deployed"}, history(t, c))
 	assert.Equal(t, release.ReasonUpgradeSucceeded, rel.Status.GetCondition(release.ConditionReady).Reason)
-	require.Len(t, rel.Status.History, 3)
+	require.Len(t, rel.Status.History, 2, "in sync, the history keeps the latest revision and the previous good one (Flux's truncation)")
 	assert.Equal(t, release.SnapshotStatusDeployed, rel.Status.History[0].Status)
 	assert.Equal(t, release.SnapshotStatusSuperseded, rel.Status.History[1].Status)
 	assert.Equal(t, "6.5.1", rel.Status.LastAttemptedRevision)
@@ -141,33 +141,42 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 
 func TestReconcileFailedInstallThenRecovers(t *testing.T) {
 	ctx := context.Background()
+	ready := false
 	c := memory.New("member1", memory.WithHealth(func(u *unstructured.Unstructured) memory.Health {
-		if u.GetKind() == "Deployment" {
-			return memory.Health{Message: "0/2 replicas available"}
+		if u.GetKind() == "Deployment" && !ready {
+			return memory.Health{Message: "image pull back-off"}
 		}
 		return memory.Health{Ready: true}
 	}))
 	rec := newReconciler(t, nil)
 	rel := testRelease()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Millisecond}
+	rel.Spec.Install = &release.Install{Remediation: &release.InstallRemediation{Retries: 1}}
 
+	// First attempt: the Deployment never becomes ready; one retry is
+	// left, so the failed install is remediated by uninstalling it.
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "Deployment apps/podinfo: 0/2 replicas available")
-	assert.Equal(t, release.ActionInstall, res.Action)
-	ready := rel.Status.GetCondition(release.ConditionReady)
-	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, release.ReasonInstallFailed, ready.Reason)
-	assert.Equal(t, int64(1), rel.Status.Failures)
+	var ae *release.ActionError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, release.ActionInstall, ae.Action)
+	assert.Contains(t, err.Error(), "Deployment apps/podinfo InProgress: Available: 0/2")
+	assert.Contains(t, err.Error(), "image pull back-off", "the wait says why the object is not ready")
+	assert.Equal(t, []release.Action{release.ActionInstall, release.ActionUninstall}, res.Actions)
+	assert.Equal(t, release.NextRequeue, res.Next)
 	assert.Equal(t, int64(1), rel.Status.InstallFailures)
-	assert.Equal(t, []string{"6.5.0 failed"}, history(t, c))
+	assert.Equal(t, release.ReasonUninstallSucceeded, rel.Status.GetCondition(release.ConditionRemediated).Reason)
+	assert.Equal(t, release.ReasonInstallFailed, rel.Status.GetCondition(release.ConditionReleased).Reason)
+	assert.Empty(t, c.Summary(), "remediation removed the failed install")
 
-	// The Deployment becomes ready: the next reconcile upgrades the failed release.
-	c.SetHealth(nil)
+	// The image is fixed: the retry installs and the release is ready.
+	ready = true
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, release.ActionUpgrade, res.Action)
-	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c), "Helm supersedes the failed revision")
+	assert.Equal(t, []release.Action{release.ActionInstall}, res.Actions)
+	assert.Equal(t, release.NextDone, res.Next)
+	assert.Equal(t, metav1.ConditionTrue, rel.Status.GetCondition(release.ConditionReady).Status)
+	assert.Nil(t, rel.Status.GetCondition(release.ConditionRemediated))
 }
 
 func TestReconcileUnlocksPendingRelease(t *testing.T) {

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/storage"
@@ -81,7 +83,10 @@ type Cluster struct {
 	drivers     map[string]*driver.Memory
 }
 
-var _ release.Cluster = (*Cluster)(nil)
+var (
+	_ release.Cluster = (*Cluster)(nil)
+	_ release.Patcher = (*Cluster)(nil)
+)
 
 // New returns an empty in-memory cluster called name.
 func New(name string, opts ...Option) *Cluster {
@@ -231,6 +236,39 @@ func (c *Cluster) Delete(ctx context.Context, ref release.ObjectRef, opts releas
 		return err
 	}
 	return c.wrap(ref, c.store.remove(ref.GroupVersionKind, ref.Namespace, ref.Name, opts.Propagation))
+}
+
+// Patch applies an RFC 6902 JSON patch to one object as an Update by
+// opts.FieldManager (what kubectl patch --type=json does).
+func (c *Cluster) Patch(ctx context.Context, ref release.ObjectRef, jsonPatch []byte, opts release.PatchOptions) (*unstructured.Unstructured, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch.DecodePatch(jsonPatch)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: patch %s: %w", c.name, ref, err)
+	}
+	live, err := c.store.get(ref.GroupVersionKind, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, c.wrap(ref, err)
+	}
+	doc, err := json.Marshal(live.Object)
+	if err != nil {
+		return nil, err
+	}
+	if doc, err = p.Apply(doc); err != nil {
+		return nil, fmt.Errorf("cluster %s: patch %s: %w", c.name, ref, err)
+	}
+	next := &unstructured.Unstructured{}
+	if err := next.UnmarshalJSON(doc); err != nil {
+		return nil, fmt.Errorf("cluster %s: patch %s: %w", c.name, ref, err)
+	}
+	manager := opts.FieldManager
+	if manager == "" {
+		manager = "helmfleet"
+	}
+	out, err := c.store.update(next, manager)
+	return out, c.wrap(ref, err)
 }
 
 // Update writes obj as manager with an Update operation (what kubectl edit

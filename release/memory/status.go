@@ -74,6 +74,12 @@ func withStatus(obj *unstructured.Unstructured, h Health) *unstructured.Unstruct
 		default:
 			st = map[string]any{"phase": "Pending", "conditions": []any{cond("Ready", "False", "ContainersNotReady", h.Message)}}
 		}
+	case "CustomResourceDefinition":
+		if h.Ready {
+			st = map[string]any{"conditions": []any{cond("NamesAccepted", "True", "NoConflicts", ""), cond("Established", "True", "InitialNamesAccepted", "")}}
+		} else {
+			st = map[string]any{"conditions": []any{cond("Established", "False", "Installing", h.Message)}}
+		}
 	case "PersistentVolumeClaim":
 		st = map[string]any{"phase": "Bound"}
 		if !h.Ready {

@@ -1,0 +1,466 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/values"
+)
+
+const defaultRetryInterval = 5 * time.Minute
+
+func valuesDigest(v map[string]any) string { return values.Digest(v) }
+
+// digestJSON is the digest of v's JSON encoding ("" for nil): stable,
+// since encoding/json sorts map keys.
+func digestJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil || string(data) == "null" || string(data) == "[]" {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func postRenderersDigest(rel *Release) string  { return digestJSON(rel.Spec.PostRenderers) }
+func commonMetadataDigest(rel *Release) string { return digestJSON(rel.Spec.CommonMetadata) }
+
+func (ru *run) actionErr(a Action, err error) error {
+	return &ActionError{Release: ru.rel.ref(), Cluster: ru.cluster.Name(), Action: a, Err: err}
+}
+
+// released records the outcome of an install or upgrade.
+func (ru *run) released(a Action, err error) error {
+	rel, st := ru.rel, &ru.rel.Status
+	md := ru.d.chart.Chart.Metadata
+	ru.observeLatest()
+	st.StorageNamespace = rel.GetStorageNamespace()
+	st.RemoveCondition(ConditionTestSuccess)
+	okReason, failReason := ReasonInstallSucceeded, ReasonInstallFailed
+	rem := rel.GetInstall().GetRemediation()
+	st.LastAttemptedReleaseAction = ReleaseActionInstall
+	if a == ActionUpgrade {
+		okReason, failReason = ReasonUpgradeSucceeded, ReasonUpgradeFailed
+		rem = rel.GetUpgrade().GetRemediation()
+		st.LastAttemptedReleaseAction = ReleaseActionUpgrade
+	}
+	if err != nil {
+		rem.IncrementFailureCount(st)
+		st.Failures++
+		msg := fmt.Sprintf("Helm %s failed for release %s/%s with chart %s@%s: %v", a, rel.GetTargetNamespace(), rel.GetReleaseName(), md.Name, md.Version, err)
+		ru.setCondition(ConditionReleased, metav1.ConditionFalse, failReason, msg)
+		ru.markReady(metav1.ConditionFalse, failReason, msg)
+		return ru.actionErr(a, err)
+	}
+	msg := fmt.Sprintf("Helm %s succeeded for release %s with chart %s@%s", a, fullName(ru.res.Helm), md.Name, md.Version)
+	ru.setCondition(ConditionReleased, metav1.ConditionTrue, okReason, msg)
+	st.RemoveCondition(ConditionRemediated)
+	st.ObservedPostRenderersDigest = postRenderersDigest(rel)
+	st.ObservedCommonMetadataDigest = commonMetadataDigest(rel)
+	return nil
+}
+
+func (ru *run) install() error {
+	rel := ru.rel
+	spec := rel.GetInstall()
+	i := action.NewInstall(ru.cfg)
+	i.ReleaseName = rel.GetReleaseName()
+	i.Namespace = rel.GetTargetNamespace()
+	i.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
+	i.Wait = !spec.DisableWait
+	i.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
+	i.DisableHooks = spec.DisableHooks
+	i.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
+	i.SkipSchemaValidation = spec.DisableSchemaValidation
+	i.Replace = spec.Replace
+	i.CreateNamespace = spec.CreateNamespace
+	i.PostRenderer = postRendererOf(rel)
+	switch spec.GetCRDsPolicy() {
+	case Skip:
+		i.SkipCRDs = true
+	case CreateReplace:
+		// Helm only creates; helmfleet creates or replaces them first.
+		i.SkipCRDs = true
+		if err := ru.applyCRDs(true); err != nil {
+			return ru.released(ActionInstall, err)
+		}
+	}
+	_, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
+	return ru.released(ActionInstall, err)
+}
+
+func (ru *run) upgrade() error {
+	rel := ru.rel
+	spec := rel.GetUpgrade()
+	u := action.NewUpgrade(ru.cfg)
+	u.Namespace = rel.GetTargetNamespace()
+	u.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
+	u.Wait = !spec.DisableWait
+	u.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
+	u.DisableHooks = spec.DisableHooks
+	u.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
+	u.SkipSchemaValidation = spec.DisableSchemaValidation
+	u.Force = spec.Force
+	u.CleanupOnFail = spec.CleanupOnFail
+	u.MaxHistory = rel.GetMaxHistory()
+	u.ResetValues = !spec.PreserveValues
+	u.ReuseValues = spec.PreserveValues
+	u.PostRenderer = postRendererOf(rel)
+	// Helm never touches CRDs on upgrade; Flux (and helmfleet) create
+	// missing ones (Create) or also replace existing ones (CreateReplace).
+	if policy := spec.GetCRDsPolicy(); policy != Skip {
+		if err := ru.applyCRDs(policy == CreateReplace); err != nil {
+			return ru.released(ActionUpgrade, err)
+		}
+	}
+	_, err := u.Run(rel.GetReleaseName(), ru.d.chart.Chart, ru.d.values.Values)
+	return ru.released(ActionUpgrade, err)
+}
+
+// applyCRDs creates the chart's CRDs that are missing and, with replace,
+// updates the existing ones.
+func (ru *run) applyCRDs(replace bool) error {
+	for _, crd := range ru.d.chart.Chart.CRDObjects() {
+		objs, err := objectsOf(ru.cfg.KubeClient, string(crd.File.Data))
+		if err != nil {
+			return fmt.Errorf("crds: %s: %w", crd.Filename, err)
+		}
+		for _, obj := range objs {
+			_, err := ru.cluster.Get(ru.ctx, RefOf(obj))
+			switch {
+			case errors.Is(err, ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("crds: %s: %w", crd.Filename, err)
+			case !replace:
+				continue
+			}
+			if _, err := ru.cluster.Apply(ru.ctx, obj, ApplyOptions{FieldManager: ru.r.fieldManager, Force: true}); err != nil {
+				return fmt.Errorf("crds: %s: %w", crd.Filename, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (ru *run) test() error {
+	rel, st := ru.rel, &ru.rel.Status
+	spec := rel.GetTest()
+	t := action.NewReleaseTesting(ru.cfg)
+	t.Namespace = rel.GetTargetNamespace()
+	t.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
+	t.Filters = map[string][]string{}
+	setFilters(t, spec.Filters)
+	_, err := t.Run(rel.GetReleaseName())
+	ru.observeLatest()
+	if cur := st.History.Latest(); cur != nil && cur.TestHooks == nil {
+		// A chart without tests (or all filtered out) has been tested.
+		cur.SetTestHooks(map[string]*TestHookStatus{})
+	}
+	if err != nil {
+		msg := fmt.Sprintf("Helm test failed for release %s: %v", fullName(ru.res.Helm), err)
+		ru.setCondition(ConditionTestSuccess, metav1.ConditionFalse, ReasonTestFailed, msg)
+		ignore := spec.IgnoreFailures
+		if rem := rel.GetActiveRemediation(); rem != nil {
+			ignore = rem.MustIgnoreTestFailures(ignore)
+			if !ignore {
+				rem.IncrementFailureCount(st)
+				st.Failures++
+			}
+		}
+		if ignore {
+			return nil
+		}
+		ru.markReady(metav1.ConditionFalse, ReasonTestFailed, msg)
+		return ru.actionErr(ActionTest, err)
+	}
+	n := len(st.History.Latest().GetTestHooks())
+	ru.setCondition(ConditionTestSuccess, metav1.ConditionTrue, ReasonTestSucceeded,
+		fmt.Sprintf("Helm test succeeded for release %s with chart %s: %d test hook(s) completed", fullName(ru.res.Helm), st.History.Latest().VersionedChartName(), n))
+	return nil
+}
+
+func (ru *run) rollback() error {
+	rel, st := ru.rel, &ru.rel.Status
+	prev := st.History.Previous(ru.ignoreTestFailures())
+	spec := rel.GetRollback()
+	rb := action.NewRollback(ru.cfg)
+	rb.Version = prev.Version
+	rb.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
+	rb.Wait = !spec.DisableWait
+	rb.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
+	rb.DisableHooks = spec.DisableHooks
+	rb.Recreate = spec.Recreate
+	rb.Force = spec.Force
+	rb.CleanupOnFail = spec.CleanupOnFail
+	rb.MaxHistory = rel.GetMaxHistory()
+	err := rb.Run(rel.GetReleaseName())
+	ru.observeLatest()
+	why := ""
+	if ru.safeRollback != nil {
+		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and ReconcilerConfig.UninstallHealthyRelease is off)", ru.safeRollback.Version)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed%s: %v", prev.FullReleaseName(), prev.VersionedChartName(), why, err)
+		ru.setCondition(ConditionRemediated, metav1.ConditionFalse, ReasonRollbackFailed, msg)
+		return ru.actionErr(ActionRollback, err)
+	}
+	msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s succeeded%s", prev.FullReleaseName(), prev.VersionedChartName(), why)
+	ru.setCondition(ConditionRemediated, metav1.ConditionTrue, ReasonRollbackSucceeded, msg)
+	return nil
+}
+
+func (ru *run) uninstallRemediation() error {
+	rel := ru.rel
+	name := fullName(ru.res.Helm)
+	err := ru.uninstall(ru.cfg, rel.GetReleaseName())
+	ru.observeLatest()
+	if err != nil {
+		msg := fmt.Sprintf("Helm uninstall of release %s failed: %v", name, err)
+		ru.setCondition(ConditionRemediated, metav1.ConditionFalse, ReasonUninstallFailed, msg)
+		return ru.actionErr(ActionUninstall, err)
+	}
+	if cur := rel.Status.History.Latest(); cur != nil && !rel.GetUninstall().KeepHistory {
+		cur.Status = SnapshotStatusUninstalled
+	}
+	ru.setCondition(ConditionRemediated, metav1.ConditionTrue, ReasonUninstallSucceeded, fmt.Sprintf("Helm uninstall of release %s succeeded", name))
+	return nil
+}
+
+// uninstall runs Helm's uninstall of name with spec.uninstall's settings;
+// an absent release is not an error.
+func (ru *run) uninstall(cfg *action.Configuration, name string) error {
+	spec := ru.rel.GetUninstall()
+	u := action.NewUninstall(cfg)
+	u.KeepHistory = spec.KeepHistory
+	u.DisableHooks = spec.DisableHooks
+	u.Wait = !spec.DisableWait
+	u.Timeout = spec.GetTimeout(ru.rel.GetTimeout()).Duration
+	u.DeletionPropagation = spec.GetDeletionPropagation()
+	_, err := u.Run(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	return err
+}
+
+func (ru *run) unlock(last *helmrelease.Release) error {
+	was := last.Info.Status
+	last.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", was))
+	if err := ru.cfg.Releases.Update(last); err != nil {
+		return ru.actionErr(ActionUnlock, fmt.Errorf("unlock %s: %w", fullName(last), err))
+	}
+	ru.res.Unlocked = true
+	ru.observeLatest()
+	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonPendingRelease,
+		fmt.Sprintf("Unlocked Helm release %s from stale '%s' state", fullName(last), was))
+	return nil
+}
+
+// handleTargetChange uninstalls the release recorded in the history when
+// the Release now names another release name, target namespace, storage
+// namespace or chart (Flux's rule), so the next step installs afresh.
+func (ru *run) handleTargetChange() error {
+	rel, st := ru.rel, &ru.rel.Status
+	cur := st.History.Latest()
+	if cur == nil {
+		return nil
+	}
+	oldStorage := st.StorageNamespace
+	if oldStorage == "" {
+		oldStorage = rel.GetStorageNamespace()
+	}
+	var why string
+	switch {
+	case cur.Name != rel.GetReleaseName():
+		why = fmt.Sprintf("release name changed from %s to %s", cur.Name, rel.GetReleaseName())
+	case cur.Namespace != rel.GetTargetNamespace():
+		why = fmt.Sprintf("target namespace changed from %s to %s", cur.Namespace, rel.GetTargetNamespace())
+	case oldStorage != rel.GetStorageNamespace():
+		why = fmt.Sprintf("storage namespace changed from %s to %s", oldStorage, rel.GetStorageNamespace())
+	case cur.ChartName != ru.d.chart.Chart.Metadata.Name && rel.GetUpgrade().GetChartNameChangeStrategy() != ChartNameChangeInPlaceUpdate:
+		why = fmt.Sprintf("chart changed from %s to %s", cur.ChartName, ru.d.chart.Chart.Metadata.Name)
+	default:
+		return nil
+	}
+	cfg, err := ru.helmConfig(oldStorage, cur.Namespace)
+	if err == nil {
+		err = ru.uninstall(cfg, cur.Name)
+	}
+	ru.res.Actions = append(ru.res.Actions, ActionUninstall)
+	if err != nil {
+		msg := fmt.Sprintf("%s: Helm uninstall of %s failed: %v", why, cur.FullReleaseName(), err)
+		ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallFailed, msg)
+		ru.markReady(metav1.ConditionFalse, ReasonUninstallFailed, msg)
+		ru.res.Next = NextRequeue
+		return ru.actionErr(ActionUninstall, err)
+	}
+	st.ClearHistory()
+	st.ClearFailures()
+	st.StorageNamespace = rel.GetStorageNamespace()
+	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, fmt.Sprintf("%s: uninstalled %s", why, cur.FullReleaseName()))
+	return nil
+}
+
+// detectDrift compares the manifest of last with the live objects, one
+// List per kind and namespace.
+func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
+	dd := ru.rel.GetDriftDetection()
+	rules := make([]drift.IgnoreRule, 0, len(dd.Ignore))
+	for _, ig := range dd.Ignore {
+		r := drift.IgnoreRule{Paths: ig.Paths}
+		if ig.Target != nil {
+			t := ig.Target
+			r.Target = &drift.Selector{Group: t.Group, Version: t.Version, Kind: t.Kind, Name: t.Name,
+				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
+		}
+		rules = append(rules, r)
+	}
+	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode())})
+	if err != nil {
+		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", ru.rel.ref(), err)
+	}
+	desired, err := objectsOf(ru.cfg.KubeClient, last.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", ru.rel.ref(), fullName(last), err)
+	}
+	type listKey struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	lists := map[listKey]map[string]*unstructured.Unstructured{}
+	var live []*unstructured.Unstructured
+	for _, obj := range desired {
+		k := listKey{obj.GroupVersionKind(), obj.GetNamespace()}
+		byName, ok := lists[k]
+		if !ok {
+			items, err := ru.cluster.List(ru.ctx, k.gvk, k.ns, nil)
+			if err != nil {
+				return nil, fmt.Errorf("release %s: drift: list %s in %q: %w", ru.rel.ref(), k.gvk.Kind, k.ns, err)
+			}
+			byName = make(map[string]*unstructured.Unstructured, len(items))
+			for _, it := range items {
+				byName[it.GetName()] = it
+			}
+			lists[k] = byName
+		}
+		if l, ok := byName[obj.GetName()]; ok {
+			live = append(live, l)
+		}
+	}
+	report, err := drift.Detect(desired, live, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), err)
+	}
+	if report.Drifted() {
+		ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected,
+			fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullName(last), report.String()))
+	}
+	return report, nil
+}
+
+// Patcher is the optional role a cluster needs for drift correction:
+// applying an RFC 6902 JSON patch to one live object. Both shipped
+// backends implement it.
+type Patcher interface {
+	Patch(ctx context.Context, ref ObjectRef, jsonPatch []byte, opts PatchOptions) (*unstructured.Unstructured, error)
+}
+
+// PatchOptions tune one patch.
+type PatchOptions struct {
+	// FieldManager owns the patched fields.
+	FieldManager string
+}
+
+// correctDrift creates missing objects and patches modified ones back,
+// leaving ignored paths alone.
+func (ru *run) correctDrift(report *drift.Report) error {
+	patcher, ok := ru.cluster.(Patcher)
+	var errs []error
+	fixed := 0
+	for _, c := range report.Corrections() {
+		switch c.Action {
+		case drift.ActionCreate:
+			if _, err := ru.cluster.Apply(ru.ctx, c.Create, ApplyOptions{FieldManager: ru.r.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("create %s: %w", c.Object, err))
+				continue
+			}
+		case drift.ActionPatch:
+			if !ok {
+				errs = append(errs, fmt.Errorf("patch %s: cluster %s cannot apply JSON patches (no Patch method)", c.Object, ru.cluster.Name()))
+				continue
+			}
+			data, err := json.Marshal(c.Patch)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("patch %s: %w", c.Object, err))
+				continue
+			}
+			ref := ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: c.Object.Group, Version: c.Object.Version, Kind: c.Object.Kind}, Namespace: c.Object.Namespace, Name: c.Object.Name}
+			if _, err := patcher.Patch(ru.ctx, ref, data, PatchOptions{FieldManager: ru.r.fieldManager}); err != nil {
+				errs = append(errs, fmt.Errorf("patch %s: %w", c.Object, err))
+				continue
+			}
+		default:
+			continue
+		}
+		fixed++
+	}
+	if err := errors.Join(errs...); err != nil {
+		msg := fmt.Sprintf("drift correction of %s: %d object(s) corrected, %d failed: %v", fullName(ru.res.Helm), fixed, len(errs), err)
+		ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
+		ru.markReady(metav1.ConditionFalse, ReasonDriftDetected, msg)
+		return ru.actionErr(ActionCorrectDrift, err)
+	}
+	ru.setCondition(ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift, fmt.Sprintf("corrected drift of %d object(s) of %s", fixed, fullName(ru.res.Helm)))
+	return nil
+}
+
+// Uninstall removes the Helm release of rel from cluster with
+// spec.uninstall's settings. A release that is already absent is not an
+// error. A suspended release is left alone, as Flux leaves it.
+func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Release) (*Result, error) {
+	res := &Result{Action: ActionNone, Next: NextDone}
+	if rel.Spec.Suspend {
+		res.Status = rel.Status
+		return res, nil
+	}
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	if err == nil {
+		err = ru.uninstall(cfg, rel.GetReleaseName())
+	}
+	res.Action, res.Actions = ActionUninstall, []Action{ActionUninstall}
+	if err != nil {
+		err = ru.actionErr(ActionUninstall, err)
+		ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallFailed, err.Error())
+		ru.markReady(metav1.ConditionFalse, ReasonUninstallFailed, err.Error())
+		res.Next = NextRequeue
+		res.Status = rel.Status
+		return res, err
+	}
+	msg := fmt.Sprintf("Helm uninstall succeeded for release %s/%s", rel.GetTargetNamespace(), rel.GetReleaseName())
+	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
+	ru.markReady(metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
+	if rel.GetUninstall().KeepHistory {
+		if cur := rel.Status.History.Latest(); cur != nil {
+			cur.Status = SnapshotStatusUninstalled
+			cur.Deleted = metav1.NewTime(r.now())
+		}
+	} else {
+		rel.Status.ClearHistory()
+	}
+	res.Status = rel.Status
+	return res, nil
+}

@@ -1,0 +1,307 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/kube"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/resource"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// contextClient wraps the kube client of a Helm action configuration so
+// that Helm's actions, which take no context, observe the reconcile's
+// context: every call into the cluster fails at once after cancellation,
+// so Helm records the release as failed before the action returns and
+// nothing is left pending. It also replaces Helm's readiness checks with
+// kstatus over the cluster's ObjectReader, the same rules on every
+// backend, and says which objects were not ready and why.
+type contextClient struct {
+	kube.Interface
+	ctx     context.Context
+	reader  ObjectReader
+	poll    time.Duration
+	cluster string
+}
+
+var (
+	_ kube.InterfaceExt                 = (*contextClient)(nil)
+	_ kube.InterfaceDeletionPropagation = (*contextClient)(nil)
+	_ kube.InterfaceLogs                = (*contextClient)(nil)
+)
+
+func (c *contextClient) check() error {
+	if err := c.ctx.Err(); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.cluster, err)
+	}
+	return nil
+}
+
+// IsReachable fails after cancellation, else asks the backend.
+func (c *contextClient) IsReachable() error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.Interface.IsReachable()
+}
+
+// Create fails after cancellation, else creates through the backend.
+func (c *contextClient) Create(resources kube.ResourceList) (*kube.Result, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.Interface.Create(resources)
+}
+
+// Update fails after cancellation, else updates through the backend.
+func (c *contextClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return c.Interface.Update(original, target, force)
+}
+
+// Delete deletes through the backend (also after cancellation: Helm
+// deletes to clean up, and a half-done cleanup helps no one).
+func (c *contextClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
+	return c.Interface.Delete(resources)
+}
+
+// DeleteWithPropagationPolicy deletes with policy when the backend can.
+func (c *contextClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
+	if d, ok := c.Interface.(kube.InterfaceDeletionPropagation); ok {
+		return d.DeleteWithPropagationPolicy(resources, policy)
+	}
+	return c.Interface.Delete(resources)
+}
+
+// WaitForDelete waits when the backend can, until ctx is done.
+func (c *contextClient) WaitForDelete(resources kube.ResourceList, timeout time.Duration) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	if w, ok := c.Interface.(kube.InterfaceExt); ok {
+		return w.WaitForDelete(resources, timeout)
+	}
+	return nil
+}
+
+// GetPodList lists Pods when the backend can.
+func (c *contextClient) GetPodList(namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
+	if l, ok := c.Interface.(kube.InterfaceLogs); ok {
+		return l.GetPodList(namespace, opts)
+	}
+	return &corev1.PodList{}, nil
+}
+
+// OutputContainerLogsForPodList writes logs when the backend can.
+func (c *contextClient) OutputContainerLogsForPodList(pods *corev1.PodList, namespace string, w func(namespace, pod, container string) io.Writer) error {
+	if l, ok := c.Interface.(kube.InterfaceLogs); ok {
+		return l.OutputContainerLogsForPodList(pods, namespace, w)
+	}
+	return nil
+}
+
+// Wait waits until every resource but Jobs is Current by kstatus.
+func (c *contextClient) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	return c.wait(resources, timeout, false)
+}
+
+// WaitWithJobs waits until every resource, Jobs included, is Current.
+func (c *contextClient) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	return c.wait(resources, timeout, true)
+}
+
+// WatchUntilReady waits for hooks; it is the backend's, bounded by ctx.
+func (c *contextClient) WatchUntilReady(resources kube.ResourceList, timeout time.Duration) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return c.Interface.WatchUntilReady(resources, timeout)
+}
+
+// NotReadyError lists the objects that were not ready when a wait ended.
+type NotReadyError struct {
+	// Cluster is the cluster's name.
+	Cluster string
+	// Timeout is how long the wait lasted.
+	Timeout time.Duration
+	// Objects are the objects not ready, with kstatus' status and message,
+	// sorted by object.
+	Objects []ObjectStatus
+	// Err is the context's error when the wait was cancelled.
+	Err error
+}
+
+// ObjectStatus is the kstatus verdict on one object.
+type ObjectStatus struct {
+	// Object is the object.
+	Object ObjectRef
+	// Status is kstatus' status: InProgress, Failed, NotFound, …
+	Status string
+	// Message says why.
+	Message string
+}
+
+func (e *NotReadyError) Error() string {
+	parts := make([]string, 0, len(e.Objects))
+	for _, o := range e.Objects {
+		parts = append(parts, fmt.Sprintf("%s %s/%s %s: %s", o.Object.Kind, o.Object.Namespace, o.Object.Name, o.Status, o.Message))
+	}
+	what := fmt.Sprintf("timed out after %s", e.Timeout)
+	if e.Err != nil {
+		what = e.Err.Error()
+	}
+	return fmt.Sprintf("cluster %s: %s waiting for %d object(s): %s", e.Cluster, what, len(e.Objects), strings.Join(parts, "; "))
+}
+
+// Unwrap returns the context's error, if any.
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	var refs []ObjectRef
+	for _, info := range resources {
+		ref := refOfInfo(info)
+		if ref.Kind == "Job" && ref.Group == "batch" && !jobs {
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	ticker := time.NewTicker(c.poll)
+	defer ticker.Stop()
+	for {
+		// Each check runs to its end (on the reconcile's context, not the
+		// wait's deadline), so a timeout reports what the last full check
+		// saw.
+		pending, failed, err := c.pending(c.ctx, refs)
+		if err != nil {
+			return fmt.Errorf("cluster %s: wait: %w", c.cluster, err)
+		}
+		if len(pending) == 0 && len(failed) == 0 {
+			return nil
+		}
+		if len(failed) > 0 {
+			return &NotReadyError{Cluster: c.cluster, Timeout: timeout, Objects: append(failed, pending...)}
+		}
+		refs = refsOf(pending)
+		select {
+		case <-ctx.Done():
+			e := &NotReadyError{Cluster: c.cluster, Timeout: timeout, Objects: pending}
+			if c.ctx.Err() != nil {
+				e.Err = c.ctx.Err()
+			}
+			return e
+		case <-ticker.C:
+		}
+	}
+}
+
+// pending returns the objects that are not Current yet, and those that
+// Failed (kstatus Failed: no wait will help).
+func (c *contextClient) pending(ctx context.Context, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
+	for _, ref := range refs {
+		obj, gerr := c.reader.Get(ctx, ref)
+		if gerr != nil {
+			if ctx.Err() != nil {
+				return pending, failed, ctx.Err()
+			}
+			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.NotFoundStatus), Message: gerr.Error()})
+			continue
+		}
+		res, cerr := kstatus.Compute(obj)
+		if cerr != nil {
+			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.UnknownStatus), Message: cerr.Error()})
+			continue
+		}
+		msg := res.Message
+		if why := conditionMessages(obj); why != "" {
+			msg += " (" + why + ")"
+		}
+		switch res.Status {
+		case kstatus.CurrentStatus:
+		case kstatus.FailedStatus:
+			failed = append(failed, ObjectStatus{Object: ref, Status: string(res.Status), Message: msg})
+		default:
+			pending = append(pending, ObjectStatus{Object: ref, Status: string(res.Status), Message: msg})
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i].Object.String() < pending[j].Object.String() })
+	return pending, failed, nil
+}
+
+// conditionMessages returns the messages of the object's conditions that
+// are not True (or, for Stalled and Failed, that are), which usually say
+// why a workload is not ready: "image pull back-off", "exceeded its
+// progress deadline".
+func conditionMessages(obj *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var msgs []string
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		typ, _ := m["type"].(string)
+		status, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		bad := status != "True"
+		if typ == "Stalled" || typ == "Failed" {
+			bad = status == "True"
+		}
+		if bad && msg != "" && !slices.Contains(msgs, msg) {
+			msgs = append(msgs, msg)
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func refsOf(st []ObjectStatus) []ObjectRef {
+	out := make([]ObjectRef, len(st))
+	for i, s := range st {
+		out[i] = s.Object
+	}
+	return out
+}
+
+func refOfInfo(info *resource.Info) ObjectRef {
+	gvk := info.Mapping.GroupVersionKind
+	if u, ok := info.Object.(*unstructured.Unstructured); ok {
+		gvk = u.GroupVersionKind()
+	} else if info.Object != nil && !info.Object.GetObjectKind().GroupVersionKind().Empty() {
+		gvk = info.Object.GetObjectKind().GroupVersionKind()
+	}
+	return ObjectRef{GroupVersionKind: gvk, Namespace: info.Namespace, Name: info.Name}
+}
+
+// objectsOf decodes a manifest into unstructured objects through kc.
+func objectsOf(kc kube.Interface, manifest string) ([]*unstructured.Unstructured, error) {
+	rl, err := kc.Build(strings.NewReader(manifest), false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, 0, len(rl))
+	for _, info := range rl {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(info.Object)
+			if err != nil {
+				return nil, err
+			}
+			u = &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(info.Mapping.GroupVersionKind)
+		}
+		if u.GetNamespace() == "" && info.Namespace != "" {
+			u.SetNamespace(info.Namespace)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
