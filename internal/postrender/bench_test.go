@@ -2,12 +2,10 @@ package postrender
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // benchKustomize is a typical post-renderer: two patches and an image.
@@ -23,28 +21,8 @@ var benchKustomize = Kustomize{
 // same kustomization through krusty, output with resmap.AsYaml), without
 // helmfleet's Source lines.
 func fluxRun(k Kustomize, in []byte) ([]byte, error) {
-	kz := kustypes.Kustomization{
-		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-		Resources: []string{inputFile},
-	}
-	for _, p := range k.Patches {
-		kz.Patches = append(kz.Patches, kustypes.Patch{Patch: p.Patch, Target: p.Target.kustomize()})
-	}
-	for _, img := range k.Images {
-		kz.Images = append(kz.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
-	}
-	data, err := json.Marshal(kz)
-	if err != nil {
-		return nil, err
-	}
-	fs := filesys.MakeFsInMemory()
-	if err := fs.WriteFile(inputFile, in); err != nil {
-		return nil, err
-	}
-	if err := fs.WriteFile(konfigFile, data); err != nil {
-		return nil, err
-	}
-	m, err := krusty.MakeKustomizer(&krusty.Options{LoadRestrictions: kustypes.LoadRestrictionsNone, PluginConfig: kustypes.DisabledPluginConfig()}).Run(fs, ".")
+	m, err := runKrusty(in, k.kustomization(len(k.Patches), len(k.Images)),
+		&krusty.Options{LoadRestrictions: kustypes.LoadRestrictionsNone, PluginConfig: kustypes.DisabledPluginConfig()})
 	if err != nil {
 		return nil, err
 	}

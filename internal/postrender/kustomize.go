@@ -53,12 +53,17 @@ func (k Kustomize) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
 
 // build runs kustomize over in with the first np patches and the first ni
 // images of k.
-func (k Kustomize) build(in []byte, np, ni int) (m resmap.ResMap, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			m, err = nil, fmt.Errorf("kustomize panicked: %v", r)
-		}
-	}()
+func (k Kustomize) build(in []byte, np, ni int) (resmap.ResMap, error) {
+	return runKrusty(in, k.kustomization(np, ni), &krusty.Options{
+		Reorder:          krusty.ReorderOptionNone,
+		LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
+		PluginConfig:     kustypes.DisabledPluginConfig(),
+	})
+}
+
+// kustomization returns the kustomization of the first np patches and the
+// first ni images of k over inputFile.
+func (k Kustomize) kustomization(np, ni int) kustypes.Kustomization {
 	kz := kustypes.Kustomization{
 		TypeMeta: kustypes.TypeMeta{
 			APIVersion: kustypes.KustomizationVersion,
@@ -74,6 +79,16 @@ func (k Kustomize) build(in []byte, np, ni int) (m resmap.ResMap, err error) {
 			Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest,
 		})
 	}
+	return kz
+}
+
+// runKrusty runs kz over in (as inputFile) in an in-memory filesystem.
+func runKrusty(in []byte, kz kustypes.Kustomization, opts *krusty.Options) (m resmap.ResMap, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("kustomize panicked: %v", r)
+		}
+	}()
 	// JSON is YAML: kustomize reads the kustomization as written.
 	data, err := json.Marshal(kz)
 	if err != nil {
@@ -86,11 +101,7 @@ func (k Kustomize) build(in []byte, np, ni int) (m resmap.ResMap, err error) {
 	if err := fs.WriteFile(konfigFile, data); err != nil {
 		return nil, err
 	}
-	return krusty.MakeKustomizer(&krusty.Options{
-		Reorder:          krusty.ReorderOptionNone,
-		LoadRestrictions: kustypes.LoadRestrictionsRootOnly,
-		PluginConfig:     kustypes.DisabledPluginConfig(),
-	}).Run(fs, ".")
+	return krusty.MakeKustomizer(opts).Run(fs, ".")
 }
 
 // konfigFile is the kustomization's file name.

@@ -1,5 +1,8 @@
 package postrender
 
+// The JSON tags of these types are those of Flux's API types, in Flux's
+// field order: Digest and DigestCommonMetadata hash their JSON encoding.
+
 // Kustomize is one kustomize post-renderer, the equivalent of a Flux
 // HelmRelease's spec.postRenderers[].kustomize. Its patches run first, in
 // order, then its image changes. A Kustomize is itself a Helm post-renderer
@@ -7,9 +10,9 @@ package postrender
 type Kustomize struct {
 	// Patches are strategic merge patches (a YAML object) or JSON 6902
 	// patches (a YAML list of operations), applied in order.
-	Patches []Patch
+	Patches []Patch `json:"patches,omitempty"`
 	// Images change the name, tag or digest of matching container images.
-	Images []Image
+	Images []Image `json:"images,omitempty"`
 }
 
 // Patch is one kustomize patch (Flux's kustomize.Patch).
@@ -17,10 +20,10 @@ type Patch struct {
 	// Patch is the patch as YAML text: a strategic merge patch, which names
 	// its object by apiVersion, kind and metadata.name unless Target is set,
 	// or a JSON 6902 patch, which needs a Target.
-	Patch string
+	Patch string `json:"patch,omitempty"`
 	// Target selects the objects to patch; nil for a strategic merge patch
 	// means the object the patch itself names.
-	Target *Selector
+	Target *Selector `json:"target,omitempty"`
 }
 
 // Selector selects rendered objects, as kustomize does. Group, Version,
@@ -29,31 +32,31 @@ type Patch struct {
 // Empty fields match everything.
 type Selector struct {
 	// Group is the API group.
-	Group string
+	Group string `json:"group,omitempty"`
 	// Version is the API version within the group.
-	Version string
+	Version string `json:"version,omitempty"`
 	// Kind is the object kind.
-	Kind string
+	Kind string `json:"kind,omitempty"`
 	// Namespace is the object namespace.
-	Namespace string
+	Namespace string `json:"namespace,omitempty"`
 	// Name is the object name.
-	Name string
+	Name string `json:"name,omitempty"`
 	// AnnotationSelector selects by annotations, e.g. "team=web,!skip".
-	AnnotationSelector string
+	AnnotationSelector string `json:"annotationSelector,omitempty"`
 	// LabelSelector selects by labels, e.g. "app in (web,api)".
-	LabelSelector string
+	LabelSelector string `json:"labelSelector,omitempty"`
 }
 
 // Image changes one container image (Flux's kustomize.Image).
 type Image struct {
 	// Name is the image name to match, without tag or digest.
-	Name string
+	Name string `json:"name"`
 	// NewName replaces the name.
-	NewName string
+	NewName string `json:"newName,omitempty"`
 	// NewTag replaces the tag.
-	NewTag string
+	NewTag string `json:"newTag,omitempty"`
 	// Digest replaces the tag with a digest; NewTag is then ignored.
-	Digest string
+	Digest string `json:"digest,omitempty"`
 }
 
 // CommonMetadata adds labels and annotations to the metadata of every
@@ -61,11 +64,11 @@ type Image struct {
 // chart or a user patch set. It is a Helm post-renderer itself (see Run);
 // Build runs it after the kustomize post-renderers.
 type CommonMetadata struct {
+	// Annotations added to metadata.annotations of every object.
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// Labels added to metadata.labels of every object (not to selectors or
 	// pod templates).
-	Labels map[string]string
-	// Annotations added to metadata.annotations of every object.
-	Annotations map[string]string
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // OriginLabels labels every rendered object with the object that produced
