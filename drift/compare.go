@@ -15,9 +15,11 @@ import (
 // to append) and its index and key label in the desired list.
 type step struct {
 	key    string
-	index  int
-	dindex int
-	label  string
+	index  int32
+	dindex int32
+	// elem is the desired element of a keyed list; its label (name=web)
+	// is built only when a difference is reported.
+	elem map[string]any
 }
 
 const (
@@ -145,7 +147,7 @@ func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
 			w.emit("replace", l, graft(dv, l, node))
 			return
 		}
-		if mk, ok := mergeKeyFor(field, dv); ok && keyedList(dv, ll, mk) {
+		if mk, ok := mergeKeyFor(field, dv); ok && (alignedList(dv, ll, mk) || keyedList(dv, ll, mk)) {
 			w.walkKeyed(dv, ll, node, mk)
 			return
 		}
@@ -161,7 +163,7 @@ func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
 			if child != nil && child.ignored {
 				continue
 			}
-			w.push(step{index: i, dindex: i})
+			w.push(step{index: int32(i), dindex: int32(i)})
 			w.walk(dv[i], ll[i], child, "", 0)
 			w.pop()
 		}
@@ -219,12 +221,11 @@ func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey) {
 				}
 			}
 		}
-		label := mk.label(dm)
 		if i < 0 {
-			w.push(step{index: appendStep, dindex: j, label: label})
+			w.push(step{index: appendStep, dindex: int32(j), elem: dm})
 			w.emit("add", nil, graft(dm, nil, child))
 		} else {
-			w.push(step{index: i, dindex: j, label: label})
+			w.push(step{index: int32(i), dindex: int32(j), elem: dm})
 			w.walk(dm, ll[i], child, "", 0)
 		}
 		w.pop()
@@ -254,7 +255,7 @@ func pointerOf(steps []step) string {
 		case appendStep:
 			b.WriteByte('-')
 		default:
-			b.WriteString(strconv.Itoa(s.index))
+			b.WriteString(strconv.Itoa(int(s.index)))
 		}
 	}
 	return b.String()
@@ -273,13 +274,15 @@ func fieldOf(steps []step) string {
 			b.WriteByte('[')
 			b.WriteString(strconv.Quote(s.key))
 			b.WriteByte(']')
-		case s.label != "":
+		case s.elem != nil && i > 0:
+			// A keyed list's merge key follows from the field holding it.
+			mk, _ := mergeKeyFor(steps[i-1].key, []any{s.elem})
 			b.WriteByte('[')
-			b.WriteString(s.label)
+			b.WriteString(mk.label(s.elem))
 			b.WriteByte(']')
 		default:
 			b.WriteByte('[')
-			b.WriteString(strconv.Itoa(s.dindex))
+			b.WriteString(strconv.Itoa(int(s.dindex)))
 			b.WriteByte(']')
 		}
 	}
@@ -453,6 +456,25 @@ func scalarText(v any) string {
 	}
 	raw, _ := json.Marshal(v)
 	return string(raw)
+}
+
+// alignedList reports the common case of a keyed list: desired element j
+// has the key of live element j for every j. Matching by key then pairs
+// elements by position, so duplicate keys need no check.
+func alignedList(dv, ll []any, mk mergeKey) bool {
+	if len(ll) < len(dv) {
+		return false
+	}
+	for j, e := range dv {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok := m[mk.first]; !ok || v == nil || !mk.equal(m, ll[j]) {
+			return false
+		}
+	}
+	return true
 }
 
 // keyedList reports whether dv can be matched to ll by key: every desired

@@ -44,7 +44,6 @@ func Detect(desired, live []*unstructured.Unstructured, cfg *Config) (*Report, e
 		liveRefs[i] = ref
 	}
 	used := make([]bool, len(live))
-	seen := make(map[objKey]struct{}, len(desired))
 	d := newDetector(cfg)
 	rep.Objects = make([]ObjectResult, 0, len(desired))
 	for i, u := range desired {
@@ -52,13 +51,8 @@ func Detect(desired, live []*unstructured.Unstructured, cfg *Config) (*Report, e
 		if err != nil {
 			return nil, err
 		}
-		k := keyOf(ref)
-		if _, dup := seen[k]; dup {
-			return nil, &ObjectError{Side: "desired", Index: i, Object: ref, Field: "metadata.name", Value: ref.Name, Err: ErrDuplicateObject}
-		}
-		seen[k] = struct{}{}
 		var lu *unstructured.Unstructured
-		if li, ok := liveIdx[k]; ok {
+		if li, ok := liveIdx[keyOf(ref)]; ok {
 			used[li] = true
 			lu = live[li]
 		}
@@ -72,9 +66,52 @@ func Detect(desired, live []*unstructured.Unstructured, cfg *Config) (*Report, e
 			rep.Objects = append(rep.Objects, d.extraObject(liveRefs[i], u))
 		}
 	}
-	slices.SortFunc(rep.Objects, func(a, b ObjectResult) int { return compareRefs(a.Object, b.Object) })
+	rep.Objects = sortResults(rep.Objects)
+	// Sorted, a desired object listed twice sits next to itself (extra
+	// objects are never desired, so they cannot collide).
+	for i := 1; i < len(rep.Objects); i++ {
+		if keyOf(rep.Objects[i].Object) == keyOf(rep.Objects[i-1].Object) {
+			return nil, duplicateDesired(desired, keyOf(rep.Objects[i].Object))
+		}
+	}
 	rep.Rules = ruleReports(cfg, rep.Objects)
 	return rep, nil
+}
+
+// sortResults orders results by group, kind, namespace and name. It sorts
+// indices and moves each result once: results are large and there may be
+// tens of thousands.
+func sortResults(rs []ObjectResult) []ObjectResult {
+	less := func(a, b ObjectResult) int { return compareRefs(a.Object, b.Object) }
+	if slices.IsSortedFunc(rs, less) {
+		return rs
+	}
+	order := make([]int32, len(rs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareRefs(rs[a].Object, rs[b].Object) })
+	out := make([]ObjectResult, len(rs))
+	for i, j := range order {
+		out[i] = rs[j]
+	}
+	return out
+}
+
+// duplicateDesired names the second occurrence of k in desired.
+func duplicateDesired(desired []*unstructured.Unstructured, k objKey) error {
+	seen := false
+	for i, u := range desired {
+		ref, _ := refOf(u, "desired", i)
+		if keyOf(ref) != k {
+			continue
+		}
+		if seen {
+			return &ObjectError{Side: "desired", Index: i, Object: ref, Field: "metadata.name", Value: ref.Name, Err: ErrDuplicateObject}
+		}
+		seen = true
+	}
+	return ErrDuplicateObject
 }
 
 // Compare compares one desired object with its live counterpart (nil when
@@ -148,13 +185,43 @@ func refOf(u *unstructured.Unstructured, side string, index int) (ObjectRef, err
 type detector struct {
 	cfg     *Config
 	tries   map[string]*pathNode
+	names   map[string]matchedRules
 	key     []byte
 	matched []int
 	w       walker
 }
 
+// matchedRules is one combination of matching rules, shared by every
+// result it applies to.
+type matchedRules struct {
+	idx   []int
+	names []string
+}
+
 func newDetector(cfg *Config) *detector {
-	return &detector{cfg: cfg, tries: make(map[string]*pathNode)}
+	return &detector{cfg: cfg}
+}
+
+// rules returns the matched rules as shared, clipped slices.
+func (d *detector) rules() matchedRules {
+	d.key = d.key[:0]
+	for _, idx := range d.matched {
+		d.key = strconv.AppendInt(d.key, int64(idx), 10)
+		d.key = append(d.key, ',')
+	}
+	if m, ok := d.names[string(d.key)]; ok {
+		return m
+	}
+	m := matchedRules{idx: slices.Clone(d.matched), names: make([]string, len(d.matched))}
+	for i, idx := range d.matched {
+		m.names[i] = d.ruleName(idx)
+	}
+	m.idx, m.names = slices.Clip(m.idx), slices.Clip(m.names)
+	if d.names == nil {
+		d.names = make(map[string]matchedRules)
+	}
+	d.names[string(d.key)] = m
+	return m
 }
 
 // match collects the rules whose target selects obj into d.matched
@@ -193,11 +260,8 @@ func (d *detector) start(ref ObjectRef, objs ...*unstructured.Unstructured) (Obj
 	res := ObjectResult{Object: ref}
 	whole := d.match(ref, objs[0])
 	if len(d.matched) > 0 {
-		res.ruleIdx = slices.Clone(d.matched)
-		res.Rules = make([]string, len(d.matched))
-		for i, idx := range d.matched {
-			res.Rules[i] = d.ruleName(idx)
-		}
+		m := d.rules()
+		res.ruleIdx, res.Rules = m.idx, m.names
 	}
 	for _, o := range objs {
 		if o != nil && optedOut(o.Object) {
@@ -319,6 +383,9 @@ func (d *detector) trie() *pathNode {
 			root.add(p)
 		}
 	}
+	if d.tries == nil {
+		d.tries = make(map[string]*pathNode)
+	}
 	d.tries[string(d.key)] = root
 	return root
 }
@@ -370,9 +437,9 @@ func compareSteps(a, b []step) int {
 
 func listOrder(s step) int {
 	if s.index == appendStep {
-		return 1<<31 + s.dindex
+		return 1<<31 + int(s.dindex)
 	}
-	return s.index
+	return int(s.index)
 }
 
 func ruleReports(cfg *Config, objs []ObjectResult) []RuleReport {

@@ -62,11 +62,11 @@ func owns(set map[string]any, live any, steps []step) bool {
 			return false
 		default:
 			ll, _ := lcur.([]any)
-			if s.index >= len(ll) {
+			if int(s.index) >= len(ll) {
 				return false
 			}
 			elem := ll[s.index]
-			next = elementSet(cur, elem, s.index)
+			next = elementSet(cur, elem, int(s.index))
 			lcur = elem
 		}
 		m, ok := next.(map[string]any)

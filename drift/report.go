@@ -40,12 +40,16 @@ func (r ObjectRef) String() string {
 
 // compareRefs orders references by group, kind, namespace, name.
 func compareRefs(a, b ObjectRef) int {
-	return cmp.Or(
-		cmp.Compare(a.Group, b.Group),
-		cmp.Compare(a.Kind, b.Kind),
-		cmp.Compare(a.Namespace, b.Namespace),
-		cmp.Compare(a.Name, b.Name),
-	)
+	if a.Group != b.Group {
+		return cmp.Compare(a.Group, b.Group)
+	}
+	if a.Kind != b.Kind {
+		return cmp.Compare(a.Kind, b.Kind)
+	}
+	if a.Namespace != b.Namespace {
+		return cmp.Compare(a.Namespace, b.Namespace)
+	}
+	return cmp.Compare(a.Name, b.Name)
 }
 
 func (r ObjectRef) isSecret() bool { return r.Group == "" && r.Kind == "Secret" }
