@@ -107,11 +107,11 @@ func benchDeployment(rng *rand.Rand, i int) *unstructured.Unstructured {
 		env = append(env, map[string]any{"name": fmt.Sprintf("VAR_%d", j), "value": fmt.Sprintf("value-%d-%d", i, rng.IntN(1000))})
 	}
 	container := map[string]any{
-		"name":    "app",
-		"image":   fmt.Sprintf("registry.example.com/%s:1.%d.%d", name, rng.IntN(10), rng.IntN(30)),
-		"args":    []any{"--port=8080", "--log-level=info"},
-		"ports":   []any{map[string]any{"name": "http", "containerPort": int64(8080)}, map[string]any{"name": "metrics", "containerPort": int64(9090)}},
-		"env":     env,
+		"name":  "app",
+		"image": fmt.Sprintf("registry.example.com/%s:1.%d.%d", name, rng.IntN(10), rng.IntN(30)),
+		"args":  []any{"--port=8080", "--log-level=info"},
+		"ports": []any{map[string]any{"name": "http", "containerPort": int64(8080)}, map[string]any{"name": "metrics", "containerPort": int64(9090)}},
+		"env":   env,
 		"resources": map[string]any{
 			"limits":   map[string]any{"memory": "512Mi"},
 			"requests": map[string]any{"cpu": "0.25", "memory": "256Mi"},
