@@ -132,6 +132,7 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	assert.Equal(t, release.NextRequeue, res.Next)
 	assert.Equal(t, "True/RollbackSucceeded", cond(rel, release.ConditionRemediated))
 	assert.Equal(t, "False/UpgradeFailed", cond(rel, release.ConditionReleased))
+	assert.Equal(t, "True/ProgressingWithRetry", cond(rel, release.ConditionReconciling))
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.1 failed", "6.5.0 deployed"}, history(t, c))
 	assert.Equal(t, int64(2), replicas(t, c), "the rollback restored revision 1's objects")
 

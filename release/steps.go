@@ -251,6 +251,7 @@ func (ru *run) afterFailure(a Action, err error) (bool, error) {
 		if interval != nil {
 			ru.res.RequeueAfter = interval.Duration
 		}
+		ru.progressing()
 		if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(&ru.rel.Status) {
 			return true, ru.stall(ru.stalled(ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s): %v", a, rem.GetFailureCount(&ru.rel.Status), err)))
 		}
@@ -282,7 +283,18 @@ func (ru *run) afterRemediation(err error) error {
 func (ru *run) requeue() error {
 	ru.res.Next = NextRequeue
 	ru.res.RequeueAfter = 0
+	ru.progressing()
 	return ru.lastErr
+}
+
+// progressing marks the release Reconciling, as Flux does when it must
+// come back to finish (a remediation ran, a retry is due).
+func (ru *run) progressing() {
+	msg := "more actions to run"
+	if c := ru.rel.Status.GetCondition(ConditionReady); c != nil && c.Message != "" {
+		msg = c.Message
+	}
+	ru.setCondition(ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", msg)
 }
 
 // stall ends the reconcile on a terminal error.

@@ -1,0 +1,88 @@
+package release_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// chart20 is the test chart grown to 20 objects: its five objects plus
+// fifteen more ConfigMaps.
+func chart20(b *testing.B) *chart.Chart {
+	ch := testchart.MustLoad("")
+	for i := 0; i < 15; i++ {
+		ch.Templates = append(ch.Templates, &chart.File{
+			Name: fmt.Sprintf("templates/extra-%02d.yaml", i),
+			Data: []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra-%02d\ndata:\n  index: %q\n", i, fmt.Sprint(i))),
+		})
+	}
+	return ch
+}
+
+// BenchmarkReconcile measures one install through the reconciler against
+// Helm's own action.Install on the same in-memory cluster and chart
+// (20 objects), and a no-op reconcile of an in-sync release.
+func BenchmarkReconcile(b *testing.B) {
+	ctx := context.Background()
+	ch := chart20(b)
+	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+		return &release.Chart{Chart: ch}, nil
+	})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	vals := map[string]any{"replicaCount": 2}
+
+	b.Run("install/helmfleet", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c := memory.New("m")
+			rel := testRelease()
+			rel.Spec.Values = vals
+			if _, err := rec.Reconcile(ctx, c, rel); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("install/helm-sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			c := memory.New("m")
+			cfg, err := c.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.Releases.MaxHistory = 5
+			in := action.NewInstall(cfg)
+			in.ReleaseName, in.Namespace, in.Wait, in.WaitForJobs, in.Timeout = "podinfo", "apps", true, true, 5*time.Minute
+			if _, err := in.Run(ch, vals); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("noop/helmfleet", func(b *testing.B) {
+		c := memory.New("m")
+		rel := testRelease()
+		rel.Spec.Values = vals
+		if _, err := rec.Reconcile(ctx, c, rel); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			res, err := rec.Reconcile(ctx, c, rel)
+			if err != nil || len(res.Actions) != 0 {
+				b.Fatal(err, res.Actions)
+			}
+		}
+	})
+}
