@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
+	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/source"
 )
 
@@ -25,6 +26,9 @@ type Objects struct {
 	OCIRepositories []*source.OCIRepository
 	// HelmCharts are the source.toolkit.fluxcd.io HelmCharts.
 	HelmCharts []*source.HelmChart
+	// Policies are the Karmada propagation and override policies
+	// (policy.karmada.io/v1alpha1), ready for policy.NewEngine.
+	Policies policy.Set
 }
 
 // Problem is one thing wrong with one document of a stream.
@@ -128,7 +132,27 @@ func decoders() map[schema.GroupKind]map[string]decodeFunc {
 		{Group: source.Group, Kind: source.KindHelmChart}: versions(into(func(o *Objects, c *source.HelmChart) {
 			o.HelmCharts = append(o.HelmCharts, c)
 		}), "v1", "v1beta2"),
+		karmada(policy.KindPropagationPolicy): versions(into(func(o *Objects, p *policy.PropagationPolicy) {
+			o.Policies.Propagation = append(o.Policies.Propagation, *p)
+		}), karmadaVersion),
+		karmada(policy.KindClusterPropagationPolicy): versions(into(func(o *Objects, p *policy.ClusterPropagationPolicy) {
+			o.Policies.ClusterPropagation = append(o.Policies.ClusterPropagation, *p)
+		}), karmadaVersion),
+		karmada(policy.KindOverridePolicy): versions(into(func(o *Objects, p *policy.OverridePolicy) {
+			o.Policies.Override = append(o.Policies.Override, *p)
+		}), karmadaVersion),
+		karmada(policy.KindClusterOverridePolicy): versions(into(func(o *Objects, p *policy.ClusterOverridePolicy) {
+			o.Policies.ClusterOverride = append(o.Policies.ClusterOverride, *p)
+		}), karmadaVersion),
 	}
+}
+
+// karmadaVersion is the version of policy.GroupVersion.
+var karmadaVersion = schema.FromAPIVersionAndKind(policy.GroupVersion, "").Version
+
+// karmada returns the group and kind of a Karmada policy kind.
+func karmada(kind string) schema.GroupKind {
+	return schema.FromAPIVersionAndKind(policy.GroupVersion, kind).GroupKind()
 }
 
 // Decode reads a multi-document YAML stream (or one JSON document) and

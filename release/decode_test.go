@@ -439,7 +439,7 @@ type errReader struct{}
 func (errReader) Read([]byte) (int, error) { return 0, errBoom }
 
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"seed000.yaml", "seed001.yaml", "allfields.yaml", "betas.yaml"} {
+	for _, name := range []string{"seed000.yaml", "seed001.yaml", "allfields.yaml", "betas.yaml", "karmada.yaml"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "decode", name))
 		require.NoError(f, err)
 		f.Add(data)
@@ -484,4 +484,23 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecodeKarmadaPolicies decodes Karmada policies beside a HelmRelease.
+func TestDecodeKarmadaPolicies(t *testing.T) {
+	objs, err := decodeFile(t, "karmada.yaml")
+	require.NoError(t, err)
+	s := objs.Policies
+	assert.Len(t, s.Propagation, 1)
+	assert.Len(t, s.ClusterPropagation, 1)
+	assert.Len(t, s.Override, 1)
+	assert.Len(t, s.ClusterOverride, 1)
+	assert.Equal(t, "nginx-propagation", s.Propagation[0].Name)
+	require.Len(t, objs.Releases, 1)
+
+	_, err = Decode(strings.NewReader("apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p}\nspec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, nmae: x}]\n"))
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, "spec.resourceSelectors[0].nmae", de.Problems[0].Path)
+	assert.Contains(t, de.Error(), `did you mean "name"?`)
 }
