@@ -31,7 +31,8 @@ type Config struct {
 	Name string
 	// Getter is the caller's client getter (for example
 	// genericclioptions.ConfigFlags, or a RESTConfigGetter). Helm's kube
-	// client and the default discovery, RESTMapper and clients come from it.
+	// client always works through it (Helm builds its clients from a
+	// getter); the object client's defaults come from it too.
 	Getter genericclioptions.RESTClientGetter
 	// REST is used, through NewRESTConfigGetter with namespace "default",
 	// when Getter is nil.
