@@ -81,3 +81,5 @@ func writeIndex(t testing.TB, dir string, f *repo.IndexFile, asJSON bool) string
 	require.NoError(t, os.WriteFile(p, marshalIndex(t, f, asJSON), 0o600))
 	return p
 }
+
+func yamlToIndex(b []byte, f *repo.IndexFile) error { return yaml.Unmarshal(b, f) }

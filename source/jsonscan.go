@@ -199,21 +199,30 @@ func (s *jscan) object(member func(ks, ke int, esc bool)) {
 		}
 		s.i++
 		member(ks, ke, esc)
-		s.ws()
-		if s.i >= len(s.b) {
-			s.bad = true
+		if s.next('}') {
 			return
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return
-		default:
-			s.bad = true
 		}
 	}
+}
+
+// next consumes the "," between members or elements and reports true when
+// it consumed the closing bracket instead.
+func (s *jscan) next(closing byte) bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		s.bad = true
+		return true
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return false
+	case closing:
+		s.i++
+		return true
+	}
+	s.bad = true
+	return true
 }
 
 // array walks an array at s.i, calling elem before each element; the
@@ -227,19 +236,8 @@ func (s *jscan) array(elem func()) {
 	}
 	for !s.bad {
 		elem()
-		s.ws()
-		if s.i >= len(s.b) {
-			s.bad = true
+		if s.next(']') {
 			return
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return
-		default:
-			s.bad = true
 		}
 	}
 }
