@@ -42,7 +42,9 @@ func (k Kustomize) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
 	in := renderedManifests.Bytes()
 	m, err := k.build(in, len(k.Patches), len(k.Images))
 	if err != nil {
-		return nil, k.diagnose(in, err)
+		e := k.diagnose(in, err)
+		e.Err = maskSecrets(in, e.Err)
+		return nil, e
 	}
 	out, err := write(m, indexSources(in))
 	if err != nil {
@@ -113,7 +115,7 @@ const konfigFile = "kustomization.yaml"
 // entry whose prefix fails. Kustomize applies patches before images, so a
 // prefix applies exactly what the full run applied up to that entry. This
 // costs up to len(Patches)+len(Images)+1 runs, on the error path only.
-func (k Kustomize) diagnose(in []byte, whole error) error {
+func (k Kustomize) diagnose(in []byte, whole error) *Error {
 	if _, err := k.build(in, 0, 0); err != nil {
 		return &Error{Path: "kustomize", Err: fmt.Errorf("reading the rendered manifests: %w", err)}
 	}

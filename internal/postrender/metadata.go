@@ -32,7 +32,7 @@ func (m CommonMetadata) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, err
 	}
 	out, err := transform(renderedManifests.Bytes(), ts...)
 	if err != nil {
-		return nil, &Error{Path: "commonMetadata", Err: err}
+		return nil, &Error{Path: "commonMetadata", Err: maskSecrets(renderedManifests.Bytes(), err)}
 	}
 	return out, nil
 }
@@ -42,7 +42,7 @@ func (m CommonMetadata) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, err
 func (o OriginLabels) Run(renderedManifests *bytes.Buffer) (*bytes.Buffer, error) {
 	out, err := transform(renderedManifests.Bytes(), labelTransformer(o.Labels()))
 	if err != nil {
-		return nil, &Error{Path: "originLabels", Err: err}
+		return nil, &Error{Path: "originLabels", Err: maskSecrets(renderedManifests.Bytes(), err)}
 	}
 	return out, nil
 }
