@@ -314,9 +314,34 @@ func (ru *run) handleTargetChange() error {
 	return nil
 }
 
+// DriftDetector is an optional role of a cluster that knows better than a
+// plain comparison of the manifest with its objects what drift is: a
+// cluster that spreads a release's objects over member clusters compares
+// each member's copy with what that member should hold. The reconciler
+// uses it when the cluster has it.
+type DriftDetector interface {
+	// DetectDrift compares the objects of manifest (a Helm release's
+	// manifest) with what runs, under rules.
+	DetectDrift(ctx context.Context, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error)
+	// CorrectDrift applies the corrections of a report DetectDrift made.
+	CorrectDrift(ctx context.Context, report *drift.Report, fieldManager string) error
+}
+
 // detectDrift compares the manifest of last with the live objects, one
 // List per kind and namespace.
 func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
+	report, err := ru.driftReport(last)
+	if err != nil {
+		return nil, err
+	}
+	if report.Drifted() {
+		ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected,
+			fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullName(last), report.String()))
+	}
+	return report, nil
+}
+
+func (ru *run) driftReport(last *helmrelease.Release) (*drift.Report, error) {
 	dd := ru.rel.GetDriftDetection()
 	rules := make([]drift.IgnoreRule, 0, len(dd.Ignore))
 	for _, ig := range dd.Ignore {
@@ -327,6 +352,13 @@ func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
 				Namespace: t.Namespace, LabelSelector: t.LabelSelector, AnnotationSelector: t.AnnotationSelector}
 		}
 		rules = append(rules, r)
+	}
+	if dd, ok := ru.cluster.(DriftDetector); ok {
+		report, err := dd.DetectDrift(ru.ctx, last.Manifest, rules, drift.Mode(ru.rel.GetDriftDetection().GetMode()))
+		if err != nil {
+			return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), err)
+		}
+		return report, nil
 	}
 	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode())})
 	if err != nil {
@@ -364,10 +396,6 @@ func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), err)
 	}
-	if report.Drifted() {
-		ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected,
-			fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullName(last), report.String()))
-	}
 	return report, nil
 }
 
@@ -387,6 +415,16 @@ type PatchOptions struct {
 // correctDrift creates missing objects and patches modified ones back,
 // leaving ignored paths alone.
 func (ru *run) correctDrift(report *drift.Report) error {
+	if dd, ok := ru.cluster.(DriftDetector); ok {
+		if err := dd.CorrectDrift(ru.ctx, report, ru.r.fieldManager); err != nil {
+			msg := fmt.Sprintf("drift correction of %s failed: %v", fullName(ru.res.Helm), err)
+			ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
+			ru.markReady(metav1.ConditionFalse, ReasonDriftDetected, msg)
+			return ru.actionErr(ActionCorrectDrift, err)
+		}
+		ru.setCondition(ConditionDrifted, metav1.ConditionFalse, ReasonNoDrift, fmt.Sprintf("corrected drift of %s", fullName(ru.res.Helm)))
+		return nil
+	}
 	patcher, ok := ru.cluster.(Patcher)
 	var errs []error
 	fixed := 0

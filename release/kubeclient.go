@@ -167,7 +167,18 @@ func (e *NotReadyError) Error() string {
 // Unwrap returns the context's error, if any.
 func (e *NotReadyError) Unwrap() error { return e.Err }
 
+// ContextWaiter is an optional role of a Helm kube client that waits for
+// readiness itself, with a context: a client that spreads objects over
+// member clusters waits on every member's copy. The reconciler's waits
+// defer to it when the cluster's kube client has it.
+type ContextWaiter interface {
+	WaitContext(ctx context.Context, resources kube.ResourceList, timeout time.Duration, jobs bool) error
+}
+
 func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	if w, ok := c.Interface.(ContextWaiter); ok {
+		return w.WaitContext(c.ctx, resources, timeout, jobs)
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
 	defer cancel()
 	var refs []ObjectRef
