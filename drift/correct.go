@@ -22,7 +22,8 @@ const (
 type Correction struct {
 	Object ObjectRef
 	Action Action
-	// Create is the desired object to create (ActionCreate); a copy the
+	// Create is the desired object to create (ActionCreate), in full:
+	// ignore rules concern fields of existing objects. It is a copy the
 	// caller may modify.
 	Create *unstructured.Unstructured
 	// Patch is the JSON patch for the live object (ActionPatch). It only

@@ -14,7 +14,11 @@
 // ours that was changed or removed is. Lists that Kubernetes merges by key
 // (containers, env, volumes, ports, …) are matched by that key, so a
 // sidecar injected by a webhook is not drift; other lists are compared by
-// position and must keep their length. Resource quantities compare by
+// position and must keep their length. An empty value (false, 0, "", {},
+// [] or null) that the desired object sets and live lacks is not drift,
+// since typed API fields drop empty values when they are stored; in
+// ConfigMap and Secret data, labels and annotations every key counts.
+// Resource quantities compare by
 // value ("0.5" equals "500m"), numbers by value, and a Secret's stringData
 // is compared as the base64 data the API server stores.
 //

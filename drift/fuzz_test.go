@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,6 +72,21 @@ func FuzzDetect(f *testing.F) {
 		rep, err := drift.Detect([]*unstructured.Unstructured{desired}, []*unstructured.Unstructured{live}, cfg)
 		require.NoError(t, err)
 		_ = rep.String()
+		if kind == "Secret" {
+			for _, o := range rep.Objects {
+				for _, c := range append(append([]drift.FieldChange(nil), o.Changes...), o.Ignored...) {
+					if secretPath(c.Path) {
+						requireMasked(t, c.Live)
+						requireMasked(t, c.Desired)
+					}
+				}
+				for _, op := range o.Patch {
+					if secretPath(op.Path) {
+						requireMasked(t, op.Value)
+					}
+				}
+			}
+		}
 		cs := rep.Corrections()
 		if len(cs) == 0 {
 			require.False(t, rep.Drifted())
@@ -84,4 +100,31 @@ func FuzzDetect(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, drift.StatusUnchanged, again.Status, "changes after correction: %+v\npatch: %+v", again.Changes, cs[0].Patch)
 	})
+}
+
+// requireMasked fails unless v is nil, a mask, or a map of masks.
+func requireMasked(t *testing.T, v any) {
+	t.Helper()
+	masked := func(x any) bool {
+		s, ok := x.(string)
+		return ok && strings.HasPrefix(s, "***")
+	}
+	switch x := v.(type) {
+	case nil:
+	case map[string]any:
+		for k, e := range x {
+			require.True(t, masked(e), "value of %q not masked: %v", k, e)
+		}
+	default:
+		require.True(t, masked(x), "value not masked: %v", x)
+	}
+}
+
+func secretPath(p string) bool {
+	for _, root := range []string{"/data", "/stringData"} {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -116,7 +116,8 @@ type ObjectResult struct {
 	// Patch restores the desired fields on the live object, for display:
 	// Secret data is masked. Report.Corrections has the real patch.
 	Patch Patch `json:"patch,omitempty"`
-	// Rules names the rules whose target selected this object.
+	// Rules names the rules whose target selected this object. Results
+	// selected by the same rules share this slice: treat it as read-only.
 	Rules []string `json:"rules,omitempty"`
 
 	desired    *unstructured.Unstructured
