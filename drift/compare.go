@@ -147,9 +147,11 @@ func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
 			w.emit("replace", l, graft(dv, l, node))
 			return
 		}
-		if mk, ok := mergeKeyFor(field, dv); ok && (alignedList(dv, ll, mk) || keyedList(dv, ll, mk)) {
-			w.walkKeyed(dv, ll, node, mk)
-			return
+		if mk, ok := mergeKeyFor(field, dv); ok {
+			if aligned := alignedList(dv, ll, mk); aligned || keyedList(dv, ll, mk) {
+				w.walkKeyed(dv, ll, node, mk, aligned)
+				return
+			}
 		}
 		if len(dv) != len(ll) {
 			w.emit("replace", l, graft(dv, l, node))
@@ -203,7 +205,9 @@ func (w *walker) walkMap(dv, lm map[string]any, node *pathNode, flags walkFlags)
 	}
 }
 
-func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey) {
+// walkKeyed pairs desired and live elements by key; aligned says that
+// element j of both lists has the same key, as alignedList found.
+func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, aligned bool) {
 	for j, de := range dv {
 		dm := de.(map[string]any)
 		child := node.childIndex(j)
@@ -211,7 +215,7 @@ func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey) {
 			continue
 		}
 		i := -1
-		if j < len(ll) && mk.equal(dm, ll[j]) {
+		if aligned || j < len(ll) && mk.equal(dm, ll[j]) {
 			i = j
 		} else {
 			for k := range ll {

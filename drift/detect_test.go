@@ -1,6 +1,8 @@
 package drift_test
 
 import (
+	"encoding/json"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -294,4 +296,36 @@ func find(t *testing.T, rep *drift.Report, kind, name string) drift.ObjectResult
 	}
 	t.Fatalf("no %s/%s in report:\n%s", kind, name, rep)
 	return drift.ObjectResult{}
+}
+
+// The report does not depend on the order of the input lists or on map
+// iteration order: golden files stay stable.
+func TestDetectDeterministic(t *testing.T) {
+	cfg, err := drift.Compile([]drift.IgnoreRule{{Paths: []string{"/spec/replicas"}}},
+		drift.Options{Mode: drift.ModeEnabled, Extra: &drift.Selector{LabelSelector: "app.kubernetes.io/managed-by=Helm"}})
+	require.NoError(t, err)
+	var first string
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20; i++ {
+		desired := loadObjects(t, "podinfo-desired.yaml")
+		live := loadObjects(t, "podinfo-live.yaml")
+		lv := byName(live)
+		c := container(t, lv["Deployment/podinfo"], "podinfo")
+		c["image"] = "x"
+		c["env"] = []any{}
+		lv["ConfigMap/podinfo-config"].Object["data"] = map[string]any{"UI_MESSAGE": "y"}
+		desired = desired[1:] // the Deployment is no longer desired: extra
+		rng.Shuffle(len(desired), func(a, b int) { desired[a], desired[b] = desired[b], desired[a] })
+		rng.Shuffle(len(live), func(a, b int) { live[a], live[b] = live[b], live[a] })
+		rep, err := drift.Detect(desired, live, cfg)
+		require.NoError(t, err)
+		raw, err := json.Marshal(rep)
+		require.NoError(t, err)
+		got := rep.String() + string(raw)
+		if i == 0 {
+			first = got
+			continue
+		}
+		require.Equal(t, first, got)
+	}
 }
