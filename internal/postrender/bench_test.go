@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"testing"
 
+	"sigs.k8s.io/kustomize/api/builtins"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 )
 
@@ -53,6 +56,27 @@ func BenchmarkCommonMetadataRun(b *testing.B) {
 	b.Run("helmfleet", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := m.Run(bytes.NewBuffer(in)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Flux's CommonRenderer: the same transformers, output with
+	// resmap.AsYaml, no Source lines.
+	b.Run("flux", func(b *testing.B) {
+		for b.Loop() {
+			rm, err := resmap.NewFactory(provider.NewDefaultDepProvider().GetResourceFactory()).NewResMapFromBytes(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, t := range []resmap.Transformer{labelTransformer(m.Labels), &builtins.AnnotationsTransformerPlugin{
+				Annotations: m.Annotations,
+				FieldSpecs:  []kustypes.FieldSpec{{Path: "metadata/annotations", CreateIfNotPresent: true}},
+			}} {
+				if err := t.Transform(rm); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := rm.AsYaml(); err != nil {
 				b.Fatal(err)
 			}
 		}

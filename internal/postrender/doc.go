@@ -41,7 +41,7 @@
 //
 // # Hooks
 //
-// Helm v3 post-renders only the release manifest, not hooks. Flux's
-// postRenderStrategy for hooks, if wanted, is up to the caller: Run the
-// same post-renderer over each hook's manifest.
+// Helm v3 post-renders only the release manifest, not hooks (nor CRDs from
+// the chart's crds/ directory): a caller that wants hooks post-rendered
+// has to run the post-renderer over them itself.
 package postrender

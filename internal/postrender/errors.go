@@ -29,6 +29,8 @@ type Error struct {
 // maxValueInError bounds how much of a patch an error message quotes.
 const maxValueInError = 80
 
+// Error reads "<path> (target <selector>) \"<value>\": <cause>", the target
+// and value only when set, the value cut after 80 bytes.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Path)

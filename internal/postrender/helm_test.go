@@ -1,6 +1,7 @@
 package postrender
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -145,4 +146,7 @@ func TestHelmInstallPostRendererError(t *testing.T) {
 	_, err = install.RunWithContext(t.Context(), webChart(), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "postRenderers[0].kustomize.patches[0] (target kind=Service)")
+	var e *Error
+	require.True(t, errors.As(err, &e), "Helm's wrapping keeps the *Error: %v", err)
+	assert.Equal(t, "postRenderers[0].kustomize.patches[0]", e.Path)
 }
