@@ -186,6 +186,19 @@ func Decode(r io.Reader) (*Objects, error) {
 	return d.objs, nil
 }
 
+// Load decodes a stream (see Decode), applies Flux's defaults to every
+// object (Objects.Default) and validates them (Objects.Validate). It
+// returns a *DecodeError when the stream does not decode, else the joined
+// *ValidationErrors, if any, beside the objects.
+func Load(r io.Reader) (*Objects, error) {
+	objs, err := Decode(r)
+	if err != nil {
+		return objs, err
+	}
+	objs.Default()
+	return objs, objs.Validate()
+}
+
 type decoder struct {
 	registry map[schema.GroupKind]map[string]decodeFunc
 	objs     *Objects
@@ -205,13 +218,16 @@ func (d *decoder) document(doc strictyaml.Document) {
 	d.object(doc, "", data)
 }
 
-// documentJSON returns the document as JSON; a document that is JSON
-// already is taken as is (YAML forbids the tabs JSON may be indented with).
+// documentJSON returns the document as JSON. JSON that the YAML parser
+// rejects (YAML forbids the tabs JSON may be indented with) is taken as is.
 func documentJSON(doc strictyaml.Document) ([]byte, error) {
-	if t := bytes.TrimSpace(doc.Data); len(t) > 0 && t[0] == '{' && json.Valid(t) {
-		return t, nil
+	out, err := strictyaml.ToJSON(doc)
+	if err != nil {
+		if t := bytes.TrimSpace(doc.Data); len(t) > 0 && t[0] == '{' && json.Valid(t) {
+			return t, nil
+		}
 	}
-	return strictyaml.ToJSON(doc)
+	return out, err
 }
 
 // header is what Decode reads of a document before knowing its kind.

@@ -504,3 +504,39 @@ func TestDecodeKarmadaPolicies(t *testing.T) {
 	assert.Equal(t, "spec.resourceSelectors[0].nmae", de.Problems[0].Path)
 	assert.Contains(t, de.Error(), `did you mean "name"?`)
 }
+
+// TestLoadNamesTheFieldPath runs each kind of bad input of the issue
+// through the whole pipeline (decode, default, validate): every error
+// names the document or object, the field path and the bad value.
+func TestLoadNamesTheFieldPath(t *testing.T) {
+	const head = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: podinfo, namespace: web}\nspec:\n  interval: 10m\n"
+	const chart = "  chart:\n    spec: {chart: podinfo, version: '6.5.*', sourceRef: {kind: HelmRepository, name: podinfo}}\n"
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{name: "unknown field", yaml: head + chart + "  tset: {enable: true}\n",
+			want: `document 1 (HelmRelease web/podinfo, line 1): spec.tset: unknown field, did you mean "test"? (value: {"enable":true})`},
+		{name: "two chart sources", yaml: head + chart + "  chartRef: {kind: OCIRepository, name: podinfo}\n",
+			want: "HelmRelease web/podinfo: spec.chartRef: must not be set together with spec.chart"},
+		{name: "bad duration", yaml: head + chart + "  timeout: 5mins\n",
+			want: `document 1 (HelmRelease web/podinfo, line 1): spec.timeout: invalid value: time: unknown unit "mins" in duration "5mins" (value: 5mins)`},
+		{name: "bad semver", yaml: strings.Replace(head+chart, "6.5.*", ">= 6.x.y", 1),
+			want: `HelmRelease web/podinfo: spec.chart.spec.version: is neither a version nor a semver constraint: improper constraint: ">= 6.x.y" (value: >= 6.x.y)`},
+		{name: "bad JSON pointer", yaml: head + chart + "  driftDetection:\n    ignore: [{paths: [spec/replicas]}]\n",
+			want: "HelmRelease web/podinfo: spec.driftDetection.ignore[0].paths[0]: a JSON pointer must be empty or start with '/' (value: spec/replicas)"},
+		{name: "wrong apiVersion", yaml: strings.Replace(head+chart, "/v2\n", "/v1\n", 1),
+			want: `document 1 (HelmRelease web/podinfo, line 1): apiVersion: unsupported apiVersion "helm.toolkit.fluxcd.io/v1" for kind HelmRelease; accepted: helm.toolkit.fluxcd.io/v2, helm.toolkit.fluxcd.io/v2beta1, helm.toolkit.fluxcd.io/v2beta2 (value: helm.toolkit.fluxcd.io/v1)`},
+	}
+	objs, err := Load(strings.NewReader(head + chart))
+	require.NoError(t, err)
+	require.Len(t, objs.Releases, 1)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(strings.NewReader(tt.yaml))
+			require.Error(t, err)
+			assert.Equal(t, tt.want, err.Error())
+		})
+	}
+}
