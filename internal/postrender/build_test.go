@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	helmpostrender "helm.sh/helm/v3/pkg/postrender"
 )
 
 func TestBuildNothingToDo(t *testing.T) {
@@ -178,4 +179,12 @@ func (r recorder) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		return nil, errors.New(r.name + " failed")
 	}
 	return bytes.NewBufferString(in.String() + "+" + r.name), nil
+}
+
+func TestRenderersAreHelmPostRenderers(t *testing.T) {
+	for _, r := range []helmpostrender.PostRenderer{Kustomize{}, CommonMetadata{}, OriginLabels{}, Combined{}} {
+		out, err := r.Run(bytes.NewBufferString(""))
+		require.NoError(t, err, "%T", r)
+		assert.Empty(t, out.String(), "%T", r)
+	}
 }
