@@ -172,6 +172,9 @@ func parseChartEntries(index []byte, chartName string) (*chartEntries, error) {
 	if len(bytes.TrimSpace(index)) == 0 {
 		return nil, fmt.Errorf("%w: the index is empty", ErrInvalidIndex)
 	}
+	if chartName == "" {
+		return nil, fmt.Errorf("%w: the chart name is empty", ErrChartNotFound)
+	}
 	var (
 		e   *chartEntries
 		res scanResult
@@ -349,19 +352,12 @@ func scanYAML(doc []byte, chartName string) (*chartEntries, scanResult) {
 		// entries is null or empty; a full parse tells "no chart" from errors.
 		return nil, scanUnsafe
 	}
-	pad := strings.Repeat(" ", child)
-	pat := []byte("\n" + pad + chartName + ":")
-	at := bytes.Index(doc[pos-1:], pat)
-	if at < 0 {
-		for _, q := range []string{`"`, `'`} {
-			if bytes.Contains(doc[pos-1:], []byte("\n"+pad+q+chartName+q)) {
-				return nil, scanUnsafe
-			}
-		}
-		return nil, scanNotFound
+	at, res := findChartKey(doc, pos, child, chartName)
+	if res != scanFound {
+		return nil, res
 	}
-	keyLine, start := nextLine(doc, pos+at)
-	if !restEmpty(keyLine[len(pat)-1:]) {
+	keyLine, start := nextLine(doc, at)
+	if !restEmpty(keyLine[child+len(chartName)+1:]) {
 		return nil, scanUnsafe
 	}
 	e := &chartEntries{name: chartName, format: formatYAML}
@@ -425,11 +421,6 @@ func scanYAML(doc []byte, chartName string) (*chartEntries, scanResult) {
 		return nil, scanUnsafe
 	}
 	e.items[cur][1] = end
-	// A second block for the same chart is a duplicate key: strict parsing
-	// rejects it, so let the full parse say so.
-	if bytes.Contains(doc[end-1:], pat) {
-		return nil, scanUnsafe
-	}
 	base := e.items[0][0]
 	e.block = append([]byte(nil), doc[base:end]...)
 	for i := range e.items {
@@ -437,6 +428,77 @@ func scanYAML(doc []byte, chartName string) (*chartEntries, scanResult) {
 		e.items[i][1] -= base
 	}
 	return e, scanFound
+}
+
+// findChartKey walks the lines from pos to the end of doc once and returns
+// the start of the line "<child spaces><chartName>:" inside the entries
+// mapping. The same pass makes sure the answer is safe: a second such line
+// (a duplicate key), the chart's name as a quoted key, a tab-indented line
+// or a second top-level entries key send the document to the full parse.
+// A line at column 0 ends the entries mapping; later matches belong to
+// other top-level keys and are not the chart.
+func findChartKey(doc []byte, pos, child int, chartName string) (int, scanResult) {
+	at := -1
+	inEntries := true
+	c0 := chartName[0]
+	for i := pos; i < len(doc); {
+		ls := i
+		if j := bytes.IndexByte(doc[i:], '\n'); j >= 0 {
+			i += j + 1
+		} else {
+			i = len(doc)
+		}
+		if ls+child >= len(doc) {
+			continue
+		}
+		switch doc[ls] {
+		case ' ':
+		case '\n', '\r', '#':
+			continue
+		case '\t':
+			return -1, scanUnsafe
+		default:
+			inEntries = false
+			if bytes.HasPrefix(doc[ls:], []byte("entries:")) || bytes.HasPrefix(doc[ls:], []byte("---")) ||
+				bytes.HasPrefix(doc[ls:], []byte("...")) {
+				return -1, scanUnsafe
+			}
+			continue
+		}
+		if !inEntries {
+			continue
+		}
+		switch c := doc[ls+child]; {
+		case c == c0:
+			if !bytes.HasPrefix(doc[ls+child:], []byte(chartName)) || ls+child+len(chartName) >= len(doc) ||
+				doc[ls+child+len(chartName)] != ':' || !allSpaces(doc[ls:ls+child]) {
+				continue
+			}
+			if at >= 0 {
+				return -1, scanUnsafe // duplicate key: strict parsing rejects it
+			}
+			at = ls
+		case c == '"' || c == '\'' || c == '\t':
+			if allSpaces(doc[ls:ls+child]) {
+				if c == '\t' || bytes.HasPrefix(doc[ls+child+1:], []byte(chartName+string(c))) {
+					return -1, scanUnsafe
+				}
+			}
+		}
+	}
+	if at < 0 {
+		return -1, scanNotFound
+	}
+	return at, scanFound
+}
+
+func allSpaces(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // scanKey reads a "version:" or "created:" line of item i; it returns false

@@ -43,6 +43,10 @@ func TestFindChartVersionForms(t *testing.T) {
 		{name: "invalid entries skipped", doc: readIndex(t, "invalid-entries.yaml"), chart: "nginx", constraint: ">=0.0.1", format: formatYAML, want: "2.0.0"},
 		{name: "json escapes and folded keys", doc: readIndex(t, "escaped.json"), chart: "nginx", constraint: "*", format: formatJSON, want: "1.1.0", wantURL: "b.tgz"},
 		{name: "invalid json is read as yaml", doc: readIndex(t, "trailing-comma.json"), chart: "nginx", constraint: "*", format: formatDecoded, want: "1.0.0"},
+		{name: "a lookalike under annotations is not the chart", doc: readIndex(t, "annotation-lookalike.yaml"), chart: "nginx", constraint: "*", wantErr: ErrChartNotFound},
+		{name: "tab indentation falls back", doc: readIndex(t, "tab.yaml"), chart: "nginx", constraint: "*", wantErr: ErrInvalidIndex},
+		{name: "two entries keys fall back", doc: readIndex(t, "two-entries.yaml"), chart: "nginx", constraint: "*", wantErr: ErrInvalidIndex},
+		{name: "empty chart name", doc: helmYAML, chart: "", constraint: "*", wantErr: ErrChartNotFound},
 		{name: "missing chart", doc: helmYAML, chart: "nope", constraint: "*", wantErr: ErrChartNotFound},
 		{name: "missing chart json", doc: helmJSON, chart: "nope", constraint: "*", wantErr: ErrChartNotFound},
 		{name: "no version matches", doc: helmYAML, chart: "nginx", constraint: "9.x", wantErr: ErrNoMatchingVersion},
@@ -130,7 +134,7 @@ func TestIndexCache(t *testing.T) {
 // FuzzFindChartVersion checks that the scanner never panics and, whenever
 // Helm's full parse resolves a version, resolves the same one.
 func FuzzFindChartVersion(f *testing.F) {
-	for _, name := range []string{"indented.yaml", "flow.yaml", "aliases.yaml", "quoted-key.yaml", "duplicate.yaml", "invalid-entries.yaml", "escaped.json", "trailing-comma.json", "malformed.yaml"} {
+	for _, name := range []string{"annotation-lookalike.yaml", "tab.yaml", "two-entries.yaml", "indented.yaml", "flow.yaml", "aliases.yaml", "quoted-key.yaml", "duplicate.yaml", "invalid-entries.yaml", "escaped.json", "trailing-comma.json", "malformed.yaml"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "index", name))
 		if err != nil {
 			f.Fatal(err)
