@@ -31,7 +31,10 @@ type HTTPOptions struct {
 // resolves the chart from it without decoding the rest of the index
 // (FindChartVersion), downloads the archive, verifies its digest against the
 // index entry and loads it with Helm's loader. Only verified bytes are kept.
-// It is safe for concurrent use.
+// HelmRepository.Spec.Timeout, when set, bounds the index download. The
+// last good index of every repository is kept in memory, so that a 304
+// answer can serve charts not resolved before. It is safe for concurrent
+// use.
 type HTTPResolver struct {
 	client   *http.Client
 	maxIndex int64
@@ -84,7 +87,13 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if ref.Chart == "" {
 		return nil, fail("resolve", 0, fmt.Errorf("%w: chart name is empty", ErrChartNotFound))
 	}
-	st, status, err := r.fetchIndex(ctx, repoURL)
+	fetchCtx := ctx
+	if t := ref.HelmRepository.Spec.Timeout; t != nil && t.Duration > 0 {
+		var cancel context.CancelFunc
+		fetchCtx, cancel = context.WithTimeout(ctx, t.Duration)
+		defer cancel()
+	}
+	st, status, err := r.fetchIndex(fetchCtx, repoURL)
 	if err != nil {
 		return nil, fail("fetch index", status, err)
 	}

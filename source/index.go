@@ -479,7 +479,7 @@ func findChartKey(doc []byte, pos, child int, chartName string) (int, scanResult
 			}
 			at = ls
 		case c == '"' || c == '\'' || c == '\t':
-			if allSpaces(doc[ls:ls+child]) {
+			if allSpaces(doc[ls : ls+child]) {
 				if c == '\t' || bytes.HasPrefix(doc[ls+child+1:], []byte(chartName+string(c))) {
 					return -1, scanUnsafe
 				}

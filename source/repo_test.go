@@ -63,6 +63,8 @@ type testRepo struct {
 	password string
 	requests map[string]int
 	notMod   int
+	// lastModified, when set, replaces ETag validation.
+	lastModified string
 }
 
 func newTestRepo(t testing.TB) *testRepo {
@@ -88,6 +90,16 @@ func (r *testRepo) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if req.URL.Path == "/index.yaml" {
+		if r.lastModified != "" {
+			if req.Header.Get("If-Modified-Since") == r.lastModified {
+				r.notMod++
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			w.Header().Set("Last-Modified", r.lastModified)
+			_, _ = w.Write(r.index)
+			return
+		}
 		etag := `"` + hexDigest(r.index) + `"`
 		if req.Header.Get("If-None-Match") == etag {
 			r.notMod++
@@ -183,6 +195,18 @@ func TestHTTPResolver(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "6.5.9", got.Version)
 		assert.Equal(t, 1, tr.notMod)
+	})
+	t.Run("last-modified revalidation", func(t *testing.T) {
+		lm := newTestRepo(t)
+		lm.lastModified = "Mon, 01 Jan 2024 00:00:00 GMT"
+		lm.add("app", "1.0.0", packageChart(t, "app", "1.0.0", nil), "")
+		r := NewHTTPResolver(lm.srv.Client(), HTTPOptions{})
+		for i := 0; i < 2; i++ {
+			got, err := r.Resolve(ctx, Ref{Chart: "app", HelmRepository: helmRepo(lm.srv.URL)})
+			require.NoError(t, err)
+			assert.Equal(t, "1.0.0", got.Version)
+		}
+		assert.Equal(t, 1, lm.notMod)
 	})
 	t.Run("missing values file", func(t *testing.T) {
 		ref := Ref{Chart: "podinfo", Version: "6.5.0", HelmRepository: helmRepo(tr.srv.URL), ValuesFiles: []string{"values.yaml", "nope.yaml"}}
