@@ -195,6 +195,9 @@ func (w *walker) walkMap(dv, lm map[string]any, node *pathNode, flags walkFlags)
 			// empty desired value that live lacks is not drift.
 			continue
 		}
+		if ok && sameScalar(dvv, lv) {
+			continue
+		}
 		w.push(step{key: k, index: mapStep})
 		if ok {
 			w.walk(dvv, lv, child, k, flags&quantityValue)
@@ -505,6 +508,23 @@ func keyedList(dv, ll []any, mk mergeKey) bool {
 		}
 	}
 	return true
+}
+
+// sameScalar is the fast path of the walk: equal strings, integers or
+// booleans need no path bookkeeping.
+func sameScalar(d, l any) bool {
+	switch dv := d.(type) {
+	case string:
+		lv, ok := l.(string)
+		return ok && lv == dv
+	case int64:
+		lv, ok := l.(int64)
+		return ok && lv == dv
+	case bool:
+		lv, ok := l.(bool)
+		return ok && lv == dv
+	}
+	return false
 }
 
 // isEmptyValue reports values that typed API fields omit when empty.

@@ -20,7 +20,11 @@ import (
 // Options.Extra set, live objects it selects that nothing desired names
 // are Extra. Results are sorted by group, kind, namespace and name. Bad
 // input (nil objects, objects without apiVersion, kind or name, the same
-// object twice in one list) is an *ObjectError.
+// object twice in one list) is an *ObjectError. With ModeDisabled nothing
+// is compared and the report is empty.
+//
+// Namespaces are compared as given: default the namespace of namespaced
+// desired objects (as Helm does) before calling Detect.
 func Detect(desired, live []*unstructured.Unstructured, cfg *Config) (*Report, error) {
 	if cfg == nil {
 		return nil, ErrNoConfig
