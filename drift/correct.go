@@ -20,7 +20,9 @@ const (
 // Correction restores one object. It holds real values, Secret data
 // included: send it to the cluster, never to a log (its String masks).
 type Correction struct {
+	// Object is the object to correct.
 	Object ObjectRef
+	// Action is ActionCreate or ActionPatch.
 	Action Action
 	// Create is the desired object to create (ActionCreate), in full:
 	// ignore rules concern fields of existing objects. It is a copy the

@@ -37,6 +37,7 @@ type PointerError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *PointerError) Error() string {
 	return fmt.Sprintf("invalid JSON pointer %q at offset %d: %s", e.Pointer, e.Offset, e.Reason)
 }
@@ -49,12 +50,17 @@ func (e *PointerError) Unwrap() error { return ErrInvalidPointer }
 // "managers[0]"; Field is the path inside the rule, such as "paths[1]" or
 // "target.kind".
 type RuleError struct {
-	Rule  string
+	// Rule is the rule's place in the configuration.
+	Rule string
+	// Field is the path inside the rule.
 	Field string
+	// Value is the bad value.
 	Value string
-	Err   error
+	// Err wraps the sentinel and says what is wrong.
+	Err error
 }
 
+// Error implements error.
 func (e *RuleError) Error() string {
 	return fmt.Sprintf("%s.%s %q: %v", e.Rule, e.Field, e.Value, e.Err)
 }
@@ -66,14 +72,21 @@ func (e *RuleError) Unwrap() error { return e.Err }
 // compared: which list it came from ("desired" or "live"), its index there,
 // what is known of its identity, the field at fault and its value.
 type ObjectError struct {
-	Side   string
-	Index  int
+	// Side is "desired" or "live".
+	Side string
+	// Index is the object's index in its list, -1 for Compare.
+	Index int
+	// Object is what is known of the object's identity.
 	Object ObjectRef
-	Field  string
-	Value  string
-	Err    error
+	// Field is the field at fault, such as "kind" or "metadata.name".
+	Field string
+	// Value is the field's value.
+	Value string
+	// Err is, or wraps, one of the sentinels.
+	Err error
 }
 
+// Error implements error.
 func (e *ObjectError) Error() string {
 	where := e.Side
 	if e.Index >= 0 {

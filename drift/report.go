@@ -13,6 +13,7 @@ import (
 
 // ObjectRef identifies an object: group, version, kind, namespace, name.
 type ObjectRef struct {
+	// Group is empty for the core API group.
 	Group     string `json:"group,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Kind      string `json:"kind"`
@@ -75,9 +76,12 @@ const (
 // "add" and "replace": drift is always a field desired sets, so restoring
 // it never removes anything another manager put there.
 type Operation struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
+	// Op is "add" or "replace".
+	Op string `json:"op"`
+	// Path is an RFC 6901 pointer into the live object.
+	Path string `json:"path"`
+	// Value is the desired value.
+	Value any `json:"value"`
 }
 
 // Patch is an RFC 6902 JSON patch; json.Marshal gives the wire form.
@@ -105,8 +109,10 @@ type FieldChange struct {
 
 // ObjectResult is the comparison of one object.
 type ObjectResult struct {
+	// Object identifies the object.
 	Object ObjectRef `json:"object"`
-	Status Status    `json:"status"`
+	// Status is the outcome.
+	Status Status `json:"status"`
 	// Reason says why an object is Excluded.
 	Reason string `json:"reason,omitempty"`
 	// Changes are the drifted fields, sorted by path; Secret data masked.

@@ -47,6 +47,7 @@ type IgnoreRule struct {
 // "Deployment"); LabelSelector and AnnotationSelector use Kubernetes label
 // selector syntax ("app=web,tier!=db"). Empty fields match everything.
 type Selector struct {
+	// Group, Version, Kind, Name and Namespace are anchored regexes.
 	Group              string `json:"group,omitempty"`
 	Version            string `json:"version,omitempty"`
 	Kind               string `json:"kind,omitempty"`
@@ -61,8 +62,10 @@ type Selector struct {
 // one of Managers owns in the live object's managedFields is not drift,
 // for the objects Target selects (all when nil).
 type ManagerRule struct {
-	Managers []string  `json:"managedFieldsManagers"`
-	Target   *Selector `json:"target,omitempty"`
+	// Managers are field manager names as managedFields records them.
+	Managers []string `json:"managedFieldsManagers"`
+	// Target selects the objects the rule applies to; nil means all.
+	Target *Selector `json:"target,omitempty"`
 }
 
 // Options are the settings of Compile besides the Flux ignore rules.
