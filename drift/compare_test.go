@@ -284,3 +284,32 @@ func TestSelectorTargets(t *testing.T) {
 		})
 	}
 }
+
+// Owners are found through every kind of fieldsV1 list element key.
+func TestChangeManagers(t *testing.T) {
+	cfg, err := drift.Compile(nil, drift.Options{Mode: drift.ModeEnabled})
+	require.NoError(t, err)
+	desired := obj(t, `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"t"},
+		"spec":{"set":["a","c"],"rules":[{"verbs":["get"]}],"containers":[{"name":"app","image":"app:1"}],"plain":"x","gone":"y"}}`)
+	live := obj(t, `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"t","managedFields":[
+		{"manager":"setter","operation":"Update","fieldsV1":{"f:spec":{"f:set":{"v:\"b\"":{}}}}},
+		{"manager":"indexer","operation":"Update","fieldsV1":{"f:spec":{"f:rules":{"i:0":{"f:verbs":{}}}}}},
+		{"manager":"keyed","operation":"Apply","fieldsV1":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:image":{}}}}}},
+		{"manager":"plain-a","operation":"Update","fieldsV1":{"f:spec":{"f:plain":{}}}},
+		{"manager":"plain-b","operation":"Apply","fieldsV1":{"f:spec":{"f:plain":{}}}},
+		{"manager":"no-fields","operation":"Update"}]},
+		"spec":{"set":["a","b"],"rules":[{"verbs":["list"]}],"containers":[{"name":"app","image":"app:2"}],"plain":"z"}}`)
+	res, err := drift.Compare(desired, live, cfg)
+	require.NoError(t, err)
+	got := map[string][]string{}
+	for _, c := range res.Changes {
+		got[c.Field] = c.Managers
+	}
+	assert.Equal(t, map[string][]string{
+		"spec.set[1]":                     {"setter"},
+		"spec.rules[0].verbs":             {"indexer"},
+		"spec.containers[name=app].image": {"keyed"},
+		"spec.plain":                      {"plain-a", "plain-b"},
+		"spec.gone":                       nil,
+	}, got)
+}

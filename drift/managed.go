@@ -47,11 +47,16 @@ func managersOf(owners []owner, live map[string]any, steps []step) []string {
 
 // owns follows steps through a fieldsV1 set ("f:name" for map keys;
 // "k:{...}", "v:value" or "i:index" for list elements) alongside the live
-// value, which it needs to match list elements by key.
+// value, which it needs to match list elements by key. A leaf reached
+// before the last step owns everything below it (an atomic list or map).
 func owns(set map[string]any, live any, steps []step) bool {
 	cur := set
 	lcur := live
-	for _, s := range steps {
+	for i, s := range steps {
+		if i > 0 && len(cur) == 0 {
+			// A leaf owns its value whole: an atomic list or map.
+			return true
+		}
 		var next any
 		switch s.index {
 		case mapStep:
