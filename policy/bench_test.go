@@ -31,12 +31,17 @@ func generate(nObjects, nPolicies, nClusters int) workload {
 	var w workload
 	const namespaces = 50
 	ns := func(i int) string { return fmt.Sprintf("ns-%02d", i%namespaces) }
+	// The number of apps grows with the objects (50 objects per app, 8
+	// kinds), so doubling the objects doubles the apps rather than the
+	// Services each workload matches.
+	apps := max(1, nObjects/50)
 	for i := range nObjects {
 		k := benchKinds[i%len(benchKinds)]
-		app := fmt.Sprintf("app-%d", (i/len(benchKinds))%200)
+		app := fmt.Sprintf("app-%d", (i/len(benchKinds))%apps)
+		name := fmt.Sprintf("%s-%d", app, i/(len(benchKinds)*apps))
 		o := map[string]any{
 			"apiVersion": k.apiVersion, "kind": k.kind,
-			"metadata": map[string]any{"name": fmt.Sprintf("%s-%d", app, i/(len(benchKinds)*200)), "namespace": ns(i / len(benchKinds)),
+			"metadata": map[string]any{"name": name, "namespace": ns(i / len(benchKinds)),
 				"labels": map[string]any{"app": app, "tier": []string{"fe", "be", "db"}[i%3], "team": fmt.Sprintf("team-%d", i%20)}},
 		}
 		switch k.kind {
@@ -44,7 +49,7 @@ func generate(nObjects, nPolicies, nClusters int) workload {
 			o["spec"] = map[string]any{"replicas": int64(1 + i%9), "template": map[string]any{
 				"metadata": map[string]any{"labels": map[string]any{"app": app}},
 				"spec": map[string]any{"containers": []any{map[string]any{"name": "main", "image": "nginx:1",
-					"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": fmt.Sprintf("%s-%d", app, i/(len(benchKinds)*200))}}}}}}}}
+					"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": name}}}}}}}}
 		case "Service":
 			o["spec"] = map[string]any{"selector": map[string]any{"app": app}}
 		}
@@ -239,15 +244,19 @@ func BenchmarkEvaluate(b *testing.B) {
 		e, err := NewEngine(w.set)
 		require.NoError(b, err)
 		b.Run(fmt.Sprintf("objects=%d/helmfleet", n), func(b *testing.B) {
+			start := cpuTime()
 			for b.Loop() {
 				_, _ = e.Place(w.objs, w.clusters)
 			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 		})
 		b.Run(fmt.Sprintf("objects=%d/naive", n), func(b *testing.B) {
 			ev := naiveEvaluator(e)
+			start := cpuTime()
 			for b.Loop() {
 				_, _ = e.place(w.objs, w.clusters, ev)
 			}
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -193,13 +193,23 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 func (e *Engine) follow(p *Placement) []Warning {
 	type nsKind struct{ namespace, kind, name string }
 	core := map[nsKind]*ObjectPlacement{}
-	services := map[string][]*ObjectPlacement{}
+	// Services are indexed by namespace and the smallest key of their
+	// selector with its value: a workload looks only at the Services whose
+	// first selector pair its pod labels carry.
+	type selectorKey struct{ namespace, key, value string }
+	services := map[selectorKey][]*ObjectPlacement{}
 	ingressByBackend := map[nsKind][]*ObjectPlacement{}
 	for _, op := range p.Objects {
 		o, k := op.obj, op.Object
 		switch {
 		case isCore(k, "Service"):
-			services[k.Namespace] = append(services[k.Namespace], op)
+			if sel := nested(o.Object, "spec", "selector"); len(sel) > 0 {
+				first := sortedKeys(sel)[0]
+				if v, ok := sel[first].(string); ok {
+					sk := selectorKey{k.Namespace, first, v}
+					services[sk] = append(services[sk], op)
+				}
+			}
 			core[nsKind{k.Namespace, "Service", k.Name}] = op
 		case isCore(k, "ConfigMap"), isCore(k, "Secret"), isCore(k, "ServiceAccount"), isCore(k, "PersistentVolumeClaim"):
 			core[nsKind{k.Namespace, k.Kind, k.Name}] = op
@@ -220,9 +230,12 @@ func (e *Engine) follow(p *Placement) []Warning {
 		var out []*ObjectPlacement
 		if spec, podLabels, ok := podTemplate(o, op.Object.Kind); ok {
 			deps = podDependencies(spec)
-			for _, svc := range services[ns] {
-				if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
-					out = append(out, svc)
+			for _, lk := range sortedKeys(podLabels) {
+				v, _ := podLabels[lk].(string)
+				for _, svc := range services[selectorKey{ns, lk, v}] {
+					if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
+						out = append(out, svc)
+					}
 				}
 			}
 		}
@@ -249,17 +262,17 @@ func (e *Engine) follow(p *Placement) []Warning {
 	}
 	// The clusters each object currently reaches, as bit sets over p.clusters.
 	words := (len(p.clusters) + 63) / 64
-	index := make(map[string]int, len(p.clusters))
-	for i := range p.clusters {
-		index[p.clusters[i].Name] = i
-	}
 	reach := map[*ObjectPlacement][]uint64{}
 	clustersOf := func(op *ObjectPlacement) []uint64 {
 		s := reach[op]
 		if s == nil {
 			s = make([]uint64, words)
+			// Targets and clusters are both sorted by name: walk them together.
+			i := 0
 			for _, t := range op.Targets {
-				i := index[t.Cluster]
+				for p.clusters[i].Name != t.Cluster {
+					i++
+				}
 				s[i/64] |= 1 << (i % 64)
 			}
 			reach[op] = s
@@ -303,11 +316,13 @@ func (e *Engine) follow(p *Placement) []Warning {
 		op.Follows = leaders
 		set := reach[op]
 		own := len(op.Targets)
+		j := 0 // walks op.Targets[:own], sorted like p.clusters
 		for i := range p.clusters {
-			if set[i/64]&(1<<(i%64)) == 0 {
+			if j < own && op.Targets[j].Cluster == p.clusters[i].Name {
+				j++
 				continue
 			}
-			if _, ok := slices.BinarySearchFunc(op.Targets[:own], p.clusters[i].Name, func(t Target, n string) int { return strings.Compare(t.Cluster, n) }); ok {
+			if set[i/64]&(1<<(i%64)) == 0 {
 				continue
 			}
 			t := Target{Cluster: p.clusters[i].Name}
