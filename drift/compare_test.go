@@ -307,7 +307,7 @@ func TestChangeManagers(t *testing.T) {
 	}
 	assert.Equal(t, map[string][]string{
 		"spec.set[1]":                     {"setter"},
-		"spec.rules[0].verbs":             {"indexer"},
+		"spec.rules[0].verbs[0]":          {"indexer"},
 		"spec.containers[name=app].image": {"keyed"},
 		"spec.plain":                      {"plain-a", "plain-b"},
 		"spec.gone":                       nil,
