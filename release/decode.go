@@ -82,15 +82,16 @@ func (e *DecodeError) Error() string {
 	return b.String()
 }
 
-// decodeFunc decodes one JSON document of a known version and kind into
-// objs, or returns what is wrong with it.
-type decodeFunc func(data []byte, objs *Objects) []strictyaml.FieldError
+// decodeFunc decodes one JSON document (data, parsed as tree by
+// strictyaml.ParseJSON) of a known version and kind into objs, or returns
+// what is wrong with it.
+type decodeFunc func(data []byte, tree any, objs *Objects) []FieldError
 
 // into returns a decodeFunc that decodes a T strictly and hands it to add.
 func into[T any](add func(*Objects, *T)) decodeFunc {
-	return func(data []byte, objs *Objects) []strictyaml.FieldError {
+	return func(data []byte, tree any, objs *Objects) []FieldError {
 		obj := new(T)
-		if errs := strictyaml.Unmarshal(data, obj); len(errs) > 0 {
+		if errs := strictyaml.UnmarshalParsed(data, tree, obj); len(errs) > 0 {
 			return errs
 		}
 		add(objs, obj)
@@ -249,8 +250,8 @@ func readHeader(obj map[string]any) header {
 
 // object decodes one object (a document, or an item of a List at prefix).
 func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
-	var raw any
-	if err := json.Unmarshal(data, &raw); err != nil {
+	raw, err := strictyaml.ParseJSON(data)
+	if err != nil {
 		d.add(doc, header{}, FieldError{Path: prefix, Message: "invalid JSON: " + err.Error()})
 		return
 	}
@@ -299,7 +300,7 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		})
 		return
 	}
-	for _, fe := range decode(data, d.objs) {
+	for _, fe := range decode(data, raw, d.objs) {
 		fe.Path = joinPath(prefix, fe.Path)
 		d.add(doc, h, fe)
 	}

@@ -144,15 +144,31 @@ func (e FieldError) Error() string {
 // and every value of the wrong type, sorted by path; v is written only
 // when there is none.
 func Unmarshal(data []byte, v any) []FieldError {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return []FieldError{{Message: fmt.Sprintf("strictyaml: Unmarshal needs a non-nil pointer, got %T", v)}}
+	tree, err := ParseJSON(data)
+	if err != nil {
+		return []FieldError{{Message: "invalid JSON: " + err.Error()}}
 	}
+	return UnmarshalParsed(data, tree, v)
+}
+
+// ParseJSON parses a JSON document into maps, slices, strings, bools,
+// json.Numbers and nils: the tree UnmarshalParsed checks.
+func ParseJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return []FieldError{{Message: "invalid JSON: " + err.Error()}}
+		return nil, err
+	}
+	return tree, nil
+}
+
+// UnmarshalParsed is Unmarshal for a caller that has parsed data with
+// ParseJSON already (to look at it before picking v's type).
+func UnmarshalParsed(data []byte, tree, v any) []FieldError {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return []FieldError{{Message: fmt.Sprintf("strictyaml: Unmarshal needs a non-nil pointer, got %T", v)}}
 	}
 	w := walker{fields: map[reflect.Type]map[string]reflect.Type{}}
 	w.walk("", tree, rv.Type().Elem())
