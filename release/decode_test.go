@@ -540,3 +540,13 @@ func TestLoadNamesTheFieldPath(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadValidatesPolicies(t *testing.T) {
+	objs, err := Load(strings.NewReader("apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p, namespace: apps}\nspec:\n  resourceSelectors: [{kind: Deployment}]\n"))
+	require.Error(t, err, "a resource selector needs an apiVersion")
+	assert.Contains(t, err.Error(), "apiVersion")
+	require.Len(t, objs.Policies.Propagation, 1)
+
+	_, err = Load(strings.NewReader("apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p, namespace: apps}\nspec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n"))
+	require.NoError(t, err)
+}

@@ -598,8 +598,9 @@ func validateSecretRef(p *problems, path string, ref *source.LocalObjectReferenc
 }
 
 // Validate checks every object (Releases with Release.Validate, sources
-// with ValidateHelmRepository, ValidateOCIRepository, ValidateHelmChart)
-// and joins the *ValidationErrors, in Objects order, or returns nil.
+// with ValidateHelmRepository, ValidateOCIRepository, ValidateHelmChart,
+// policies with their own Validate) and joins the errors, in Objects
+// order, or returns nil.
 func (o *Objects) Validate() error {
 	var errs []error
 	for _, r := range o.Releases {
@@ -621,6 +622,19 @@ func (o *Objects) Validate() error {
 		if err := ValidateHelmChart(c); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	ps := &o.Policies
+	for i := range ps.Propagation {
+		errs = append(errs, ps.Propagation[i].Validate())
+	}
+	for i := range ps.ClusterPropagation {
+		errs = append(errs, ps.ClusterPropagation[i].Validate())
+	}
+	for i := range ps.Override {
+		errs = append(errs, ps.Override[i].Validate())
+	}
+	for i := range ps.ClusterOverride {
+		errs = append(errs, ps.ClusterOverride[i].Validate())
 	}
 	return errors.Join(errs...)
 }
