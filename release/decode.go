@@ -3,6 +3,7 @@ package release
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -118,6 +119,7 @@ func versions(f decodeFunc, vs ...string) map[string]decodeFunc {
 // kind, then version, to the function that decodes such a document. A new
 // kind is one line here and one field in Objects.
 func decoders() map[schema.GroupKind]map[string]decodeFunc {
+	karmadaVersion := schema.FromAPIVersionAndKind(policy.GroupVersion, "").Version
 	return map[schema.GroupKind]map[string]decodeFunc{
 		{Group: Group, Kind: Kind}: {
 			Version:        into(func(o *Objects, r *Release) { o.Releases = append(o.Releases, r) }),
@@ -148,20 +150,19 @@ func decoders() map[schema.GroupKind]map[string]decodeFunc {
 	}
 }
 
-// karmadaVersion is the version of policy.GroupVersion.
-var karmadaVersion = schema.FromAPIVersionAndKind(policy.GroupVersion, "").Version
-
 // karmada returns the group and kind of a Karmada policy kind.
 func karmada(kind string) schema.GroupKind {
 	return schema.FromAPIVersionAndKind(policy.GroupVersion, kind).GroupKind()
 }
 
 // Decode reads a multi-document YAML stream (or one JSON document) and
-// decodes every HelmRelease (helm.toolkit.fluxcd.io v2, v2beta2, v2beta1)
-// and every HelmRepository, OCIRepository and HelmChart
-// (source.toolkit.fluxcd.io v1, v1beta2) in it. A v1 List (as kubectl get
-// -o yaml prints) is decoded item by item. Blank and comment-only
-// documents are skipped.
+// decodes every HelmRelease (helm.toolkit.fluxcd.io v2, v2beta2, v2beta1),
+// every HelmRepository, OCIRepository and HelmChart
+// (source.toolkit.fluxcd.io v1, v1beta2) and every Karmada
+// PropagationPolicy, ClusterPropagationPolicy, OverridePolicy and
+// ClusterOverridePolicy (policy.karmada.io/v1alpha1) in it. A v1 List (as
+// kubectl get -o yaml prints) is decoded item by item. Blank and
+// comment-only documents are skipped.
 //
 // Decoding is strict: unknown fields, values of the wrong type, invalid
 // durations, duplicate keys, YAML syntax errors and unknown kinds or API
@@ -210,7 +211,7 @@ func (d *decoder) document(doc strictyaml.Document) {
 	data, err := documentJSON(doc)
 	if err != nil {
 		p := Problem{Document: doc.Index, Line: doc.Line, FieldError: FieldError{Message: "invalid YAML: " + err.Error()}}
-		if se, ok := err.(*strictyaml.SyntaxError); ok && se.Line > 0 {
+		if se, ok := errors.AsType[*strictyaml.SyntaxError](err); ok && se.Line > 0 {
 			p.Line = se.Line
 		}
 		d.problems = append(d.problems, p)
