@@ -15,11 +15,15 @@ type Cluster struct {
 	Name string
 	// Labels are matched by clusterAffinity.labelSelector.
 	Labels map[string]string
-	// Provider, Region and Zones are matched by clusterAffinity.fieldSelector
-	// and grouped by spread constraints.
+	// Provider is matched by fieldSelector key "provider" and grouped by
+	// spreadByField: provider.
 	Provider string
-	Region   string
-	Zones    []string
+	// Region is matched by fieldSelector key "region" and grouped by
+	// spreadByField: region.
+	Region string
+	// Zones are matched by fieldSelector key "zone" (In: every zone listed;
+	// NotIn: none listed); spreadByField: zone groups by the smallest zone.
+	Zones []string
 	// Taints keep objects away unless the policy tolerates them; only the
 	// NoSchedule and NoExecute effects filter.
 	Taints []corev1.Taint

@@ -43,6 +43,7 @@ type ObjectPlacement struct {
 	Err error
 
 	obj         *unstructured.Unstructured
+	pos         int // index in Placement.Objects
 	replicaPath []string
 	overrides   []ovMatch
 	policy      *propPolicy
@@ -262,9 +263,12 @@ func (e *Engine) follow(p *Placement) []Warning {
 	}
 	// The clusters each object currently reaches, as bit sets over p.clusters.
 	words := (len(p.clusters) + 63) / 64
-	reach := map[*ObjectPlacement][]uint64{}
+	for i, op := range p.Objects {
+		op.pos = i
+	}
+	reach := make([][]uint64, len(p.Objects))
 	clustersOf := func(op *ObjectPlacement) []uint64 {
-		s := reach[op]
+		s := reach[op.pos]
 		if s == nil {
 			s = make([]uint64, words)
 			// Targets and clusters are both sorted by name: walk them together.
@@ -275,7 +279,7 @@ func (e *Engine) follow(p *Placement) []Warning {
 				}
 				s[i/64] |= 1 << (i % 64)
 			}
-			reach[op] = s
+			reach[op.pos] = s
 		}
 		return s
 	}
@@ -285,7 +289,7 @@ func (e *Engine) follow(p *Placement) []Warning {
 			queue = append(queue, op)
 		}
 	}
-	follows := map[*ObjectPlacement][]ObjectKey{}
+	follows := make([][]ObjectKey, len(p.Objects))
 	for len(queue) > 0 {
 		leader := queue[0]
 		queue = queue[1:]
@@ -294,9 +298,9 @@ func (e *Engine) follow(p *Placement) []Warning {
 			if dep == leader {
 				continue
 			}
-			first := follows[dep] == nil
-			if !slices.Contains(follows[dep], leader.Object) {
-				follows[dep] = append(follows[dep], leader.Object)
+			first := follows[dep.pos] == nil
+			if !slices.Contains(follows[dep.pos], leader.Object) {
+				follows[dep.pos] = append(follows[dep.pos], leader.Object)
 			}
 			to := clustersOf(dep)
 			changed := false
@@ -311,10 +315,14 @@ func (e *Engine) follow(p *Placement) []Warning {
 			}
 		}
 	}
-	for op, leaders := range follows {
+	for pos, leaders := range follows {
+		if leaders == nil {
+			continue
+		}
+		op := p.Objects[pos]
 		slices.SortFunc(leaders, compareKeys)
 		op.Follows = leaders
-		set := reach[op]
+		set := reach[pos]
 		own := len(op.Targets)
 		j := 0 // walks op.Targets[:own], sorted like p.clusters
 		for i := range p.clusters {
