@@ -3,6 +3,7 @@ package source
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -158,4 +159,42 @@ func FuzzFindChartVersion(f *testing.F) {
 		assert.Equal(t, want.Digest, got.Digest)
 		assert.Equal(t, want.URLs, got.URLs)
 	})
+}
+
+// FuzzFindChartVersionEdits inserts fuzzed text into a valid index at a
+// fuzzed line, so that the inputs stay close to real indexes and reach the
+// scanner's structural checks; the answer must match the full parse.
+func FuzzFindChartVersionEdits(f *testing.F) {
+	f.Add(uint8(3), "    version: 9.9.9", "nginx", "*")
+	f.Add(uint8(2), "  nginx:", "nginx", "*")
+	f.Add(uint8(12), "entries:", "redis", "")
+	f.Add(uint8(7), "    created: \"2030-01-01T00:00:00Z\"", "nginx", "1.x")
+	f.Add(uint8(5), "  - &a", "nginx", "*")
+	base := strings.Split(string(readIndexF(f, "indented.yaml")), "\n")
+	f.Fuzz(func(t *testing.T, at uint8, insert, chartName, constraint string) {
+		lines := append([]string(nil), base...)
+		i := int(at) % (len(lines) + 1)
+		lines = append(lines[:i], append([]string{insert}, lines[i:]...)...)
+		doc := []byte(strings.Join(lines, "\n"))
+		got, err := FindChartVersion(doc, chartName, constraint)
+		full, fullErr := fullParse(doc, chartName)
+		if fullErr != nil {
+			return
+		}
+		want, wantErr := full.resolve(constraint)
+		if wantErr != nil {
+			return
+		}
+		require.NoError(t, err, "full parse resolved %s", want.Version)
+		assert.Equal(t, want.Version, got.Version)
+		assert.Equal(t, want.URLs, got.URLs)
+	})
+}
+
+func readIndexF(f *testing.F, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", "index", name))
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
 }
