@@ -2,8 +2,6 @@ package release
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,20 +21,6 @@ import (
 const defaultRetryInterval = 5 * time.Minute
 
 func valuesDigest(v map[string]any) string { return values.Digest(v) }
-
-// digestJSON is the digest of v's JSON encoding ("" for nil): stable,
-// since encoding/json sorts map keys.
-func digestJSON(v any) string {
-	data, err := json.Marshal(v)
-	if err != nil || string(data) == "null" || string(data) == "[]" {
-		return ""
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func postRenderersDigest(rel *Release) string  { return digestJSON(rel.Spec.PostRenderers) }
-func commonMetadataDigest(rel *Release) string { return digestJSON(rel.Spec.CommonMetadata) }
 
 func (ru *run) actionErr(a Action, err error) error {
 	return &ActionError{Release: ru.rel.ref(), Cluster: ru.cluster.Name(), Action: a, Err: err}
@@ -87,7 +71,7 @@ func (ru *run) install() error {
 	i.SkipSchemaValidation = spec.DisableSchemaValidation
 	i.Replace = spec.Replace
 	i.CreateNamespace = spec.CreateNamespace
-	i.PostRenderer = postRendererOf(rel)
+	i.PostRenderer = ru.d.post
 	switch spec.GetCRDsPolicy() {
 	case Skip:
 		i.SkipCRDs = true
@@ -118,7 +102,7 @@ func (ru *run) upgrade() error {
 	u.MaxHistory = rel.GetMaxHistory()
 	u.ResetValues = !spec.PreserveValues
 	u.ReuseValues = spec.PreserveValues
-	u.PostRenderer = postRendererOf(rel)
+	u.PostRenderer = ru.d.post
 	// Helm never touches CRDs on upgrade; Flux (and helmfleet) create
 	// missing ones (Create) or also replace existing ones (CreateReplace).
 	if policy := spec.GetCRDsPolicy(); policy != Skip {

@@ -26,3 +26,19 @@ func (in *Release) DeepCopy() *Release {
 	}
 	return out
 }
+
+// DeepCopy returns a copy of in that shares no memory with it.
+func (in *Status) DeepCopy() *Status {
+	if in == nil {
+		return nil
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("release status: deep copy: %v", err))
+	}
+	out := &Status{}
+	if err := json.Unmarshal(data, out); err != nil {
+		panic(fmt.Sprintf("release status: deep copy: %v", err))
+	}
+	return out
+}

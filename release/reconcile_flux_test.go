@@ -483,3 +483,54 @@ func brokenVersion(version string) memory.HealthFunc {
 		return memory.Health{Ready: true}
 	}
 }
+
+func TestPostRenderersAndCommonMetadata(t *testing.T) {
+	ctx := context.Background()
+	c := newHealthyCluster(&health{})
+	rec := newReconciler(t, nil)
+	rel := testRelease()
+	rel.Spec.PostRenderers = []release.PostRenderer{{Kustomize: &release.Kustomize{
+		Patches: []release.Patch{{
+			Target: &release.Selector{Kind: "Deployment"},
+			Patch:  "- op: add\n  path: /metadata/annotations\n  value: {team: payments}\n",
+		}},
+		Images: []release.Image{{Name: "ghcr.io/stefanprodan/podinfo", NewTag: "6.5.0-patched"}},
+	}}}
+	rel.Spec.CommonMetadata = &release.CommonMetadata{Labels: map[string]string{"platform": "helmfleet"}}
+	_, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	assert.Equal(t, "payments", dep.GetAnnotations()["team"])
+	assert.Equal(t, "helmfleet", dep.GetLabels()["platform"])
+	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
+	assert.Equal(t, "ghcr.io/stefanprodan/podinfo:6.5.0-patched", containers[0].(map[string]any)["image"])
+	cm, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	assert.Equal(t, "helmfleet", cm.GetLabels()["platform"], "common metadata goes on every object")
+	assert.NotEmpty(t, rel.Status.ObservedPostRenderersDigest)
+
+	// Changing only the common metadata is OutOfSync: upgrade.
+	rel.Spec.CommonMetadata.Labels["platform"] = "helmfleet-v2"
+	res, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
+
+	// A patch kustomize cannot apply fails the upgrade with an error
+	// naming the post-renderer and the patch; the running release stays.
+	rel.Spec.PostRenderers[0].Kustomize.Patches[0].Patch = "- op: frobnicate\n  path: /x\n"
+	_, err = rec.Reconcile(ctx, c, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "postRenderers[0].kustomize.patches[0] (target kind=Deployment)")
+	assert.Contains(t, c.Summary(), "Deployment apps/podinfo")
+
+	// A JSON 6902 patch without a target cannot be built at all: a stage
+	// error before Helm runs.
+	rel.Spec.PostRenderers[0].Kustomize.Patches[0] = release.Patch{Patch: "- op: remove\n  path: /spec\n"}
+	rel.Generation++
+	_, err = rec.Reconcile(ctx, c, rel)
+	var se *release.StageError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, release.ReasonPostRendererError, se.Reason)
+	assert.Contains(t, err.Error(), "postRenderers[0].kustomize.patches[0]")
+}

@@ -16,6 +16,9 @@ const (
 	ReasonPendingRelease = "PendingRelease"
 	// ReasonStateError: the state of the release could not be read.
 	ReasonStateError = "StateError"
+	// ReasonPostRendererError: spec.postRenderers or commonMetadata
+	// cannot be built.
+	ReasonPostRendererError = "PostRendererError"
 )
 
 // observe determines the state of the release (Flux's

@@ -1,0 +1,672 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/helmfleet/helmfleet/depgraph"
+)
+
+// Rollout spreads an Apply over waves of members: each wave is applied,
+// then must stay healthy on its new revision for BakeTime and pass Gate
+// before the next starts; more than MaxFailures failed members halt the
+// rollout.
+type Rollout struct {
+	// Waves in order. Members no wave names form a last wave, "rest".
+	Waves []Wave
+	// BakeTime is how long a wave's new revisions must stay healthy.
+	BakeTime time.Duration
+	// MaxFailures is the failure budget: the rollout halts when more
+	// members than this failed in total (default 0: the first failure).
+	MaxFailures int
+	// RollbackFailed rolls the failed members of a halting wave back to
+	// their previous revision.
+	RollbackFailed bool
+	// Gate, if set, is asked after each wave's bake whether to go on (a
+	// metrics check, a human approval); an error halts the rollout.
+	Gate func(ctx context.Context, wave WaveReport) error
+}
+
+// Wave selects members: by name, by label selector, or a percentage of
+// all members (taken in name order among those no earlier wave took).
+type Wave struct {
+	// Name of the wave, for reports.
+	Name string
+	// Clusters names members.
+	Clusters []string
+	// Selector is a label selector over the members' labels.
+	Selector string
+	// Percent of all members, 1–100.
+	Percent int
+}
+
+// FleetApplyOptions tune one Fleet.Apply.
+type FleetApplyOptions struct {
+	// Rollout spreads the apply over waves; nil applies everywhere at
+	// once (still in dependency order).
+	Rollout *Rollout
+}
+
+// ItemReport is the outcome of one release on one member.
+type ItemReport struct {
+	// Key is the release on its member.
+	Key Key
+	// Wave is the wave it ran in.
+	Wave string
+	// State is succeeded, failed, skipped or not-started.
+	State depgraph.State
+	// Actions are the reconciler's actions.
+	Actions []Action
+	// Revision is the Helm revision after the apply.
+	Revision int
+	// Err says why it failed or was skipped.
+	Err error
+	// Started and Finished time the item.
+	Started, Finished time.Time
+	// RolledBack is true when a halted rollout rolled it back.
+	RolledBack bool
+}
+
+// WaveReport is the outcome of one wave.
+type WaveReport struct {
+	// Name of the wave.
+	Name string
+	// Clusters of the wave, sorted.
+	Clusters []string
+	// Succeeded and Failed count the wave's releases.
+	Succeeded, Failed int
+	// Unhealthy lists members whose new revision was not healthy after
+	// the bake time.
+	Unhealthy []string
+	// GateErr is the gate's refusal.
+	GateErr error
+	// Halted is true when the rollout stopped after this wave.
+	Halted bool
+}
+
+// ApplyReport is the outcome of an Apply.
+type ApplyReport struct {
+	// Items per release and member, sorted by key.
+	Items []ItemReport
+	// Waves in order.
+	Waves []WaveReport
+	// Halted is true when the rollout stopped early.
+	Halted bool
+
+	graph  *depgraph.Graph[Key]
+	result *depgraph.Result[Key]
+}
+
+// FleetEventKind says what happened.
+type FleetEventKind string
+
+// Fleet event kinds.
+const (
+	EventPlanned      FleetEventKind = "planned"
+	EventStarted      FleetEventKind = "started"
+	EventReady        FleetEventKind = "ready"
+	EventFailed       FleetEventKind = "failed"
+	EventSkipped      FleetEventKind = "skipped"
+	EventUninstalled  FleetEventKind = "uninstalled"
+	EventWaveStarted  FleetEventKind = "wave-started"
+	EventWaveFinished FleetEventKind = "wave-finished"
+	EventHalted       FleetEventKind = "halted"
+	EventRolledBack   FleetEventKind = "rolled-back"
+)
+
+// FleetEvent is one step of an Apply, for progress bars and logs.
+type FleetEvent struct {
+	// Kind says what happened.
+	Kind FleetEventKind
+	// Time it happened, by the fleet's clock.
+	Time time.Time
+	// Key is the release on its member (zero for wave events).
+	Key Key
+	// Wave is the wave's name.
+	Wave string
+	// Elapsed is the time since the item (or wave) started.
+	Elapsed time.Duration
+	// Err is the error of a failed or skipped item.
+	Err error
+}
+
+// Apply executes a plan: in each wave, every release is reconciled on
+// its member as soon as its dependencies (on the same member or others)
+// are ready, within the concurrency limits; releases no longer wanted are
+// uninstalled, dependents first. A member that fails fails only its own
+// releases and their dependents. With a Rollout, waves follow each other
+// behind bake times, the new revisions' health, the gate and the failure
+// budget. A cancelled Apply leaves every release in a state the next
+// Apply continues from.
+func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (*ApplyReport, error) {
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	if plan.graph == nil {
+		return nil, errors.New("fleet apply: plan was not made by Fleet.Plan")
+	}
+	if err := plan.graph.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet apply: dependencies: %w", err)
+	}
+	waves, err := f.waves(opts.Rollout)
+	if err != nil {
+		return nil, fmt.Errorf("fleet apply: %w", err)
+	}
+	for _, it := range plan.Items {
+		f.emit(FleetEvent{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: keyOfPlan(it)})
+	}
+	rep := &ApplyReport{graph: plan.graph}
+	items := map[Key]*ItemReport{}
+	state := map[Key]depgraph.State{}
+	budget := 0
+	if opts.Rollout != nil {
+		budget = opts.Rollout.MaxFailures
+	}
+	failures := 0
+	for wi, w := range waves {
+		in := map[string]bool{}
+		for _, c := range w.clusters {
+			in[c] = true
+		}
+		wr := WaveReport{Name: w.name, Clusters: w.clusters}
+		start := f.cfg.Clock.Now()
+		f.emit(FleetEvent{Kind: EventWaveStarted, Time: start, Wave: w.name})
+		res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
+		for _, n := range res.Nodes {
+			state[n.Key] = n.State
+			switch n.State {
+			case depgraph.Succeeded:
+				wr.Succeeded++
+			case depgraph.Failed:
+				wr.Failed++
+			}
+		}
+		if err := f.uninstallWave(ctx, plan, w.name, in, items); err != nil {
+			wr.Failed++
+		}
+		if runErr != nil && ctx.Err() != nil {
+			rep.Waves = append(rep.Waves, wr)
+			rep.finish(items, plan)
+			return rep, fmt.Errorf("fleet apply: cancelled in wave %s: %w", w.name, ctx.Err())
+		}
+		last := wi == len(waves)-1
+		if opts.Rollout != nil && !last {
+			if opts.Rollout.BakeTime > 0 {
+				select {
+				case <-ctx.Done():
+					rep.Waves = append(rep.Waves, wr)
+					rep.finish(items, plan)
+					return rep, fmt.Errorf("fleet apply: cancelled while baking wave %s: %w", w.name, ctx.Err())
+				case <-f.cfg.Clock.After(opts.Rollout.BakeTime):
+				}
+			}
+			wr.Unhealthy = f.unhealthy(ctx, plan, in, state)
+		}
+		failures += wr.Failed + len(wr.Unhealthy)
+		if opts.Rollout != nil && opts.Rollout.Gate != nil && !last && failures <= budget {
+			wr.GateErr = opts.Rollout.Gate(ctx, wr)
+		}
+		if opts.Rollout != nil && !last && (failures > budget || wr.GateErr != nil) {
+			wr.Halted, rep.Halted = true, true
+			if opts.Rollout.RollbackFailed {
+				f.rollbackFailed(ctx, plan, in, state, items, wr.Unhealthy)
+			}
+			rep.Waves = append(rep.Waves, wr)
+			f.emit(FleetEvent{Kind: EventHalted, Time: f.cfg.Clock.Now(), Wave: w.name, Err: wr.GateErr})
+			break
+		}
+		rep.Waves = append(rep.Waves, wr)
+		f.emit(FleetEvent{Kind: EventWaveFinished, Time: f.cfg.Clock.Now(), Wave: w.name, Elapsed: since(f.cfg.Clock, start)})
+	}
+	rep.finish(items, plan)
+	var errs []error
+	for _, it := range rep.Items {
+		if it.State == depgraph.Failed {
+			errs = append(errs, fmt.Errorf("%s: %w", it.Key, it.Err))
+		}
+	}
+	if rep.Halted {
+		errs = append(errs, fmt.Errorf("rollout halted after wave %s", rep.Waves[len(rep.Waves)-1].Name))
+	}
+	if len(errs) > 0 {
+		return rep, fmt.Errorf("fleet apply: %w", errors.Join(errs...))
+	}
+	return rep, nil
+}
+
+// runWave reconciles the plan's releases on the wave's members.
+func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport) (*depgraph.Result[Key], error) {
+	g := depgraph.New[Key]()
+	blocked := map[Key]error{}
+	for _, n := range plan.graph.Nodes() {
+		if !in[n.Key.Cluster] {
+			continue
+		}
+		var deps []Key
+		for _, d := range n.Deps {
+			switch {
+			case in[d.Cluster]:
+				deps = append(deps, d)
+			case state[d] == depgraph.Succeeded:
+			default:
+				blocked[n.Key] = fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
+			}
+		}
+		g.AddNode(depgraph.Node[Key]{Key: n.Key, Deps: deps, Group: n.Group})
+	}
+	var itemsMu sync.Mutex
+	run := func(ctx context.Context, k Key) error {
+		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now()}
+		itemsMu.Lock()
+		items[k] = item
+		itemsMu.Unlock()
+		if err := blocked[k]; err != nil {
+			item.Err = err
+			return err
+		}
+		p := plan.items[k]
+		if p.Err != nil {
+			var se *StalledError
+			if !errors.As(p.Err, &se) {
+				item.Err = p.Err
+				return p.Err
+			}
+		}
+		rel := p.Release.DeepCopy()
+		res, err := f.rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+		f.mu.Lock()
+		f.applied[k] = rel
+		f.mu.Unlock()
+		if res != nil {
+			item.Actions = res.Actions
+			if res.Helm != nil {
+				item.Revision = res.Helm.Version
+			}
+		}
+		item.Err = err
+		return err
+	}
+	res, err := depgraph.Run(ctx, g, run, depgraph.Options[Key]{
+		Concurrency:      f.cfg.Concurrency,
+		GroupConcurrency: f.cfg.ClusterConcurrency,
+		Clock:            f.cfg.Clock,
+		Events: func(e depgraph.Event[Key]) {
+			fe := FleetEvent{Time: e.Time, Key: e.Key, Wave: wave, Elapsed: e.Elapsed, Err: e.Err}
+			switch e.Kind {
+			case depgraph.EventStarted:
+				fe.Kind = EventStarted
+			case depgraph.EventSucceeded:
+				fe.Kind = EventReady
+			case depgraph.EventFailed:
+				fe.Kind = EventFailed
+			case depgraph.EventSkipped:
+				fe.Kind = EventSkipped
+				fe.Err = fmt.Errorf("dependency %s failed", e.Cause)
+			default:
+				return
+			}
+			f.emit(fe)
+		},
+	})
+	if res == nil {
+		return &depgraph.Result[Key]{}, err
+	}
+	for _, n := range res.Nodes {
+		it, ok := items[n.Key]
+		if !ok {
+			it = &ItemReport{Key: n.Key, Wave: wave}
+			items[n.Key] = it
+		}
+		it.State = n.State
+		it.Finished = n.Finished
+		if n.State == depgraph.Skipped && it.Err == nil {
+			it.Err = fmt.Errorf("skipped: dependency %s failed", n.Cause)
+		}
+	}
+	return res, err
+}
+
+// uninstallWave removes, dependents first, the releases the wave's
+// members hold and no longer want.
+func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, items map[Key]*ItemReport) error {
+	g := depgraph.New[Key]()
+	for _, n := range plan.gc.Nodes() {
+		if in[n.Key.Cluster] {
+			var deps []Key
+			for _, d := range n.Deps {
+				if in[d.Cluster] {
+					deps = append(deps, d)
+				}
+			}
+			g.AddNode(depgraph.Node[Key]{Key: n.Key, Deps: deps, Group: n.Group})
+		}
+	}
+	if g.Len() == 0 {
+		return nil
+	}
+	var itemsMu sync.Mutex
+	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
+		p := plan.items[k]
+		rel := p.Release.DeepCopy()
+		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []Action{ActionUninstall}}
+		_, err := f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, rel)
+		item.Err = err
+		item.Finished = f.cfg.Clock.Now()
+		itemsMu.Lock()
+		items[k] = item
+		itemsMu.Unlock()
+		if err == nil {
+			f.mu.Lock()
+			delete(f.applied, k)
+			f.mu.Unlock()
+			f.emit(FleetEvent{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
+		}
+		return err
+	}, depgraph.Options[Key]{Concurrency: f.cfg.Concurrency, GroupConcurrency: f.cfg.ClusterConcurrency, Clock: f.cfg.Clock})
+	if res != nil {
+		for _, n := range res.Nodes {
+			if it, ok := items[n.Key]; ok {
+				it.State = n.State
+			}
+		}
+	}
+	return err
+}
+
+// unhealthy returns the wave's members whose new revision is not healthy
+// now: the Helm release is not the revision just made, not deployed, or
+// its objects are not Current.
+func (f *Fleet) unhealthy(ctx context.Context, plan *Plan, in map[string]bool, state map[Key]depgraph.State) []string {
+	bad := map[string]bool{}
+	for k, s := range state {
+		if !in[k.Cluster] || s != depgraph.Succeeded {
+			continue
+		}
+		f.mu.Lock()
+		rel := f.applied[k].DeepCopy()
+		f.mu.Unlock()
+		if err := f.rec.Health(ctx, f.byName[k.Cluster].Cluster, rel); err != nil {
+			bad[k.Cluster] = true
+		}
+	}
+	out := make([]string, 0, len(bad))
+	for c := range bad {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// rollbackFailed rolls the failed and unhealthy members of a halting wave
+// back to their previous good revision.
+func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport, unhealthy []string) {
+	sick := map[string]bool{}
+	for _, c := range unhealthy {
+		sick[c] = true
+	}
+	for _, it := range plan.Items {
+		k := keyOfPlan(it)
+		if !in[k.Cluster] || it.Action == ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
+			continue
+		}
+		f.mu.Lock()
+		rel, ok := f.applied[k]
+		if ok {
+			rel = rel.DeepCopy()
+		}
+		f.mu.Unlock()
+		if !ok {
+			continue
+		}
+		if err := f.rec.RollbackToPrevious(ctx, f.byName[k.Cluster].Cluster, rel); err == nil {
+			f.mu.Lock()
+			f.applied[k] = rel
+			f.mu.Unlock()
+			if ir, ok := items[k]; ok {
+				ir.RolledBack = true
+			}
+			f.emit(FleetEvent{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
+		}
+	}
+}
+
+type wave struct {
+	name     string
+	clusters []string
+}
+
+// waves turns a rollout into member sets; without one, one wave of all.
+func (f *Fleet) waves(r *Rollout) ([]wave, error) {
+	all := make([]string, len(f.members))
+	for i, m := range f.members {
+		all[i] = m.Facts.Name
+	}
+	if r == nil || len(r.Waves) == 0 {
+		return []wave{{name: "all", clusters: all}}, nil
+	}
+	taken := map[string]bool{}
+	var out []wave
+	for i, w := range r.Waves {
+		name := w.Name
+		if name == "" {
+			name = fmt.Sprintf("wave-%d", i+1)
+		}
+		var cs []string
+		switch {
+		case len(w.Clusters) > 0:
+			for _, c := range w.Clusters {
+				if _, ok := f.byName[c]; !ok {
+					return nil, fmt.Errorf("rollout.waves[%d].clusters: unknown member %q", i, c)
+				}
+				if !taken[c] {
+					cs = append(cs, c)
+				}
+			}
+		case w.Selector != "":
+			sel, err := labels.Parse(w.Selector)
+			if err != nil {
+				return nil, fmt.Errorf("rollout.waves[%d].selector: %q: %w", i, w.Selector, err)
+			}
+			for _, m := range f.members {
+				if sel.Matches(labels.Set(m.Facts.Labels)) && !taken[m.Facts.Name] {
+					cs = append(cs, m.Facts.Name)
+				}
+			}
+		case w.Percent > 0 && w.Percent <= 100:
+			n := (len(all)*w.Percent + 99) / 100
+			for _, c := range all {
+				if len(cs) == n {
+					break
+				}
+				if !taken[c] {
+					cs = append(cs, c)
+				}
+			}
+		default:
+			return nil, fmt.Errorf("rollout.waves[%d]: needs clusters, a selector or a percent in 1..100", i)
+		}
+		sort.Strings(cs)
+		for _, c := range cs {
+			taken[c] = true
+		}
+		out = append(out, wave{name: name, clusters: cs})
+	}
+	var rest []string
+	for _, c := range all {
+		if !taken[c] {
+			rest = append(rest, c)
+		}
+	}
+	if len(rest) > 0 {
+		out = append(out, wave{name: "rest", clusters: rest})
+	}
+	return out, nil
+}
+
+// finish fills the report's items, marking those no wave reached.
+func (rep *ApplyReport) finish(items map[Key]*ItemReport, plan *Plan) {
+	for _, it := range plan.Items {
+		k := keyOfPlan(it)
+		if _, ok := items[k]; !ok {
+			items[k] = &ItemReport{Key: k, State: depgraph.NotStarted, Err: errors.New("not started: the rollout halted or was cancelled before its wave")}
+		}
+	}
+	rep.Items = rep.Items[:0]
+	for _, it := range items {
+		rep.Items = append(rep.Items, *it)
+	}
+	sort.Slice(rep.Items, func(i, j int) bool { return keyLess(rep.Items[i].Key, rep.Items[j].Key) })
+}
+
+// Table renders the report: one line per release and member.
+func (rep *ApplyReport) Table() string {
+	var sb strings.Builder
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WAVE\tCLUSTER\tRELEASE\tRESULT\tACTIONS\tREVISION\tNOTE")
+	for _, it := range rep.Items {
+		note := ""
+		if it.Err != nil {
+			note = firstLine(it.Err.Error())
+		}
+		if it.RolledBack {
+			note = "rolled back; " + note
+		}
+		acts := make([]string, len(it.Actions))
+		for i, a := range it.Actions {
+			acts[i] = string(a)
+		}
+		if len(acts) == 0 {
+			acts = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%d\t%s\n", it.Wave, it.Key.Cluster, it.Key.Namespace, it.Key.Name, it.State, strings.Join(acts, ","), it.Revision, note)
+	}
+	_ = tw.Flush()
+	for _, w := range rep.Waves {
+		fmt.Fprintf(&sb, "wave %s %v: %d succeeded, %d failed", w.Name, w.Clusters, w.Succeeded, w.Failed)
+		if len(w.Unhealthy) > 0 {
+			fmt.Fprintf(&sb, ", unhealthy after bake: %v", w.Unhealthy)
+		}
+		if w.GateErr != nil {
+			fmt.Fprintf(&sb, ", gate: %v", w.GateErr)
+		}
+		if w.Halted {
+			sb.WriteString(", HALTED")
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}
+
+// Mermaid draws the dependency graph, a box per member, coloured by the
+// outcome of each release.
+func (rep *ApplyReport) Mermaid() string {
+	res := resultOf(rep)
+	return rep.graph.Mermaid(res)
+}
+
+// resultOf rebuilds a depgraph result from the report for drawing.
+func resultOf(rep *ApplyReport) *depgraph.Result[Key] {
+	g := depgraph.New[Key]()
+	for _, n := range rep.graph.Nodes() {
+		g.AddNode(depgraph.Node[Key]{Key: n.Key, Group: n.Group})
+	}
+	states := map[Key]ItemReport{}
+	for _, it := range rep.Items {
+		states[it.Key] = it
+	}
+	res, _ := depgraph.Run(context.Background(), g, func(_ context.Context, k Key) error {
+		if s, ok := states[k]; ok && s.State != depgraph.Succeeded {
+			return fmt.Errorf("%s", s.State)
+		}
+		return nil
+	}, depgraph.Options[Key]{})
+	return res
+}
+
+// Health checks that the release's latest revision is the one its status
+// records, is deployed, and that its objects are Current by kstatus: what
+// a rollout gate must look at (never the previous revision's health).
+func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) error {
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
+	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	if err != nil {
+		return err
+	}
+	last, err := lastRelease(cfg.Releases, rel.GetReleaseName())
+	if err != nil {
+		return errStorage(rel, err)
+	}
+	cur := rel.Status.History.Latest()
+	switch {
+	case last == nil:
+		return fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())
+	case cur == nil || cur.Version != last.Version:
+		return fmt.Errorf("release %s on cluster %s: revision %d is not the one applied", rel.ref(), cluster.Name(), last.Version)
+	case last.Info.Status.String() != SnapshotStatusDeployed:
+		return fmt.Errorf("release %s on cluster %s: revision %d is %s", rel.ref(), cluster.Name(), last.Version, last.Info.Status)
+	}
+	objs, err := objectsOf(cfg.KubeClient, last.Manifest)
+	if err != nil {
+		return err
+	}
+	refs := make([]ObjectRef, len(objs))
+	for i, o := range objs {
+		refs[i] = RefOf(o)
+	}
+	cc := cfg.KubeClient.(*contextClient)
+	pending, failed, err := cc.pending(ctx, refs)
+	if err != nil {
+		return err
+	}
+	if len(pending)+len(failed) > 0 {
+		return &NotReadyError{Cluster: cluster.Name(), Objects: append(failed, pending...)}
+	}
+	return nil
+}
+
+// RollbackToPrevious rolls the release back to the revision before its
+// latest (the previous good one in its history) and records it in the
+// status: what a halted rollout does to the members that failed.
+func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster Cluster, rel *Release) error {
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
+	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	if err != nil {
+		return err
+	}
+	ru.cfg = cfg
+	prev := rel.Status.History.Previous(true)
+	if prev == nil {
+		return ru.stalled(ReasonMissingRollbackTarget, "no previous revision to roll back to")
+	}
+	rb := action.NewRollback(cfg)
+	rb.Version = prev.Version
+	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
+	rb.Wait = !rel.GetRollback().DisableWait
+	rb.MaxHistory = rel.GetMaxHistory()
+	if err := rb.Run(rel.GetReleaseName()); err != nil {
+		return ru.actionErr(ActionRollback, err)
+	}
+	if last, err := lastRelease(cfg.Releases, rel.GetReleaseName()); err == nil && last != nil {
+		rel.Status.History = upsertSnapshot(rel.Status.History, snapshotOf(last, ""))
+	}
+	ru.setCondition(ConditionRemediated, "True", ReasonRollbackSucceeded, fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version))
+	return nil
+}

@@ -1,0 +1,357 @@
+package release_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/helmfleet/helmfleet/depgraph"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+const fleetYAML = `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+  values:
+    replicaCount: 2
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: apps}
+spec:
+  resourceSelectors:
+    - apiVersion: helm.toolkit.fluxcd.io/v2
+      kind: HelmRelease
+      name: podinfo
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchLabels: {tier: apps}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-env, namespace: apps}
+spec:
+  resourceSelectors:
+    - apiVersion: helm.toolkit.fluxcd.io/v2
+      kind: HelmRelease
+      name: podinfo
+  overrideRules:
+    - targetCluster:
+        labelSelector:
+          matchLabels: {env: dev}
+      overriders:
+        plaintext:
+          - path: /spec/chart/spec/version
+            operator: replace
+            value: "6.6.0-rc.1"
+    - targetCluster:
+        labelSelector:
+          matchLabels: {env: prod}
+      overriders:
+        valuesOverrider:
+          - merge: {replicaCount: 4}
+`
+
+type testFleet struct {
+	fleet   *release.Fleet
+	members map[string]*memory.Cluster
+	events  []release.FleetEvent
+	mu      sync.Mutex
+}
+
+func newTestFleet(t *testing.T, health map[string]memory.HealthFunc) *testFleet {
+	t.Helper()
+	tf := &testFleet{members: map[string]*memory.Cluster{}}
+	var members []release.Member
+	for _, m := range []struct {
+		name, env, region string
+	}{{"dev-1", "dev", "eu"}, {"prod-eu-1", "prod", "eu"}, {"prod-us-1", "prod", "us"}} {
+		opts := []memory.Option{}
+		if h := health[m.name]; h != nil {
+			opts = append(opts, memory.WithHealth(h))
+		}
+		c := memory.New(m.name, opts...)
+		tf.members[m.name] = c
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{
+			Labels: map[string]string{"env": m.env, "tier": "apps"}, Region: m.region,
+		}})
+	}
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	f, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec, Events: func(e release.FleetEvent) {
+		tf.mu.Lock()
+		tf.events = append(tf.events, e)
+		tf.mu.Unlock()
+	}})
+	require.NoError(t, err)
+	tf.fleet = f
+	return tf
+}
+
+func decodeInputs(t *testing.T, y string) release.Inputs {
+	t.Helper()
+	objs, err := release.Decode(strings.NewReader(y))
+	require.NoError(t, err)
+	return release.InputsOf(objs)
+}
+
+func helmList(t *testing.T, c *memory.Cluster) []string {
+	t.Helper()
+	cfg, err := c.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	l := action.NewList(cfg)
+	l.All = true
+	rels, err := l.Run()
+	require.NoError(t, err)
+	var out []string
+	for _, r := range rels {
+		out = append(out, r.Name+" "+r.Chart.Metadata.Version+" "+r.Info.Status.String())
+	}
+	return out
+}
+
+func memberReplicas(t *testing.T, c *memory.Cluster) int64 {
+	t.Helper()
+	return replicas(t, c)
+}
+
+func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	in := decodeInputs(t, fleetYAML)
+
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	require.Len(t, plan.Items, 3)
+	for _, it := range plan.Items {
+		assert.Equal(t, release.ActionInstall, it.Action, it.Cluster)
+		assert.Equal(t, release.StateAbsent, it.State)
+		assert.Contains(t, it.Diff, "+++ Deployment/apps/podinfo")
+	}
+	dev, _ := plan.Item(release.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"})
+	assert.Equal(t, "6.6.0-rc.1", dev.Version, "dev gets the pre-release chart through a plaintext override")
+	prod, _ := plan.Item(release.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
+	assert.Equal(t, "6.5.0", prod.Version)
+	assert.EqualValues(t, 4, prod.Values.Values["replicaCount"], "prod gets its own values through the values overrider")
+	assert.Contains(t, plan.Table(), "prod-eu-1  apps/podinfo  Absent  install  podinfo@6.5.0")
+	data, err := json.Marshal(plan)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"action":"install"`)
+	for _, c := range tf.members {
+		assert.Empty(t, c.Summary(), "planning writes nothing")
+	}
+
+	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+	require.Len(t, rep.Items, 3)
+	for _, it := range rep.Items {
+		assert.Equal(t, depgraph.Succeeded, it.State, it.Key.String())
+		assert.Equal(t, 1, it.Revision)
+	}
+	assert.Equal(t, []string{"podinfo 6.6.0-rc.1 deployed"}, helmList(t, tf.members["dev-1"]), "a real Helm release on the member")
+	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
+	assert.Equal(t, int64(2), memberReplicas(t, tf.members["dev-1"]))
+	assert.Equal(t, int64(4), memberReplicas(t, tf.members["prod-eu-1"]))
+	st, ok := tf.fleet.Status(release.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
+	require.True(t, ok)
+	assert.Equal(t, "True", string(st.GetCondition(release.ConditionReady).Status))
+
+	// Nothing changed: the next plan is all no-ops.
+	plan, err = tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	for _, it := range plan.Items {
+		assert.Equal(t, release.ActionNone, it.Action, it.Cluster)
+		assert.Empty(t, it.Diff)
+	}
+
+	// The inventory survives a restart.
+	inv := tf.fleet.Inventory()
+	require.Len(t, inv, 3)
+	tf2 := newTestFleet(t, nil)
+	require.NoError(t, tf2.fleet.Restore(inv))
+	assert.Len(t, tf2.fleet.Inventory(), 3)
+}
+
+func TestFleetGarbageCollection(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+
+	// prod-us-1 leaves the app tier: its release is uninstalled there.
+	noUS := strings.Replace(fleetYAML, "matchLabels: {tier: apps}", "matchExpressions: [{key: env, operator: In, values: [dev]}, {key: tier, operator: In, values: [apps]}]", 1)
+	plan, err = tf.fleet.Plan(ctx, decodeInputs(t, noUS))
+	require.NoError(t, err)
+	gc, ok := plan.Item(release.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
+	require.True(t, ok)
+	assert.Equal(t, release.ActionUninstall, gc.Action)
+	assert.Equal(t, "no longer placed on this member", gc.Reason)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, tf.members["prod-us-1"].Summary())
+	assert.Empty(t, helmList(t, tf.members["prod-eu-1"]), "prod-eu-1 is not in env=dev either")
+	assert.NotEmpty(t, helmList(t, tf.members["dev-1"]))
+	assert.Len(t, tf.fleet.Inventory(), 1)
+}
+
+func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
+	ctx := context.Background()
+	// Chart 6.5.1 crashes on prod-eu-1 only.
+	tf := newTestFleet(t, map[string]memory.HealthFunc{"prod-eu-1": brokenVersion("6.5.1")})
+	in := decodeInputs(t, strings.Replace(fleetYAML, "value: \"6.6.0-rc.1\"", "value: \"6.5.0\"", 1))
+	for _, r := range in.Releases {
+		r.Spec.Timeout = nil
+		r.Spec.Install = nil
+	}
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+
+	in.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
+	in.Releases[0].Spec.Timeout = nil
+	for _, r := range in.Releases {
+		r.Spec.Timeout = &metav1Duration20ms
+	}
+	plan, err = tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	var gated []string
+	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
+		Waves:          []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod-eu", Clusters: []string{"prod-eu-1"}}, {Name: "prod-us", Clusters: []string{"prod-us-1"}}},
+		BakeTime:       time.Millisecond,
+		RollbackFailed: true,
+		Gate: func(_ context.Context, w release.WaveReport) error {
+			gated = append(gated, w.Name)
+			return nil
+		},
+	}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rollout halted after wave prod-eu")
+	assert.True(t, rep.Halted)
+	assert.Equal(t, []string{"dev"}, gated, "the gate is asked only after healthy waves")
+	require.Len(t, rep.Waves, 2)
+	assert.True(t, rep.Waves[1].Halted)
+	byKey := map[string]release.ItemReport{}
+	for _, it := range rep.Items {
+		byKey[it.Key.Cluster] = it
+	}
+	assert.Equal(t, depgraph.Succeeded, byKey["dev-1"].State)
+	assert.Equal(t, depgraph.Failed, byKey["prod-eu-1"].State)
+	assert.Equal(t, depgraph.NotStarted, byKey["prod-us-1"].State, "the last wave never started")
+	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
+	assert.Contains(t, rep.Table(), "HALTED")
+	assert.Contains(t, rep.Mermaid(), "prod-eu-1")
+}
+
+func TestFleetCrossClusterDependency(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	y := fleetYAML + `
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: database, namespace: apps}
+spec:
+  interval: 10m
+  releaseName: database
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: database, namespace: apps}
+spec:
+  resourceSelectors:
+    - apiVersion: helm.toolkit.fluxcd.io/v2
+      kind: HelmRelease
+      name: database
+  placement:
+    clusterAffinity:
+      clusterNames: [prod-eu-1]
+`
+	in := decodeInputs(t, y)
+	for _, r := range in.Releases {
+		if r.Name == "podinfo" {
+			r.Spec.DependsOn = []release.DependencyReference{{Name: "database"}}
+		}
+	}
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	assert.Contains(t, plan.Mermaid(), "database")
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+
+	started := map[string]time.Time{}
+	ready := map[string]time.Time{}
+	for _, e := range tf.events {
+		switch e.Kind {
+		case release.EventStarted:
+			started[e.Key.String()] = e.Time
+		case release.EventReady:
+			ready[e.Key.String()] = e.Time
+		}
+	}
+	db := ready["prod-eu-1:apps/database"]
+	require.False(t, db.IsZero())
+	for _, c := range []string{"dev-1", "prod-eu-1", "prod-us-1"} {
+		s := started[c+":apps/podinfo"]
+		assert.False(t, s.Before(db), "podinfo on %s starts after the database on prod-eu-1 is ready", c)
+	}
+}
+
+func TestFleetMemberFailureIsIsolated(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
+	require.NoError(t, err)
+	tf.members["prod-us-1"].SetUnreachable(errors.New("connection refused"))
+	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "prod-us-1:apps/podinfo")
+	assert.Contains(t, err.Error(), "connection refused")
+	states := map[string]depgraph.State{}
+	for _, it := range rep.Items {
+		states[it.Key.Cluster] = it.State
+	}
+	assert.Equal(t, depgraph.Succeeded, states["dev-1"])
+	assert.Equal(t, depgraph.Succeeded, states["prod-eu-1"])
+	assert.Equal(t, depgraph.Failed, states["prod-us-1"])
+
+	// The member comes back: a new apply converges to the fault-free end state.
+	tf.members["prod-us-1"].SetUnreachable(nil)
+	plan, err = tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
+	assert.Equal(t, int64(4), memberReplicas(t, tf.members["prod-us-1"]))
+}
+
+var metav1Duration20ms = metav1.Duration{Duration: 20 * time.Millisecond}

@@ -1,0 +1,221 @@
+package release
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/values"
+)
+
+// ReleasePlan is what a reconcile would do to one release on one cluster,
+// computed without writing anything.
+type ReleasePlan struct {
+	// Cluster is the cluster's name.
+	Cluster string
+	// Release is the Release planned (for a fleet, the cluster's copy
+	// after override policies).
+	Release *Release
+	// State is the state of the release now.
+	State State
+	// Reason says why, when the state has one.
+	Reason string
+	// Action is the first action a reconcile would run.
+	Action Action
+	// Chart and Version are the chart to install or upgrade to.
+	Chart, Version string
+	// Revision is the Helm revision running now (0 if none).
+	Revision int
+	// Values are the composed values with provenance (secret-safe when
+	// printed); nil when they could not be composed.
+	Values *values.Result
+	// Objects are the rendered objects (after post-renderers), sorted by
+	// kind, namespace and name.
+	Objects []*unstructured.Unstructured
+	// Diff is a unified diff from what runs now to what would run, per
+	// object, with Secret data replaced by digests.
+	Diff string
+	// Err is why the release cannot be planned or would stall.
+	Err error
+}
+
+// Plan computes what Reconcile would do to rel on cluster, without
+// writing anything: the state, the next action, the chart, the composed
+// values, the rendered objects and their diff against the manifest
+// running now. rel is not modified.
+func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *ReleasePlan {
+	rel = rel.DeepCopy()
+	p := &ReleasePlan{Cluster: cluster.Name(), Release: rel, Action: ActionNone}
+	if rel.Spec.Suspend {
+		p.Reason = "suspended"
+		return p
+	}
+	res := &Result{}
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
+	d, err := r.prepare(ctx, rel)
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	ru.d, p.Values = d, d.values
+	p.Chart, p.Version = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version
+	ru.handleRequests()
+	ru.resetFailuresOnChange()
+	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
+		p.Err = err
+		return p
+	}
+	obs, err := ru.observe()
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	p.State, p.Reason = obs.state, obs.reason
+	current := ""
+	if obs.last != nil {
+		p.Revision = obs.last.Version
+		current = obs.last.Manifest
+	}
+	if p.Action, err = ru.decide(obs); err != nil {
+		p.Err = err
+	}
+	manifest, err := ru.render()
+	if err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
+		return p
+	}
+	if p.Objects, err = objectsOf(ru.cfg.KubeClient, manifest); err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
+		return p
+	}
+	sortObjects(p.Objects)
+	if obs.state == StateAbsent {
+		current = ""
+	}
+	p.Diff, err = manifestDiff(ru.cfg, current, manifest)
+	if err != nil && p.Err == nil {
+		p.Err = err
+	}
+	return p
+}
+
+// render renders the desired manifest with Helm, client-side, with the
+// cluster's capabilities: nothing reaches the cluster or its storage.
+func (ru *run) render() (string, error) {
+	rel := ru.rel
+	i := action.NewInstall(&action.Configuration{Capabilities: ru.cfg.Capabilities, Log: func(string, ...any) {}})
+	i.DryRun, i.ClientOnly, i.Replace = true, true, true
+	i.ReleaseName = rel.GetReleaseName()
+	i.Namespace = rel.GetTargetNamespace()
+	i.PostRenderer = ru.d.post
+	i.SkipSchemaValidation = rel.GetInstall().DisableSchemaValidation
+	if ru.cfg.Capabilities != nil {
+		i.KubeVersion = &ru.cfg.Capabilities.KubeVersion
+		i.APIVersions = ru.cfg.Capabilities.APIVersions
+	}
+	h, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
+	if err != nil {
+		return "", err
+	}
+	return h.Manifest, nil
+}
+
+func sortObjects(objs []*unstructured.Unstructured) {
+	sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
+}
+
+func objectKey(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// manifestDiff renders a unified diff per object between two manifests,
+// Secret values replaced by short digests so that a change shows without
+// the value.
+func manifestDiff(cfg *action.Configuration, from, to string) (string, error) {
+	parse := func(m string) (map[string]string, error) {
+		out := map[string]string{}
+		if strings.TrimSpace(m) == "" {
+			return out, nil
+		}
+		objs, err := objectsOf(cfg.KubeClient, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			data, err := yaml.Marshal(maskSecret(o).Object)
+			if err != nil {
+				return nil, err
+			}
+			out[objectKey(o)] = string(data)
+		}
+		return out, nil
+	}
+	a, err := parse(from)
+	if err != nil {
+		return "", err
+	}
+	b, err := parse(to)
+	if err != nil {
+		return "", err
+	}
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		if a[k] == b[k] {
+			continue
+		}
+		fromName, toName := k, k
+		if _, ok := a[k]; !ok {
+			fromName = "/dev/null"
+		}
+		if _, ok := b[k]; !ok {
+			toName = "/dev/null"
+		}
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(a[k]), B: difflib.SplitLines(b[k]),
+			FromFile: fromName, ToFile: toName, Context: 3,
+		})
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(text)
+	}
+	return sb.String(), nil
+}
+
+// maskSecret returns a Secret with every data and stringData value
+// replaced by "(sha256:<12 hex>)"; other objects are returned as they are.
+func maskSecret(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o.GetKind() != "Secret" || o.GroupVersionKind().Group != "" {
+		return o
+	}
+	c := o.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := c.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			sum := sha256.Sum256([]byte(fmt.Sprint(v)))
+			m[k] = "(sha256:" + hex.EncodeToString(sum[:])[:12] + ")"
+		}
+	}
+	return c
+}
