@@ -1,0 +1,14 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/releasetest"
+)
+
+// The in-memory cluster passes the conformance suite every backend passes,
+// so what tests on it show holds on real clusters.
+func TestConformance(t *testing.T) {
+	releasetest.TestCluster(t, memory.New("conformance"))
+}
