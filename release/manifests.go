@@ -1,0 +1,527 @@
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/storage"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/policy"
+)
+
+// Rendered-manifest mode (the seed platform's first way to spread a Helm
+// application): Helm renders the chart once and keeps the release records
+// on a hub; the Distributor stands in for the cluster Helm writes to and
+// spreads every object over the member clusters with propagation and
+// override policies.
+
+// Labels and annotation the Distributor puts on every copy it applies to a
+// member. They are its inventory: pruning lists a release's objects back
+// by these labels, one List per kind and member.
+const (
+	// InventoryNameLabel holds the Helm release's name.
+	InventoryNameLabel = "helmfleet.io/release-name"
+	// InventoryNamespaceLabel holds the Helm release's namespace.
+	InventoryNamespaceLabel = "helmfleet.io/release-namespace"
+	// InventoryAnnotation holds namespace/name of the Helm release, for
+	// people reading a member's object.
+	InventoryAnnotation = "helmfleet.io/release"
+)
+
+// ErrNoHubObjects is returned by a Distributor's ObjectReader and
+// ObjectWriter methods when its hub is not an ObjectClient.
+var ErrNoHubObjects = errors.New("the distributor's hub has no object client")
+
+// DistributorConfig is what a Distributor needs. Hub and Members are
+// required.
+type DistributorConfig struct {
+	// Name is the Distributor's name as a Cluster, in errors and
+	// statuses; default "fleet".
+	Name string
+	// Hub is where Helm keeps the release records (helm ls there shows
+	// the release). If it is also an ObjectClient, the Distributor's own
+	// Get, List, Apply and Delete act on it.
+	Hub HelmConfigurer
+	// Members are the clusters the release's objects are spread over.
+	Members []Member
+	// Policies are propagation and override policies from outside the
+	// chart. Policies the chart renders itself are taken out of its
+	// manifest on every build and used as well; they are never applied to
+	// members.
+	Policies policy.Set
+	// FieldManager owns the fields applied to members; default
+	// "helmfleet".
+	FieldManager string
+	// PollInterval is how often waits re-read the members' objects;
+	// default 1s.
+	PollInterval time.Duration
+	// Concurrency bounds the members written at once; default 8.
+	Concurrency int
+	// RESTMapper resolves kinds that are neither built into client-go
+	// nor defined by a CustomResourceDefinition of the manifest (custom
+	// resources whose CRD the members already have); may be nil.
+	RESTMapper meta.RESTMapper
+}
+
+// Distributor is a Cluster that spreads a Helm release's rendered objects
+// over member clusters. Helm's actions run against the hub (its storage
+// keeps the release records) with a kube client that, instead of writing
+// to one cluster:
+//
+//   - places the manifest's objects with the propagation policies (by
+//     kind, name and labels: community charts work unmodified), divides
+//     replicas by weight, lets ConfigMaps, Secrets, ServiceAccounts,
+//     Services and Ingresses follow their workloads and applies the
+//     override policies per member (package policy);
+//   - server-side applies each member's copies and prunes the objects of
+//     the release a member holds but should no longer hold;
+//   - runs hooks (Jobs, Pods, …) on the members the release's workloads
+//     go to, unless a policy places the hook itself, and waits for them
+//     there;
+//   - waits until every member's copy is Current by kstatus;
+//   - deletes from every member on uninstall.
+//
+// The Reconciler drives it unchanged: Reconcile(ctx, distributor, rel)
+// installs, upgrades, tests, remediates and, with drift detection on,
+// corrects what was changed on members (DetectDrift and CorrectDrift).
+// A member that fails fails only its own part: the others are still
+// written and the action's error names the member.
+//
+// A Distributor is safe for concurrent use.
+type Distributor struct {
+	name         string
+	hub          HelmConfigurer
+	members      []Member
+	facts        []policy.Cluster
+	policies     policy.Set
+	engine       *policy.Engine // engine of policies alone
+	fieldManager string
+	poll         time.Duration
+	limit        int
+	mapper       *manifestMapper
+
+	known   manifestIndex
+	reports reportIndex
+}
+
+var (
+	_ Cluster       = (*Distributor)(nil)
+	_ DriftDetector = (*Distributor)(nil)
+)
+
+// NewDistributor validates cfg (members, policies) and returns a
+// Distributor.
+func NewDistributor(cfg DistributorConfig) (*Distributor, error) {
+	if cfg.Hub == nil {
+		return nil, errors.New("release: distributor config: Hub is required")
+	}
+	if len(cfg.Members) == 0 {
+		return nil, errors.New("release: distributor config: Members is empty")
+	}
+	members, err := sortMembers(cfg.Members)
+	if err != nil {
+		return nil, fmt.Errorf("release: distributor config: %w", err)
+	}
+	engine, err := policy.NewEngine(cfg.Policies)
+	if err != nil {
+		return nil, fmt.Errorf("release: distributor config: policies: %w", err)
+	}
+	d := &Distributor{
+		name: cfg.Name, hub: cfg.Hub, members: members, facts: factsOf(members),
+		policies: cfg.Policies, engine: engine, fieldManager: cfg.FieldManager,
+		poll: cfg.PollInterval, limit: cfg.Concurrency, mapper: newManifestMapper(cfg.RESTMapper),
+	}
+	if d.name == "" {
+		d.name = "fleet"
+	}
+	if d.fieldManager == "" {
+		d.fieldManager = "helmfleet"
+	}
+	if d.poll <= 0 {
+		d.poll = time.Second
+	}
+	if d.limit <= 0 {
+		d.limit = 8
+	}
+	return d, nil
+}
+
+// Name returns the Distributor's name ("fleet" unless configured).
+func (d *Distributor) Name() string { return d.name }
+
+// Members returns the members, sorted by name.
+func (d *Distributor) Members() []Member { return append([]Member(nil), d.members...) }
+
+// HelmConfig returns the hub's action configuration for scope with its
+// kube client replaced by one that spreads objects over the members, and
+// its storage observed so that the client knows which release it works
+// for. The client observes ctx: after cancellation it writes nothing more.
+func (d *Distributor) HelmConfig(ctx context.Context, scope HelmScope) (*action.Configuration, error) {
+	hubCfg, err := d.hub.HelmConfig(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("distributor %s: hub: %w", d.name, err)
+	}
+	ns := scope.Namespace
+	if ns == "" {
+		ns = scope.StorageNamespace
+	}
+	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, hooks: map[ObjectRef][]string{}}
+	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
+	kc.releases = hubCfg.Releases.Driver
+	st := storage.Init(obs)
+	st.MaxHistory = hubCfg.Releases.MaxHistory
+	if hubCfg.Releases.Log != nil {
+		st.Log = hubCfg.Releases.Log
+	}
+	cfg := *hubCfg
+	cfg.Releases = st
+	cfg.KubeClient = kc
+	return &cfg, nil
+}
+
+func (d *Distributor) hubObjects() (ObjectClient, error) {
+	oc, ok := d.hub.(ObjectClient)
+	if !ok {
+		return nil, fmt.Errorf("distributor %s: %w", d.name, ErrNoHubObjects)
+	}
+	return oc, nil
+}
+
+// Get reads one object of the hub.
+func (d *Distributor) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
+	oc, err := d.hubObjects()
+	if err != nil {
+		return nil, err
+	}
+	return oc.Get(ctx, ref)
+}
+
+// List lists objects of the hub.
+func (d *Distributor) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
+	oc, err := d.hubObjects()
+	if err != nil {
+		return nil, err
+	}
+	return oc.List(ctx, gvk, namespace, selector)
+}
+
+// Apply server-side applies obj to the hub.
+func (d *Distributor) Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error) {
+	oc, err := d.hubObjects()
+	if err != nil {
+		return nil, err
+	}
+	return oc.Apply(ctx, obj, opts)
+}
+
+// Delete deletes one object of the hub.
+func (d *Distributor) Delete(ctx context.Context, ref ObjectRef, opts DeleteOptions) error {
+	oc, err := d.hubObjects()
+	if err != nil {
+		return err
+	}
+	return oc.Delete(ctx, ref, opts)
+}
+
+// releaseID names the Helm release a client works for.
+type releaseID struct {
+	Namespace, Name string
+}
+
+func (r releaseID) String() string { return r.Namespace + "/" + r.Name }
+
+func (r releaseID) selector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{InventoryNameLabel: r.Name, InventoryNamespaceLabel: r.Namespace})
+}
+
+// MemberError is the failure of one member's part of an action.
+type MemberError struct {
+	// Member is the member cluster's name.
+	Member string
+	// Err is what failed there (several errors joined).
+	Err error
+}
+
+func (e *MemberError) Error() string { return fmt.Sprintf("member %s: %v", e.Member, e.Err) }
+
+// Unwrap returns what failed.
+func (e *MemberError) Unwrap() error { return e.Err }
+
+// spread is what every member should hold of one manifest.
+type spread struct {
+	// objects per member, index as Distributor.members; each copy carries
+	// the inventory labels when a release is known.
+	objects [][]*unstructured.Unstructured
+	// unknown per member: refs whose copy could not be computed (a
+	// placement or override error); pruning leaves them alone.
+	unknown []map[ObjectRef]bool
+	// errs are placement and override errors, naming object and member.
+	errs []error
+	// placement is the policy engine's placement of the objects.
+	placement *policy.Placement
+	engine    *policy.Engine
+}
+
+// engineFor returns the engine of the configured policies plus those the
+// chart rendered (set); the configured ones alone when the chart has none.
+func (d *Distributor) engineFor(set policy.Set) (*policy.Engine, error) {
+	if len(set.Propagation)+len(set.ClusterPropagation)+len(set.Override)+len(set.ClusterOverride) == 0 {
+		return d.engine, nil
+	}
+	all := policy.Set{
+		Propagation:        append(append([]policy.PropagationPolicy(nil), d.policies.Propagation...), set.Propagation...),
+		ClusterPropagation: append(append([]policy.ClusterPropagationPolicy(nil), d.policies.ClusterPropagation...), set.ClusterPropagation...),
+		Override:           append(append([]policy.OverridePolicy(nil), d.policies.Override...), set.Override...),
+		ClusterOverride:    append(append([]policy.ClusterOverridePolicy(nil), d.policies.ClusterOverride...), set.ClusterOverride...),
+	}
+	return policy.NewEngine(all)
+}
+
+// spreadObjects places objs (a manifest's objects, policies included) on
+// the members and materializes each member's copies. rel, when not
+// empty, is written into the copies' inventory labels.
+func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace string, rel releaseID) (*spread, error) {
+	set, rest, err := policy.FromObjects(objs, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("policies rendered by the chart: %w", err)
+	}
+	engine, err := d.engineFor(set)
+	if err != nil {
+		return nil, fmt.Errorf("policies rendered by the chart: %w", err)
+	}
+	placement, perr := engine.Place(rest, d.facts)
+	if placement == nil {
+		return nil, perr
+	}
+	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[ObjectRef]bool, len(d.members)), placement: placement, engine: engine}
+	for i := range d.members {
+		sp.unknown[i] = map[ObjectRef]bool{}
+	}
+	for _, op := range placement.Objects {
+		if op.Err == nil {
+			continue
+		}
+		sp.errs = append(sp.errs, op.Err)
+		ref := refOfKey(op.Object)
+		for i := range d.members {
+			sp.unknown[i][ref] = true
+		}
+	}
+	for i, co := range engine.Materialize(placement) {
+		// Materialize returns the clusters in name order, as d.members.
+		for _, o := range co.Objects {
+			if rel.Name != "" {
+				stamp(o, rel)
+			}
+		}
+		sp.objects[i] = co.Objects
+		for _, e := range co.Errors {
+			sp.errs = append(sp.errs, e) // names object and cluster
+			var oe *policy.OverrideError
+			if errors.As(e, &oe) {
+				sp.unknown[i][refOfKey(oe.Object)] = true
+			}
+		}
+	}
+	return sp, nil
+}
+
+func refOfKey(k policy.ObjectKey) ObjectRef {
+	return ObjectRef{GroupVersionKind: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind), Namespace: k.Namespace, Name: k.Name}
+}
+
+// stamp writes the inventory labels and annotation of rel on obj.
+func stamp(obj *unstructured.Unstructured, rel releaseID) {
+	l := obj.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[InventoryNameLabel], l[InventoryNamespaceLabel] = rel.Name, rel.Namespace
+	obj.SetLabels(l)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[InventoryAnnotation] = rel.String()
+	obj.SetAnnotations(a)
+}
+
+// eachMember runs fn for every member index in members (all when nil),
+// at most d.limit at once, and returns the failures as *MemberError
+// joined in member order. A failing member does not stop the others.
+func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx context.Context, i int) error) error {
+	if only == nil {
+		only = make([]int, len(d.members))
+		for i := range only {
+			only[i] = i
+		}
+	}
+	errs := make([]error, len(d.members))
+	var g errgroup.Group
+	g.SetLimit(d.limit)
+	for _, i := range only {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
+				return nil
+			}
+			if err := fn(ctx, i); err != nil {
+				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return errors.Join(errs...)
+}
+
+// applyAndPrune applies each member's copies and deletes the objects of
+// rel a member holds that it should no longer hold; kinds are the kinds
+// the release had or has (one List per kind and member).
+func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel releaseID, kinds []schema.GroupVersionKind) error {
+	err := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
+		m := d.members[i].Cluster
+		var errs []error
+		keep := map[ObjectRef]bool{}
+		for ref := range sp.unknown[i] {
+			keep[ref.groupKindRef()] = true
+		}
+		for _, obj := range sp.objects[i] {
+			keep[RefOf(obj).groupKindRef()] = true
+			if _, err := m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("apply %s: %w", RefOf(obj), err))
+			}
+		}
+		errs = append(errs, d.prune(ctx, m, rel, kinds, keep)...)
+		return errors.Join(errs...)
+	})
+	return errors.Join(err, errors.Join(sp.errs...))
+}
+
+// groupKindRef drops the version: the same object is served under several.
+func (r ObjectRef) groupKindRef() ObjectRef {
+	r.Version = ""
+	return r
+}
+
+// prune deletes the live objects of rel among kinds that keep does not
+// hold.
+func (d *Distributor) prune(ctx context.Context, m Cluster, rel releaseID, kinds []schema.GroupVersionKind, keep map[ObjectRef]bool) []error {
+	var errs []error
+	for _, gvk := range kinds {
+		live, err := m.List(ctx, gvk, "", rel.selector())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune: list %s: %w", gvk.Kind, err))
+			continue
+		}
+		for _, obj := range live {
+			ref := ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			if keep[ref.groupKindRef()] {
+				continue
+			}
+			if err := m.Delete(ctx, ref, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
+			}
+		}
+	}
+	return errs
+}
+
+// kindsOf returns the kinds of objs once each (one version per group and
+// kind), sorted, without the policy kinds, which never reach members.
+func kindsOf(objs ...[]*unstructured.Unstructured) []schema.GroupVersionKind {
+	seen := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, list := range objs {
+		for _, o := range list {
+			gvk := o.GroupVersionKind()
+			if policy.IsPolicyKind(o.GetAPIVersion(), o.GetKind()) {
+				continue
+			}
+			if _, ok := seen[gvk.GroupKind()]; !ok {
+				seen[gvk.GroupKind()] = gvk
+			}
+		}
+	}
+	out := make([]schema.GroupVersionKind, 0, len(seen))
+	for _, gvk := range seen {
+		out = append(out, gvk)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// deleteEverywhere deletes refs from every member; absent objects are
+// not an error.
+func (d *Distributor) deleteEverywhere(ctx context.Context, refs []ObjectRef, opts DeleteOptions) error {
+	return d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
+		var errs []error
+		for _, ref := range refs {
+			if err := d.members[i].Cluster.Delete(ctx, ref, opts); err != nil && !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// manifestIndex remembers which Helm release a manifest belongs to, from
+// the release records the Distributor's Helm configurations read or
+// write: DetectDrift gets only a manifest, and needs the release's
+// namespace (the default namespace of its objects) and name (its
+// inventory labels). Only the newest revision of each release is kept.
+type manifestIndex struct {
+	mu        sync.Mutex
+	byRelease map[releaseID]indexed
+	byDigest  map[string]releaseID
+}
+
+type indexed struct {
+	version int
+	digest  string
+}
+
+func (x *manifestIndex) learn(rel releaseID, version int, manifest string) {
+	digest := digestJSON(manifest)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byRelease == nil {
+		x.byRelease, x.byDigest = map[releaseID]indexed{}, map[string]releaseID{}
+	}
+	old, ok := x.byRelease[rel]
+	if ok && old.version > version {
+		return
+	}
+	if ok {
+		delete(x.byDigest, old.digest)
+	}
+	x.byRelease[rel] = indexed{version: version, digest: digest}
+	x.byDigest[digest] = rel
+}
+
+func (x *manifestIndex) lookup(manifest string) (releaseID, bool) {
+	digest := digestJSON(manifest)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	rel, ok := x.byDigest[digest]
+	return rel, ok
+}
+
+// memberNames returns the names of the members at idx.
+func (d *Distributor) memberNames(idx []int) string {
+	names := make([]string, len(idx))
+	for i, j := range idx {
+		names[i] = d.members[j].Facts.Name
+	}
+	return strings.Join(names, ", ")
+}

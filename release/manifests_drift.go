@@ -1,0 +1,262 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"weak"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/drift"
+)
+
+// DetectDrift compares what every member holds of a release with what it
+// should hold: the copies placed on it, with its replicas and overrides
+// (one List per kind and member). manifest must be the manifest of a
+// release record read or written through one of the Distributor's Helm
+// configurations (the Reconciler's always is): that is how the
+// Distributor knows the release's namespace and inventory.
+//
+// The report holds every member's results, members in name order; each
+// result's Reason starts with "member <name>" so that people and
+// conditions can tell the copies apart. CorrectDrift takes this report.
+func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error) {
+	cfg, err := drift.Compile(rules, drift.Options{Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := d.known.lookup(manifest)
+	if !ok {
+		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
+	}
+	objs, err := decodeManifest(strings.NewReader(manifest))
+	if err != nil {
+		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, rel, err)
+	}
+	crds := d.mapper.crdsOf(objs)
+	for _, o := range objs {
+		mp, err := d.mapper.mapping(o.GroupVersionKind(), crds)
+		if err != nil {
+			return nil, fmt.Errorf("distributor %s: release %s: resource mapping not found for %s %q: %w", d.name, rel, o.GetKind(), o.GetName(), err)
+		}
+		if mp.Scope.Name() != "namespace" {
+			o.SetNamespace("")
+		} else if o.GetNamespace() == "" {
+			o.SetNamespace(rel.Namespace)
+		}
+	}
+	sp, err := d.spreadObjects(objs, rel.Namespace, rel)
+	if err != nil {
+		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, rel, err)
+	}
+	reports := make([]*drift.Report, len(d.members))
+	merr := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
+		live, err := listLive(ctx, d.members[i].Cluster, sp.objects[i])
+		if err != nil {
+			return err
+		}
+		reports[i], err = drift.Detect(sp.objects[i], live, cfg)
+		return err
+	})
+	if merr != nil {
+		return nil, fmt.Errorf("distributor %s: release %s: drift: %w", d.name, rel, merr)
+	}
+	return d.reports.merge(mode, d.members, reports, sp.objects), nil
+}
+
+// listLive lists, with one List per kind, the live objects of a member
+// that desired names (in desired's namespace when all of a kind's objects
+// share one, else in all namespaces).
+func listLive(ctx context.Context, m Cluster, desired []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	type kindNS struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	want := map[ObjectRef]bool{}
+	var order []schema.GroupKind
+	byKind := map[schema.GroupKind]*kindNS{}
+	for _, o := range desired {
+		want[RefOf(o).groupKindRef()] = true
+		gvk := o.GroupVersionKind()
+		k, ok := byKind[gvk.GroupKind()]
+		switch {
+		case !ok:
+			byKind[gvk.GroupKind()] = &kindNS{gvk: gvk, ns: o.GetNamespace()}
+			order = append(order, gvk.GroupKind())
+		case k.ns != o.GetNamespace():
+			k.ns = ""
+		}
+	}
+	var live []*unstructured.Unstructured
+	for _, gk := range order {
+		k := byKind[gk]
+		items, err := m.List(ctx, k.gvk, k.ns, nil)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", k.gvk.Kind, err)
+		}
+		for _, it := range items {
+			ref := ObjectRef{GroupVersionKind: k.gvk, Namespace: it.GetNamespace(), Name: it.GetName()}
+			if want[ref.groupKindRef()] {
+				live = append(live, it)
+			}
+		}
+	}
+	return live, nil
+}
+
+// CorrectDrift corrects, on each member, the drift a report of
+// DetectDrift found there: it creates missing copies and patches modified
+// ones back with the member's Patcher (falling back to a server-side apply
+// of the whole copy when the member has none). Every member's copies are
+// written with the Distributor's field manager, which owns them;
+// fieldManager (the Reconciler's) is not used. A member that fails does
+// not stop the others; the error names it.
+func (d *Distributor) CorrectDrift(ctx context.Context, report *drift.Report, _ string) error {
+	parts, ok := d.reports.split(report)
+	if !ok {
+		return fmt.Errorf("distributor %s: correct drift: the report was not made by this distributor's DetectDrift", d.name)
+	}
+	err := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
+		if parts[i] == nil {
+			return nil
+		}
+		return d.correctMember(ctx, d.members[i].Cluster, parts[i])
+	})
+	if err != nil {
+		return fmt.Errorf("distributor %s: correct drift: %w", d.name, err)
+	}
+	return nil
+}
+
+func (d *Distributor) correctMember(ctx context.Context, m Cluster, part *memberReport) error {
+	patcher, canPatch := m.(Patcher)
+	var errs []error
+	for _, c := range part.report.Corrections() {
+		ref := refOfDrift(c.Object)
+		switch {
+		case c.Action == drift.ActionCreate:
+			if _, err := m.Apply(ctx, c.Create, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("create %s: %w", c.Object, err))
+			}
+		case c.Action == drift.ActionPatch && canPatch:
+			data, err := json.Marshal(c.Patch)
+			if err == nil {
+				_, err = patcher.Patch(ctx, ref, data, PatchOptions{FieldManager: d.fieldManager})
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("patch %s: %w", c.Object, err))
+			}
+		case c.Action == drift.ActionPatch:
+			desired := part.desired[ref.groupKindRef()]
+			if desired == nil {
+				errs = append(errs, fmt.Errorf("patch %s: no desired copy", c.Object))
+				continue
+			}
+			if _, err := m.Apply(ctx, desired, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("apply %s: %w", c.Object, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// memberReport is one member's part of a merged report.
+type memberReport struct {
+	report  *drift.Report
+	desired map[ObjectRef]*unstructured.Unstructured
+}
+
+// reportIndex maps the merged reports DetectDrift returned back to the
+// members' reports, for CorrectDrift. Entries go away with their report
+// (weak keys), so reports nobody corrects (warn mode) do not pile up.
+type reportIndex struct {
+	mu    sync.Mutex
+	parts map[weak.Pointer[drift.Report]][]*memberReport
+}
+
+// merge returns one report of every member's results and remembers which
+// member each result came from.
+func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.Report, desired [][]*unstructured.Unstructured) *drift.Report {
+	out := &drift.Report{Mode: mode}
+	parts := make([]*memberReport, len(members))
+	rules := map[string]*drift.RuleReport{}
+	var ruleOrder []string
+	for i, r := range reports {
+		if r == nil {
+			continue
+		}
+		name := members[i].Facts.Name
+		parts[i] = &memberReport{report: r, desired: map[ObjectRef]*unstructured.Unstructured{}}
+		for _, o := range desired[i] {
+			parts[i].desired[RefOf(o).groupKindRef()] = o
+		}
+		for _, o := range r.Objects {
+			if o.Reason == "" {
+				o.Reason = "member " + name
+			} else {
+				o.Reason = "member " + name + ": " + o.Reason
+			}
+			out.Objects = append(out.Objects, o)
+		}
+		for _, rr := range r.Rules {
+			m, ok := rules[rr.Rule]
+			if !ok {
+				m = &drift.RuleReport{Rule: rr.Rule, Description: rr.Description}
+				rules[rr.Rule] = m
+				ruleOrder = append(ruleOrder, rr.Rule)
+			}
+			m.Objects = append(m.Objects, rr.Objects...)
+		}
+	}
+	for _, name := range ruleOrder {
+		rr := rules[name]
+		sort.Slice(rr.Objects, func(i, j int) bool { return rr.Objects[i].String() < rr.Objects[j].String() })
+		rr.Objects = dedupRefs(rr.Objects)
+		out.Rules = append(out.Rules, *rr)
+	}
+	key := weak.Make(out)
+	x.mu.Lock()
+	if x.parts == nil {
+		x.parts = map[weak.Pointer[drift.Report]][]*memberReport{}
+	}
+	x.parts[key] = parts
+	x.mu.Unlock()
+	runtime.AddCleanup(out, func(k weak.Pointer[drift.Report]) {
+		x.mu.Lock()
+		delete(x.parts, k)
+		x.mu.Unlock()
+	}, key)
+	return out
+}
+
+func (x *reportIndex) split(report *drift.Report) ([]*memberReport, bool) {
+	if report == nil {
+		return nil, false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	parts, ok := x.parts[weak.Make(report)]
+	return parts, ok
+}
+
+func dedupRefs(refs []drift.ObjectRef) []drift.ObjectRef {
+	out := refs[:0]
+	for i, r := range refs {
+		if i > 0 && r == refs[i-1] {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func refOfDrift(r drift.ObjectRef) ObjectRef {
+	return ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}, Namespace: r.Namespace, Name: r.Name}
+}

@@ -1,0 +1,787 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/kube"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/resource"
+	"k8s.io/client-go/kubernetes/scheme"
+	restfake "k8s.io/client-go/rest/fake"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"github.com/helmfleet/helmfleet/policy"
+)
+
+// distClient is the Helm kube client of a Distributor's action
+// configuration: Helm builds, creates, updates, waits for and deletes the
+// release's objects through it, and it does all of that on the members.
+type distClient struct {
+	d         *Distributor
+	ctx       context.Context
+	namespace string
+	hub       kube.Interface
+	releases  driver.Driver // the hub's storage, unobserved
+
+	mu    sync.Mutex
+	cur   releaseID                // the release Helm works on, from storage
+	hooks map[ObjectRef][]string // members each hook object went to
+}
+
+var (
+	_ kube.Interface                    = (*distClient)(nil)
+	_ kube.InterfaceExt                 = (*distClient)(nil)
+	_ kube.InterfaceDeletionPropagation = (*distClient)(nil)
+	_ ContextWaiter                     = (*distClient)(nil)
+)
+
+// hookAnnotation marks Helm's hook objects.
+const hookAnnotation = "helm.sh/hook"
+
+func (k *distClient) setRelease(rel releaseID) {
+	k.mu.Lock()
+	k.cur = rel
+	k.mu.Unlock()
+}
+
+// release returns the release Helm works on: the one whose record it
+// last wrote or read.
+func (k *distClient) release() (releaseID, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cur.Name == "" {
+		return releaseID{}, fmt.Errorf("distributor %s: no Helm release read or written through this configuration yet", k.d.name)
+	}
+	return k.cur, nil
+}
+
+func (k *distClient) check() error {
+	if err := k.ctx.Err(); err != nil {
+		return fmt.Errorf("distributor %s: %w", k.d.name, err)
+	}
+	return nil
+}
+
+// IsReachable asks the hub: members that are down fail their own part of
+// each action, not the whole action before it starts.
+func (k *distClient) IsReachable() error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	if k.hub == nil {
+		return nil
+	}
+	return k.hub.IsReachable()
+}
+
+// Build decodes a manifest into resource infos: unstructured objects with
+// mappings from client-go's scheme, the manifest's own
+// CustomResourceDefinitions and the configured RESTMapper; namespaced
+// objects without a namespace get the release's namespace.
+func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) {
+	objs, err := decodeManifest(reader)
+	if err != nil {
+		return nil, fmt.Errorf("distributor %s: %w", k.d.name, err)
+	}
+	crds := k.d.mapper.crdsOf(objs)
+	out := make(kube.ResourceList, 0, len(objs))
+	for _, obj := range objs {
+		mapping, err := k.d.mapper.mapping(obj.GroupVersionKind(), crds)
+		if err != nil {
+			return nil, fmt.Errorf("distributor %s: resource mapping not found for %s %q: %w", k.d.name, obj.GetKind(), obj.GetName(), err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if obj.GetNamespace() == "" {
+				obj.SetNamespace(k.namespace)
+			}
+		} else {
+			obj.SetNamespace("")
+		}
+		out = append(out, &resource.Info{
+			Client: absentClient(mapping.GroupVersionKind.GroupVersion()), Mapping: mapping,
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj,
+		})
+	}
+	return out, nil
+}
+
+// decodeManifest reads a YAML or JSON stream of objects.
+func decodeManifest(reader io.Reader) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(reader, 4096)
+	for i := 0; ; i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode manifest document %d: %w", i, err)
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || string(raw) == "null" || string(raw) == "{}" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("decode manifest document %d: %w", i, err)
+		}
+		if obj.IsList() {
+			return nil, fmt.Errorf("decode manifest document %d: lists are not supported (%s)", i, obj.GetKind())
+		}
+		out = append(out, obj)
+	}
+}
+
+// absentClient answers every GET with 404: Helm asks whether a release's
+// objects already exist (to adopt or refuse them) through the infos'
+// clients, and the hub holds none of them; members are written with
+// server-side apply, which creates or takes over.
+func absentClient(gv schema.GroupVersion) *restfake.RESTClient {
+	return &restfake.RESTClient{
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+		GroupVersion:         gv,
+		Client: restfake.CreateHTTPClient(func(req *http.Request) (*http.Response, error) {
+			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+			st := apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: parts[max(len(parts)-2, 0)]}, parts[len(parts)-1]).Status()
+			st.APIVersion, st.Kind = "v1", "Status"
+			body, _ := json.Marshal(st)
+			return &http.Response{StatusCode: http.StatusNotFound, Header: http.Header{"Content-Type": []string{"application/json"}},
+				Body: io.NopCloser(bytes.NewReader(body)), Request: req}, nil
+		}),
+	}
+}
+
+func objectsOfList(rl kube.ResourceList) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(rl))
+	for _, info := range rl {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("%s %s is a %T, not built by the distributor", info.Mapping.GroupVersionKind.Kind, info.Name, info.Object)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+func isHook(rl kube.ResourceList) bool {
+	for _, info := range rl {
+		u, ok := info.Object.(*unstructured.Unstructured)
+		if !ok || u.GetAnnotations()[hookAnnotation] == "" {
+			return false
+		}
+	}
+	return len(rl) > 0
+}
+
+// Create applies the release's objects to the members they are placed
+// on, or runs hook objects on the members of the release's workloads.
+func (k *distClient) Create(resources kube.ResourceList) (*kube.Result, error) {
+	if err := k.check(); err != nil {
+		return nil, err
+	}
+	if isHook(resources) {
+		return &kube.Result{Created: resources}, k.createHooks(resources)
+	}
+	objs, err := objectsOfList(resources)
+	if err != nil {
+		return nil, err
+	}
+	return &kube.Result{Created: resources}, k.spread(objs, objs)
+}
+
+// Update applies target to the members and prunes what they should no
+// longer hold: objects dropped from the chart and objects no longer
+// placed on a member. force changes nothing: server-side apply with
+// force already takes every field the chart sets.
+func (k *distClient) Update(original, target kube.ResourceList, _ bool) (*kube.Result, error) {
+	if err := k.check(); err != nil {
+		return &kube.Result{}, err
+	}
+	objs, err := objectsOfList(target)
+	if err != nil {
+		return &kube.Result{}, err
+	}
+	old, err := objectsOfList(original)
+	if err != nil {
+		return &kube.Result{}, err
+	}
+	res := &kube.Result{}
+	for _, info := range target {
+		if original.Get(info) != nil {
+			res.Updated = append(res.Updated, info)
+		} else {
+			res.Created = append(res.Created, info)
+		}
+	}
+	for _, info := range original {
+		if target.Get(info) == nil {
+			res.Deleted = append(res.Deleted, info)
+		}
+	}
+	// Helm reads the result even on failure (cleanupOnFail deletes what
+	// was created).
+	return res, k.spread(objs, old, objs)
+}
+
+// spread applies objs to the members and prunes among the kinds of kinds.
+func (k *distClient) spread(objs []*unstructured.Unstructured, kinds ...[]*unstructured.Unstructured) error {
+	rel, err := k.release()
+	if err != nil {
+		return err
+	}
+	sp, err := k.d.spreadObjects(objs, k.namespace, rel)
+	if err != nil {
+		return fmt.Errorf("distributor %s: release %s: %w", k.d.name, rel, err)
+	}
+	if err := k.d.applyAndPrune(k.ctx, sp, rel, kindsOf(kinds...)); err != nil {
+		return fmt.Errorf("distributor %s: release %s: %w", k.d.name, rel, err)
+	}
+	return nil
+}
+
+// Delete deletes the resources from every member.
+func (k *distClient) Delete(resources kube.ResourceList) (*kube.Result, []error) {
+	return k.DeleteWithPropagationPolicy(resources, metav1.DeletePropagationBackground)
+}
+
+// DeleteWithPropagationPolicy deletes the resources from every member
+// with policy; absent copies count as deleted, as in Helm. It runs after
+// cancellation too: Helm deletes to clean up.
+func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
+	refs := make([]ObjectRef, 0, len(resources))
+	for _, info := range resources {
+		refs = append(refs, refOfInfo(info))
+	}
+	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, DeleteOptions{Propagation: policy}); err != nil {
+		return nil, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
+	}
+	return &kube.Result{Deleted: resources}, nil
+}
+
+// WaitForDelete returns at once: members delete synchronously or in the
+// background, as Helm's own client without waiting does.
+func (k *distClient) WaitForDelete(kube.ResourceList, time.Duration) error { return k.check() }
+
+// Wait waits until every member's copy (Jobs excepted) is Current.
+func (k *distClient) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	return k.WaitContext(k.ctx, resources, timeout, false)
+}
+
+// WaitWithJobs waits until every member's copy is Current.
+func (k *distClient) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	return k.WaitContext(k.ctx, resources, timeout, true)
+}
+
+// WaitContext waits until every member's copy of resources is Current by
+// kstatus (Jobs only with jobs), observing ctx. It fails at once when a
+// copy is Failed, and after timeout with a *NotReadyError per member that
+// is not ready, naming each object and why.
+func (k *distClient) WaitContext(ctx context.Context, resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	objs, err := objectsOfList(resources)
+	if err != nil {
+		return err
+	}
+	sp, err := k.d.spreadObjects(objs, k.namespace, releaseID{})
+	if err != nil {
+		return fmt.Errorf("distributor %s: wait: %w", k.d.name, err)
+	}
+	refs := make([][]ObjectRef, len(k.d.members))
+	for i, list := range sp.objects {
+		for _, o := range list {
+			ref := RefOf(o)
+			if ref.Kind == "Job" && ref.Group == "batch" && !jobs {
+				continue
+			}
+			refs[i] = append(refs[i], ref)
+		}
+	}
+	return k.d.waitMembers(ctx, refs, timeout, func(reader ObjectReader, member string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
+		return (&contextClient{reader: reader, cluster: member}).pending(ctx, refs)
+	})
+}
+
+// checkFunc reports, for one member, the objects still pending and those
+// that failed.
+type checkFunc func(reader ObjectReader, member string, refs []ObjectRef) (pending, failed []ObjectStatus, err error)
+
+// waitMembers polls every member with refs until check finds nothing
+// pending, a member fails, or ctx or timeout ends the wait. Errors are
+// *NotReadyError (or the member's read error) per member, joined.
+func (d *Distributor) waitMembers(ctx context.Context, refs [][]ObjectRef, timeout time.Duration, check checkFunc) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ticker := time.NewTicker(d.poll)
+	defer ticker.Stop()
+	errs := make([]error, len(d.members))
+	last := make([][]ObjectStatus, len(d.members))
+	for {
+		open := 0
+		for i, r := range refs {
+			if len(r) == 0 || errs[i] != nil {
+				continue
+			}
+			name := d.members[i].Facts.Name
+			pending, failed, err := check(d.members[i].Cluster, name, r)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return &NotReadyError{Cluster: name, Timeout: timeout, Objects: last[i], Err: ctx.Err()}
+			case err != nil:
+				errs[i] = &MemberError{Member: name, Err: err}
+			case len(failed) > 0:
+				errs[i] = &NotReadyError{Cluster: name, Timeout: timeout, Objects: append(failed, pending...)}
+			default:
+				refs[i], last[i] = refsOf(pending), pending
+				if len(pending) > 0 {
+					open++
+				}
+			}
+		}
+		if open == 0 {
+			return errors.Join(errs...)
+		}
+		select {
+		case <-wctx.Done():
+			for i, st := range last {
+				if len(st) > 0 && errs[i] == nil {
+					e := &NotReadyError{Cluster: d.members[i].Facts.Name, Timeout: timeout, Objects: st}
+					if ctx.Err() != nil {
+						e.Err = ctx.Err()
+					}
+					errs[i] = e
+				}
+			}
+			return errors.Join(errs...)
+		case <-ticker.C:
+		}
+	}
+}
+
+// createHooks runs hook objects on the members the release's workloads
+// go to (a hook a propagation policy selects itself goes where that
+// policy puts it), with the override policies applied per member.
+func (k *distClient) createHooks(resources kube.ResourceList) error {
+	hooks, err := objectsOfList(resources)
+	if err != nil {
+		return err
+	}
+	rel, err := k.release()
+	if err != nil {
+		return err
+	}
+	placed, err := k.hookCopies(rel, hooks)
+	if err != nil {
+		return fmt.Errorf("distributor %s: release %s: hooks: %w", k.d.name, rel, err)
+	}
+	k.mu.Lock()
+	for ref := range k.hooks {
+		delete(k.hooks, ref)
+	}
+	for i, list := range placed.objects {
+		for _, o := range list {
+			ref := RefOf(o)
+			k.hooks[ref] = append(k.hooks[ref], k.d.members[i].Facts.Name)
+		}
+	}
+	k.mu.Unlock()
+	err = k.d.eachMember(k.ctx, nil, func(ctx context.Context, i int) error {
+		var errs []error
+		for _, o := range placed.objects[i] {
+			if _, err := k.d.members[i].Cluster.Apply(ctx, o, ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("apply hook %s: %w", RefOf(o), err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	if err := errors.Join(err, errors.Join(placed.errs...)); err != nil {
+		return fmt.Errorf("distributor %s: release %s: hooks: %w", k.d.name, rel, err)
+	}
+	return nil
+}
+
+// workloadKinds are the kinds whose placement hooks follow.
+var workloadKinds = map[schema.GroupKind]bool{
+	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
+	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
+	{Group: "batch", Kind: "Job"}: true, {Group: "batch", Kind: "CronJob"}: true,
+	{Group: "", Kind: "Pod"}: true,
+}
+
+// hookCopies computes each member's copies of the hook objects: placed
+// with the release's newest manifest, a hook that a policy selects goes
+// where it says, any other to every member a workload of the release
+// goes to.
+func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructured) (*spread, error) {
+	last, err := storage.Init(k.releases).Last(rel.Name)
+	if err != nil {
+		return nil, fmt.Errorf("read release record: %w", err)
+	}
+	rl, err := k.Build(strings.NewReader(last.Manifest), false)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := objectsOfList(rl)
+	if err != nil {
+		return nil, err
+	}
+	inManifest := len(objs)
+	for _, h := range hooks {
+		// A hook named like an object of the manifest would collide in
+		// Place; only the manifest's copy matters for the union.
+		dup := false
+		for _, o := range objs[:inManifest] {
+			if RefOf(o) == RefOf(h) {
+				dup = true
+			}
+		}
+		if !dup {
+			objs = append(objs, h)
+		}
+	}
+	sp, err := k.d.spreadObjects(objs, k.namespace, releaseID{})
+	if err != nil {
+		return nil, err
+	}
+	workloads := map[string]bool{}
+	for _, op := range sp.placement.Objects {
+		gk := schema.FromAPIVersionAndKind(op.Object.APIVersion, op.Object.Kind).GroupKind()
+		if !workloadKinds[gk] || op.Err != nil || isHookKey(hooks, op.Object) {
+			continue
+		}
+		for _, t := range op.Targets {
+			workloads[t.Cluster] = true
+		}
+	}
+	out := &spread{objects: make([][]*unstructured.Unstructured, len(k.d.members)), placement: sp.placement}
+	for _, h := range hooks {
+		key := policy.KeyOf(h)
+		op := sp.placement.Get(key)
+		own := op != nil && op.Selection != nil && op.Err == nil
+		for i, m := range k.d.members {
+			name := m.Facts.Name
+			if own {
+				for _, o := range sp.objects[i] {
+					if policy.KeyOf(o) == key {
+						out.objects[i] = append(out.objects[i], o)
+					}
+				}
+				continue
+			}
+			if !workloads[name] {
+				continue
+			}
+			cp, _, err := sp.engine.Override(h, m.Facts)
+			if err != nil {
+				out.errs = append(out.errs, err)
+				continue
+			}
+			out.objects[i] = append(out.objects[i], cp)
+		}
+	}
+	if len(hooks) > 0 && len(workloads) == 0 {
+		placedAny := false
+		for _, list := range out.objects {
+			placedAny = placedAny || len(list) > 0
+		}
+		if !placedAny {
+			return nil, fmt.Errorf("no member runs a workload of the release and no policy places the hook objects %s", hookNames(hooks))
+		}
+	}
+	return out, nil
+}
+
+func isHookKey(hooks []*unstructured.Unstructured, key policy.ObjectKey) bool {
+	for _, h := range hooks {
+		if policy.KeyOf(h) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func hookNames(hooks []*unstructured.Unstructured) string {
+	names := make([]string, len(hooks))
+	for i, h := range hooks {
+		names[i] = policy.KeyOf(h).String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// hookMembers returns the member indexes a hook object went to.
+func (k *distClient) hookMembers(ref ObjectRef) []int {
+	k.mu.Lock()
+	names := k.hooks[ref]
+	k.mu.Unlock()
+	var out []int
+	for i, m := range k.d.members {
+		for _, n := range names {
+			if m.Facts.Name == n {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// WatchUntilReady waits until every member's copy of the hook objects has
+// completed: Jobs Complete, Pods Succeeded, other kinds present. A Failed
+// Job or Pod ends the wait at once with its member's error.
+func (k *distClient) WatchUntilReady(resources kube.ResourceList, timeout time.Duration) error {
+	if err := k.check(); err != nil {
+		return err
+	}
+	refs := make([][]ObjectRef, len(k.d.members))
+	for _, info := range resources {
+		ref := refOfInfo(info)
+		for _, i := range k.hookMembers(ref) {
+			refs[i] = append(refs[i], ref)
+		}
+	}
+	return k.d.waitMembers(k.ctx, refs, timeout, func(reader ObjectReader, _ string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
+		return hookPending(k.ctx, reader, refs)
+	})
+}
+
+// hookPending judges hook objects as Helm does: a Job must complete, a Pod
+// must succeed, anything else only exist.
+func hookPending(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
+	for _, ref := range refs {
+		obj, gerr := reader.Get(ctx, ref)
+		if gerr != nil {
+			if ctx.Err() != nil || !errors.Is(gerr, ErrNotFound) {
+				return nil, nil, gerr
+			}
+			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.NotFoundStatus), Message: gerr.Error()})
+			continue
+		}
+		switch {
+		case ref.Kind == "Job" && ref.Group == "batch":
+			res, cerr := kstatus.Compute(obj)
+			switch {
+			case cerr != nil:
+				pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.UnknownStatus), Message: cerr.Error()})
+			case res.Status == kstatus.FailedStatus:
+				failed = append(failed, ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
+			case res.Status != kstatus.CurrentStatus:
+				pending = append(pending, ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
+			}
+		case ref.Kind == "Pod" && ref.Group == "":
+			phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+			switch corev1.PodPhase(phase) {
+			case corev1.PodSucceeded:
+			case corev1.PodFailed:
+				msg, _, _ := unstructured.NestedString(obj.Object, "status", "message")
+				failed = append(failed, ObjectStatus{Object: ref, Status: string(kstatus.FailedStatus), Message: "pod failed: " + msg})
+			default:
+				pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.InProgressStatus), Message: "pod phase " + phase})
+			}
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i].Object.String() < pending[j].Object.String() })
+	return pending, failed, nil
+}
+
+// WaitAndGetCompletedPodPhase waits for hook Pod name of the release's
+// namespace on every member it went to: Failed if it failed on any,
+// Succeeded once it succeeded on all.
+func (k *distClient) WaitAndGetCompletedPodPhase(name string, timeout time.Duration) (corev1.PodPhase, error) {
+	ref := ObjectRef{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: k.namespace, Name: name}
+	refs := make([][]ObjectRef, len(k.d.members))
+	for _, i := range k.hookMembers(ref) {
+		refs[i] = []ObjectRef{ref}
+	}
+	err := k.d.waitMembers(k.ctx, refs, timeout, func(reader ObjectReader, _ string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
+		return hookPending(k.ctx, reader, refs)
+	})
+	var nr *NotReadyError
+	switch {
+	case err == nil:
+		return corev1.PodSucceeded, nil
+	case errors.As(err, &nr) && nr.Err == nil && len(nr.Objects) > 0 && nr.Objects[0].Status == string(kstatus.FailedStatus):
+		return corev1.PodFailed, nil
+	}
+	return corev1.PodUnknown, err
+}
+
+// observedDriver is the hub's storage driver, watched: the release whose
+// record Helm writes or reads is the release the kube client works for,
+// and each record read or written teaches the Distributor which release
+// a manifest belongs to (for DetectDrift).
+type observedDriver struct {
+	driver.Driver
+	d      *Distributor
+	client *distClient
+}
+
+func (o *observedDriver) saw(rls ...*helmrelease.Release) {
+	var newest *helmrelease.Release
+	for _, r := range rls {
+		if r == nil {
+			continue
+		}
+		id := releaseID{Namespace: r.Namespace, Name: r.Name}
+		o.d.known.learn(id, r.Version, r.Manifest)
+		if newest == nil || r.Version > newest.Version {
+			newest = r
+		}
+	}
+	if newest != nil {
+		o.client.setRelease(releaseID{Namespace: newest.Namespace, Name: newest.Name})
+	}
+}
+
+// Create stores rls and notes it.
+func (o *observedDriver) Create(key string, rls *helmrelease.Release) error {
+	o.saw(rls)
+	return o.Driver.Create(key, rls)
+}
+
+// Update stores rls and notes it.
+func (o *observedDriver) Update(key string, rls *helmrelease.Release) error {
+	o.saw(rls)
+	return o.Driver.Update(key, rls)
+}
+
+// Get reads one record and notes it.
+func (o *observedDriver) Get(key string) (*helmrelease.Release, error) {
+	r, err := o.Driver.Get(key)
+	if err == nil {
+		o.saw(r)
+	}
+	return r, err
+}
+
+// Query reads the records matching labels and notes the newest.
+func (o *observedDriver) Query(labels map[string]string) ([]*helmrelease.Release, error) {
+	rs, err := o.Driver.Query(labels)
+	if err == nil && labels["name"] != "" {
+		o.saw(rs...)
+	}
+	return rs, err
+}
+
+// manifestMapper maps kinds to resources: client-go's built-in kinds, the
+// kinds a manifest's CustomResourceDefinitions define, and whatever an
+// extra mapper knows.
+type manifestMapper struct {
+	base  *meta.DefaultRESTMapper
+	extra meta.RESTMapper
+}
+
+// rootKinds are the built-in kinds without a namespace, by group; every
+// other kind of client-go's scheme is namespaced.
+var rootKinds = map[string][]string{
+	"":                             {"Namespace", "Node", "PersistentVolume", "ComponentStatus"},
+	"rbac.authorization.k8s.io":    {"ClusterRole", "ClusterRoleBinding"},
+	"apiextensions.k8s.io":         {"CustomResourceDefinition"},
+	"storage.k8s.io":               {"StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass"},
+	"scheduling.k8s.io":            {"PriorityClass"},
+	"node.k8s.io":                  {"RuntimeClass"},
+	"networking.k8s.io":            {"IngressClass", "IPAddress", "ServiceCIDR"},
+	"admissionregistration.k8s.io": {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"},
+	"apiregistration.k8s.io":       {"APIService"},
+	"certificates.k8s.io":          {"CertificateSigningRequest", "ClusterTrustBundle"},
+	"flowcontrol.apiserver.k8s.io": {"FlowSchema", "PriorityLevelConfiguration"},
+	"resource.k8s.io":              {"DeviceClass", "ResourceSlice"},
+	"storagemigration.k8s.io":      {"StorageVersionMigration"},
+	"authentication.k8s.io":        {"TokenReview", "SelfSubjectReview"},
+	"authorization.k8s.io":         {"SubjectAccessReview", "SelfSubjectAccessReview", "SelfSubjectRulesReview"},
+}
+
+func newManifestMapper(extra meta.RESTMapper) *manifestMapper {
+	root := map[schema.GroupKind]bool{}
+	for group, kinds := range rootKinds {
+		for _, k := range kinds {
+			root[schema.GroupKind{Group: group, Kind: k}] = true
+		}
+	}
+	known := scheme.Scheme.AllKnownTypes()
+	var gvs []schema.GroupVersion
+	seen := map[schema.GroupVersion]bool{}
+	for gvk := range known {
+		if gvk.Version != runtimeInternal && !seen[gvk.GroupVersion()] {
+			seen[gvk.GroupVersion()] = true
+			gvs = append(gvs, gvk.GroupVersion())
+		}
+	}
+	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
+	m := meta.NewDefaultRESTMapper(append(gvs, schema.GroupVersion{Group: "policy.karmada.io", Version: "v1alpha1"}))
+	for gvk := range known {
+		if gvk.Version == runtimeInternal || strings.HasSuffix(gvk.Kind, "List") || strings.HasSuffix(gvk.Kind, "Options") {
+			continue
+		}
+		scope := meta.RESTScopeNamespace
+		if root[gvk.GroupKind()] {
+			scope = meta.RESTScopeRoot
+		}
+		m.Add(gvk, scope)
+	}
+	m.Add(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, meta.RESTScopeRoot)
+	// Policies a chart renders itself are read out of the manifest, never
+	// applied to members, but Helm builds them with the rest.
+	pgv := schema.GroupVersion{Group: "policy.karmada.io", Version: "v1alpha1"}
+	m.AddSpecific(pgv.WithKind(policy.KindPropagationPolicy), pgv.WithResource("propagationpolicies"), pgv.WithResource("propagationpolicy"), meta.RESTScopeNamespace)
+	m.AddSpecific(pgv.WithKind(policy.KindOverridePolicy), pgv.WithResource("overridepolicies"), pgv.WithResource("overridepolicy"), meta.RESTScopeNamespace)
+	m.AddSpecific(pgv.WithKind(policy.KindClusterPropagationPolicy), pgv.WithResource("clusterpropagationpolicies"), pgv.WithResource("clusterpropagationpolicy"), meta.RESTScopeRoot)
+	m.AddSpecific(pgv.WithKind(policy.KindClusterOverridePolicy), pgv.WithResource("clusteroverridepolicies"), pgv.WithResource("clusteroverridepolicy"), meta.RESTScopeRoot)
+	return &manifestMapper{base: m, extra: extra}
+}
+
+const runtimeInternal = "__internal"
+
+// crdsOf returns the mappings the CustomResourceDefinitions among objs
+// define.
+func (m *manifestMapper) crdsOf(objs []*unstructured.Unstructured) map[schema.GroupVersionKind]*meta.RESTMapping {
+	out := map[schema.GroupVersionKind]*meta.RESTMapping{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" || o.GroupVersionKind().Group != "apiextensions.k8s.io" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		plural, _, _ := unstructured.NestedString(o.Object, "spec", "names", "plural")
+		scope := meta.RESTScopeNamespace
+		if s, _, _ := unstructured.NestedString(o.Object, "spec", "scope"); s == "Cluster" {
+			scope = meta.RESTScopeRoot
+		}
+		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+		for _, v := range versions {
+			name, _ := v.(map[string]any)["name"].(string)
+			if name == "" || kind == "" {
+				continue
+			}
+			gvk := schema.GroupVersionKind{Group: group, Version: name, Kind: kind}
+			out[gvk] = &meta.RESTMapping{Resource: schema.GroupVersionResource{Group: group, Version: name, Resource: plural}, GroupVersionKind: gvk, Scope: scope}
+		}
+	}
+	return out
+}
+
+func (m *manifestMapper) mapping(gvk schema.GroupVersionKind, crds map[schema.GroupVersionKind]*meta.RESTMapping) (*meta.RESTMapping, error) {
+	if cm, ok := crds[gvk]; ok {
+		return cm, nil
+	}
+	mp, err := m.base.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil || m.extra == nil {
+		return mp, err
+	}
+	return m.extra.RESTMapping(gvk.GroupKind(), gvk.Version)
+}

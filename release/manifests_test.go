@@ -1,0 +1,592 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// fleetPolicies places the podinfo Deployment on the prod members, 1:2
+// by weight, lets its dependencies follow, and gives member m2 its own
+// image tag.
+const fleetPolicies = `
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: apps}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: podinfo}
+  placement:
+    clusterAffinity:
+      labelSelector: {matchLabels: {env: prod}}
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - {targetCluster: {clusterNames: [m1]}, weight: 1}
+          - {targetCluster: {clusterNames: [m2]}, weight: 2}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: m2-image, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment}
+  overrideRules:
+    - targetCluster: {clusterNames: [m2]}
+      overriders:
+        imageOverrider:
+          - {component: Tag, operator: replace, value: 6.5.0-m2}
+`
+
+func policySet(t testing.TB, docs string) policy.Set {
+	t.Helper()
+	var set policy.Set
+	for _, doc := range strings.Split(docs, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		p, err := policy.Decode([]byte(doc))
+		require.NoError(t, err)
+		require.NoError(t, set.Add(p))
+	}
+	return set
+}
+
+type testFleet struct {
+	hub     *memory.Cluster
+	members map[string]*memory.Cluster
+	dist    *release.Distributor
+}
+
+// newTestFleet returns a hub and three members: m1 (prod, eu), m2 (prod,
+// us) and m3 (dev, ap).
+func newTestFleet(t testing.TB, policies string) *testFleet {
+	t.Helper()
+	poll := memory.WithPollInterval(time.Millisecond)
+	f := &testFleet{hub: memory.New("hub", poll), members: map[string]*memory.Cluster{}}
+	var members []release.Member
+	for _, m := range []struct{ name, env, region string }{{"m1", "prod", "eu"}, {"m2", "prod", "us"}, {"m3", "dev", "ap"}} {
+		c := memory.New(m.name, poll)
+		f.members[m.name] = c
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}, Region: m.region}})
+	}
+	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, policies), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	f.dist = d
+	return f
+}
+
+// view describes a member's objects: kind, name and what the tests look
+// at (replicas and image of Deployments, data of ConfigMaps).
+func view(t testing.TB, c *memory.Cluster) []string {
+	t.Helper()
+	var out []string
+	for _, o := range c.Objects() {
+		line := o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+		switch o.GetKind() {
+		case "Deployment":
+			n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			image, _ := cs[0].(map[string]any)["image"].(string)
+			line += fmt.Sprintf(" replicas=%d image=%s", n, image)
+		case "ConfigMap":
+			msg, _, _ := unstructured.NestedString(o.Object, "data", "PODINFO_UI_MESSAGE")
+			line += " message=" + msg
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func fleetRelease() *release.Release {
+	rel := testRelease()
+	rel.Spec.Values = map[string]any{"replicaCount": 3, "ingress": map[string]any{"enabled": true}}
+	return rel
+}
+
+func helmHistory(t testing.TB, f *testFleet) []string {
+	t.Helper()
+	cfg, err := f.hub.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	hist, err := action.NewHistory(cfg).Run("podinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, h := range hist {
+		out = append(out, fmt.Sprintf("%d %s", h.Version, h.Info.Status))
+	}
+	return out
+}
+
+func TestDistributorLifecycle(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, fleetPolicies)
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+
+	res, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	assert.Equal(t, release.ActionInstall, res.Action)
+	assert.Equal(t, []string{"1 deployed"}, helmHistory(t, f), "helm ls on the hub shows the release")
+	assert.Empty(t, f.hub.Objects(), "the hub holds no objects of the release")
+	assert.Equal(t, []string{
+		"ConfigMap apps/podinfo message=hello from helmfleet",
+		"Secret apps/podinfo",
+		"Service apps/podinfo",
+		"Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0",
+		"Ingress apps/podinfo",
+	}, view(t, f.members["m1"]))
+	assert.Equal(t, []string{
+		"ConfigMap apps/podinfo message=hello from helmfleet",
+		"Secret apps/podinfo",
+		"Service apps/podinfo",
+		"Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2",
+		"Ingress apps/podinfo",
+	}, view(t, f.members["m2"]))
+	assert.Empty(t, view(t, f.members["m3"]), "m3 is not prod")
+	dep, err := f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	assert.Equal(t, "podinfo", dep.GetLabels()[release.InventoryNameLabel])
+	assert.Equal(t, "apps", dep.GetLabels()[release.InventoryNamespaceLabel])
+	assert.Equal(t, "apps/podinfo", dep.GetAnnotations()[release.InventoryAnnotation])
+
+	t.Run("upgrade changes every member", func(t *testing.T) {
+		rel.Generation++
+		rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
+		res, err := rec.Reconcile(ctx, f.dist, rel)
+		require.NoError(t, err)
+		assert.Equal(t, release.ActionUpgrade, res.Action)
+		for _, m := range []string{"m1", "m2"} {
+			assert.Contains(t, view(t, f.members[m]), "ConfigMap apps/podinfo message=v2", m)
+		}
+	})
+
+	t.Run("an object dropped from the chart is pruned", func(t *testing.T) {
+		rel.Generation++
+		rel.Spec.Values["ingress"] = map[string]any{"enabled": false}
+		_, err := rec.Reconcile(ctx, f.dist, rel)
+		require.NoError(t, err)
+		for _, m := range []string{"m1", "m2"} {
+			assert.NotContains(t, view(t, f.members[m]), "Ingress apps/podinfo", m)
+			assert.Len(t, view(t, f.members[m]), 4, m)
+		}
+	})
+
+	t.Run("rollback restores every member", func(t *testing.T) {
+		cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+		require.NoError(t, err)
+		rb := action.NewRollback(cfg)
+		rb.Version = 2
+		require.NoError(t, rb.Run("podinfo"))
+		for _, m := range []string{"m1", "m2"} {
+			assert.Contains(t, view(t, f.members[m]), "Ingress apps/podinfo", m)
+			assert.Contains(t, view(t, f.members[m]), "ConfigMap apps/podinfo message=v2", m)
+		}
+		assert.Equal(t, []string{"1 superseded", "2 superseded", "3 superseded", "4 deployed"}, helmHistory(t, f))
+	})
+
+	t.Run("a member no longer placed is pruned", func(t *testing.T) {
+		// m2 leaves prod: everything of the release moves to m1.
+		f2 := f.withFacts(t, "m2", map[string]string{"env": "staging"})
+		rel.Generation++
+		rel.Spec.Values["ui"] = map[string]any{"message": "v3"}
+		_, err := rec.Reconcile(ctx, f2.dist, rel)
+		require.NoError(t, err)
+		assert.Empty(t, view(t, f.members["m2"]))
+		assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	})
+
+	t.Run("uninstall removes the release from every member", func(t *testing.T) {
+		_, err := rec.Uninstall(ctx, f.dist, rel)
+		require.NoError(t, err)
+		for name, m := range f.members {
+			assert.Empty(t, view(t, m), name)
+		}
+		assert.Empty(t, helmHistory(t, f))
+	})
+}
+
+// withFacts returns a Distributor over the same hub and members with one
+// member's labels changed.
+func (f *testFleet) withFacts(t testing.TB, member string, labels map[string]string) *testFleet {
+	t.Helper()
+	var members []release.Member
+	for _, m := range f.dist.Members() {
+		if m.Facts.Name == member {
+			m.Facts.Labels = labels
+		}
+		members = append(members, m)
+	}
+	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, fleetPolicies), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	return &testFleet{hub: f.hub, members: f.members, dist: d}
+}
+
+// seen records, per member, the hook objects its health func was asked
+// about (the in-memory cluster asks on every read while Helm waits).
+type seen struct {
+	mu   sync.Mutex
+	objs map[string]map[string]bool
+}
+
+func (s *seen) health(member string) memory.HealthFunc {
+	return func(o *unstructured.Unstructured) memory.Health {
+		if o.GetAnnotations()["helm.sh/hook"] != "" {
+			s.mu.Lock()
+			if s.objs[member] == nil {
+				s.objs[member] = map[string]bool{}
+			}
+			s.objs[member][o.GetKind()+" "+o.GetName()] = true
+			s.mu.Unlock()
+		}
+		return memory.Health{Ready: true}
+	}
+}
+
+func TestDistributorHooksFollowWorkloads(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, fleetPolicies)
+	s := &seen{objs: map[string]map[string]bool{}}
+	for name, m := range f.members {
+		m.SetHealth(s.health(name))
+	}
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Test = &release.Test{Enable: true}
+	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
+
+	res, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	assert.Equal(t, []release.Action{release.ActionInstall, release.ActionTest}, res.Actions)
+	// The test Pod stays (its delete policy is before-hook-creation) on the
+	// members that run the Deployment.
+	for name, want := range map[string]bool{"m1": true, "m2": true, "m3": false} {
+		assert.Equal(t, want, contains(view(t, f.members[name]), "Pod apps/podinfo-test-connection"), name)
+	}
+
+	rel.Generation++
+	rel.Spec.Values["replicaCount"] = 6
+	res, err = rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionTest}, res.Actions)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.True(t, s.objs["m1"]["Job podinfo-migrate"], "pre-upgrade Job ran on m1")
+	assert.True(t, s.objs["m2"]["Job podinfo-migrate"], "pre-upgrade Job ran on m2")
+	assert.Empty(t, s.objs["m3"], "no hook ran on m3")
+	for _, name := range []string{"m1", "m2"} {
+		assert.NotContains(t, view(t, f.members[name]), "Job apps/podinfo-migrate", "hook-succeeded deletes the Job on %s", name)
+	}
+	assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Contains(t, view(t, f.members["m2"]), "Deployment apps/podinfo replicas=4 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDistributorDrift(t *testing.T) {
+	ctx := context.Background()
+	cmRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
+	secretRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Namespace: "apps", Name: "podinfo"}
+	depRef := release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"}
+	tamper := func(t *testing.T, f *testFleet) {
+		t.Helper()
+		m2 := f.members["m2"]
+		dep, err := m2.Get(ctx, depRef)
+		require.NoError(t, err)
+		delete(dep.Object, "status")
+		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
+		_, err = m2.Update(ctx, dep, "kubectl-edit")
+		require.NoError(t, err)
+		require.NoError(t, f.members["m1"].Delete(ctx, secretRef, release.DeleteOptions{}))
+	}
+	tests := []struct {
+		name      string
+		mode      release.DriftDetectionMode
+		corrected bool
+	}{
+		{name: "enabled corrects every member", mode: release.DriftDetectionEnabled, corrected: true},
+		{name: "warn reports only", mode: release.DriftDetectionWarn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newTestFleet(t, fleetPolicies)
+			rec := newReconciler(t, nil)
+			rel := fleetRelease()
+			rel.Spec.DriftDetection = &release.DriftDetection{Mode: tt.mode}
+			_, err := rec.Reconcile(ctx, f.dist, rel)
+			require.NoError(t, err)
+			res, err := rec.Reconcile(ctx, f.dist, rel)
+			require.NoError(t, err)
+			assert.Equal(t, release.ActionNone, res.Action, "no drift right after install")
+
+			tamper(t, f)
+			res, err = rec.Reconcile(ctx, f.dist, rel)
+			require.NoError(t, err)
+			require.NotNil(t, res.Drift)
+			assert.Equal(t, 1, res.Drift.Count("Missing"))
+			assert.Equal(t, 1, res.Drift.Count("Modified"))
+			report := res.Drift.String()
+			assert.Contains(t, report, "Deployment.apps/apps/podinfo: modified (member m2)")
+			assert.Contains(t, report, "spec.replicas: 9 -> 2")
+			assert.Contains(t, report, "Secret")
+			assert.Contains(t, report, "missing (member m1)")
+			assert.Equal(t, tt.corrected, res.Did(release.ActionCorrectDrift))
+
+			_, serr := f.members["m1"].Get(ctx, secretRef)
+			n := replicasOf(t, f.members["m2"])
+			if tt.corrected {
+				assert.NoError(t, serr)
+				assert.Equal(t, int64(2), n)
+				res, err = rec.Reconcile(ctx, f.dist, rel)
+				require.NoError(t, err)
+				assert.False(t, res.Drift.Drifted(), res.Drift.String())
+			} else {
+				assert.ErrorIs(t, serr, release.ErrNotFound)
+				assert.Equal(t, int64(9), n)
+			}
+			_, err = f.members["m1"].Get(ctx, cmRef)
+			assert.NoError(t, err)
+		})
+	}
+}
+
+func replicasOf(t testing.TB, c *memory.Cluster) int64 {
+	t.Helper()
+	dep, err := c.Get(context.Background(), release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	n, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	return n
+}
+
+func TestDistributorUnreachableMember(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, fleetPolicies)
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+
+	f.members["m2"].SetUnreachable(errors.New("connection refused"))
+	rel.Generation++
+	rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
+	_, err = rec.Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "member m2: apply v1 ConfigMap apps/podinfo: cluster m2 unreachable")
+	assert.NotContains(t, err.Error(), "member m1")
+	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=v2", "m1 was still upgraded")
+
+	// Once m2 is back, the next reconciles bring it in line.
+	f.members["m2"].SetUnreachable(nil)
+	rel.Annotations = map[string]string{release.ResetRequestAnnotation: "1"}
+	for i := 0; i < 3; i++ {
+		if _, err = rec.Reconcile(ctx, f.dist, rel); err == nil {
+			break
+		}
+	}
+	require.NoError(t, err)
+	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=v2")
+	assert.Equal(t, view(t, f.members["m1"])[0], view(t, f.members["m2"])[0])
+}
+
+func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, fleetPolicies)
+	f.members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
+		if o.GetKind() == "Deployment" {
+			return memory.Health{Message: "image pull back-off"}
+		}
+		return memory.Health{Ready: true}
+	})
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Timeout = &metav1.Duration{Duration: 50 * time.Millisecond}
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cluster m2: timed out after 50ms waiting for 1 object(s): Deployment apps/podinfo InProgress")
+	assert.Contains(t, err.Error(), "image pull back-off")
+	assert.NotContains(t, err.Error(), "m1")
+
+	// Helm's own actions on the Distributor's configuration keep the
+	// typed errors.
+	cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	up := action.NewUpgrade(cfg)
+	up.Wait, up.Timeout = true, 50*time.Millisecond
+	_, err = up.Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
+	var nr *release.NotReadyError
+	require.ErrorAs(t, err, &nr)
+	assert.Equal(t, "m2", nr.Cluster)
+	require.Len(t, nr.Objects, 1)
+	assert.Equal(t, "Deployment", nr.Objects[0].Object.Kind)
+	assert.Contains(t, nr.Objects[0].Message, "image pull back-off")
+
+	f.members["m1"].SetUnreachable(errors.New("connection refused"))
+	_, err = action.NewUpgrade(cfg).Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
+	var me *release.MemberError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "m1", me.Member)
+	assert.ErrorContains(t, me, "connection refused")
+}
+
+func TestDistributorWaitObservesContext(t *testing.T) {
+	f := newTestFleet(t, fleetPolicies)
+	f.members["m1"].SetHealth(func(*unstructured.Unstructured) memory.Health { return memory.Health{Message: "starting"} })
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A chart may render its own policies (the seed platform's scenario one):
+// they are used for placement and never applied anywhere.
+func TestDistributorPoliciesFromChart(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, "")
+	ch := testchart.MustLoad("")
+	ch.Templates = append(ch.Templates, &chart.File{Name: "templates/policies.yaml", Data: []byte(`
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      labelSelector: {matchLabels: {app.kubernetes.io/instance: {{ .Release.Name }}}}
+  placement:
+    clusterAffinity: {clusterNames: [m3]}
+`)})
+	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+		return &release.Chart{Chart: ch}, nil
+	})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	_, err = rec.Reconcile(ctx, f.dist, fleetRelease())
+	require.NoError(t, err)
+	assert.Len(t, view(t, f.members["m3"]), 5)
+	assert.Contains(t, view(t, f.members["m3"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Empty(t, view(t, f.members["m1"]))
+	assert.Empty(t, f.hub.Objects())
+	for _, m := range f.members {
+		for _, o := range m.Objects() {
+			assert.NotEqual(t, "policy.karmada.io", o.GroupVersionKind().Group)
+		}
+	}
+}
+
+func TestDistributorOverrideFailsOneMember(t *testing.T) {
+	ctx := context.Background()
+	f := newTestFleet(t, fleetPolicies+`
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: broken, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: v1, kind: ConfigMap}
+  overrideRules:
+    - targetCluster: {clusterNames: [m1]}
+      overriders:
+        plaintext:
+          - {path: /data/missing/deeper, operator: replace, value: x}
+`)
+	rec := newReconciler(t, nil)
+	_, err := rec.Reconcile(ctx, f.dist, fleetRelease())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `ConfigMap apps/podinfo on cluster m1: OverridePolicy apps/broken spec.overrideRules[0].overriders.plaintext[0] at "/data/missing/deeper"`)
+	assert.NotContains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+	assert.Len(t, view(t, f.members["m1"]), 4)
+}
+
+func TestNewDistributorErrors(t *testing.T) {
+	hub := memory.New("hub")
+	m1 := release.Member{Cluster: memory.New("m1")}
+	tests := []struct {
+		name string
+		cfg  release.DistributorConfig
+		want string
+	}{
+		{name: "no hub", cfg: release.DistributorConfig{Members: []release.Member{m1}}, want: "Hub is required"},
+		{name: "no members", cfg: release.DistributorConfig{Hub: hub}, want: "Members is empty"},
+		{name: "duplicate member", cfg: release.DistributorConfig{Hub: hub, Members: []release.Member{m1, m1}}, want: `duplicate cluster name "m1"`},
+		{name: "invalid policy", cfg: release.DistributorConfig{Hub: hub, Members: []release.Member{m1},
+			Policies: policy.Set{Propagation: []policy.PropagationPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"}}}}}, want: "policies"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := release.NewDistributor(tt.cfg)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+// hubOnly is a hub that gives Helm configurations and nothing else.
+type hubOnly struct{ c *memory.Cluster }
+
+func (h hubOnly) HelmConfig(ctx context.Context, s release.HelmScope) (*action.Configuration, error) {
+	return h.c.HelmConfig(ctx, s)
+}
+
+func TestDistributorHubObjects(t *testing.T) {
+	ctx := context.Background()
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "apps"}}}
+	m1 := release.Member{Cluster: memory.New("m1")}
+
+	hub := memory.New("hub")
+	d, err := release.NewDistributor(release.DistributorConfig{Hub: hub, Members: []release.Member{m1}})
+	require.NoError(t, err)
+	assert.Equal(t, "fleet", d.Name())
+	_, err = d.Apply(ctx, cm, release.ApplyOptions{FieldManager: "t"})
+	require.NoError(t, err)
+	got, err := d.Get(ctx, release.RefOf(cm))
+	require.NoError(t, err)
+	assert.Equal(t, "c", got.GetName())
+	assert.Len(t, hub.Objects(), 1, "written to the hub")
+	assert.Empty(t, m1.Cluster.(*memory.Cluster).Objects(), "not to members")
+
+	d, err = release.NewDistributor(release.DistributorConfig{Name: "eu", Hub: hubOnly{hub}, Members: []release.Member{m1}})
+	require.NoError(t, err)
+	assert.Equal(t, "eu", d.Name())
+	_, err = d.Get(ctx, release.RefOf(cm))
+	assert.ErrorIs(t, err, release.ErrNoHubObjects)
+	_, err = d.List(ctx, release.RefOf(cm).GroupVersionKind, "", nil)
+	assert.ErrorIs(t, err, release.ErrNoHubObjects)
+	assert.ErrorIs(t, d.Delete(ctx, release.RefOf(cm), release.DeleteOptions{}), release.ErrNoHubObjects)
+}
