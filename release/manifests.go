@@ -2,6 +2,8 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -492,7 +494,7 @@ type indexed struct {
 }
 
 func (x *manifestIndex) learn(rel releaseID, version int, manifest string) {
-	digest := digestJSON(manifest)
+	digest := manifestDigest(manifest)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.byRelease == nil {
@@ -509,8 +511,13 @@ func (x *manifestIndex) learn(rel releaseID, version int, manifest string) {
 	x.byDigest[digest] = rel
 }
 
+func manifestDigest(manifest string) string {
+	sum := sha256.Sum256([]byte(manifest))
+	return hex.EncodeToString(sum[:])
+}
+
 func (x *manifestIndex) lookup(manifest string) (releaseID, bool) {
-	digest := digestJSON(manifest)
+	digest := manifestDigest(manifest)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	rel, ok := x.byDigest[digest]

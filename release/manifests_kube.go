@@ -43,7 +43,7 @@ type distClient struct {
 	releases  driver.Driver // the hub's storage, unobserved
 
 	mu    sync.Mutex
-	cur   releaseID                // the release Helm works on, from storage
+	cur   releaseID              // the release Helm works on, from storage
 	hooks map[ObjectRef][]string // members each hook object went to
 }
 

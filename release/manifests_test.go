@@ -72,18 +72,18 @@ func policySet(t testing.TB, docs string) policy.Set {
 	return set
 }
 
-type testFleet struct {
+type distFleet struct {
 	hub     *memory.Cluster
 	members map[string]*memory.Cluster
 	dist    *release.Distributor
 }
 
-// newTestFleet returns a hub and three members: m1 (prod, eu), m2 (prod,
+// newDistFleet returns a hub and three members: m1 (prod, eu), m2 (prod,
 // us) and m3 (dev, ap).
-func newTestFleet(t testing.TB, policies string) *testFleet {
+func newDistFleet(t testing.TB, policies string) *distFleet {
 	t.Helper()
 	poll := memory.WithPollInterval(time.Millisecond)
-	f := &testFleet{hub: memory.New("hub", poll), members: map[string]*memory.Cluster{}}
+	f := &distFleet{hub: memory.New("hub", poll), members: map[string]*memory.Cluster{}}
 	var members []release.Member
 	for _, m := range []struct{ name, env, region string }{{"m1", "prod", "eu"}, {"m2", "prod", "us"}, {"m3", "dev", "ap"}} {
 		c := memory.New(m.name, poll)
@@ -124,7 +124,7 @@ func fleetRelease() *release.Release {
 	return rel
 }
 
-func helmHistory(t testing.TB, f *testFleet) []string {
+func helmHistory(t testing.TB, f *distFleet) []string {
 	t.Helper()
 	cfg, err := f.hub.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
@@ -141,7 +141,7 @@ func helmHistory(t testing.TB, f *testFleet) []string {
 
 func TestDistributorLifecycle(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, fleetPolicies)
+	f := newDistFleet(t, fleetPolicies)
 	rec := newReconciler(t, nil)
 	rel := fleetRelease()
 
@@ -229,7 +229,7 @@ func TestDistributorLifecycle(t *testing.T) {
 
 // withFacts returns a Distributor over the same hub and members with one
 // member's labels changed.
-func (f *testFleet) withFacts(t testing.TB, member string, labels map[string]string) *testFleet {
+func (f *distFleet) withFacts(t testing.TB, member string, labels map[string]string) *distFleet {
 	t.Helper()
 	var members []release.Member
 	for _, m := range f.dist.Members() {
@@ -240,7 +240,7 @@ func (f *testFleet) withFacts(t testing.TB, member string, labels map[string]str
 	}
 	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, fleetPolicies), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	return &testFleet{hub: f.hub, members: f.members, dist: d}
+	return &distFleet{hub: f.hub, members: f.members, dist: d}
 }
 
 // seen records, per member, the hook objects its health func was asked
@@ -266,7 +266,7 @@ func (s *seen) health(member string) memory.HealthFunc {
 
 func TestDistributorHooksFollowWorkloads(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, fleetPolicies)
+	f := newDistFleet(t, fleetPolicies)
 	s := &seen{objs: map[string]map[string]bool{}}
 	for name, m := range f.members {
 		m.SetHealth(s.health(name))
@@ -316,7 +316,7 @@ func TestDistributorDrift(t *testing.T) {
 	cmRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
 	secretRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Namespace: "apps", Name: "podinfo"}
 	depRef := release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"}
-	tamper := func(t *testing.T, f *testFleet) {
+	tamper := func(t *testing.T, f *distFleet) {
 		t.Helper()
 		m2 := f.members["m2"]
 		dep, err := m2.Get(ctx, depRef)
@@ -337,7 +337,7 @@ func TestDistributorDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newTestFleet(t, fleetPolicies)
+			f := newDistFleet(t, fleetPolicies)
 			rec := newReconciler(t, nil)
 			rel := fleetRelease()
 			rel.Spec.DriftDetection = &release.DriftDetection{Mode: tt.mode}
@@ -388,7 +388,7 @@ func replicasOf(t testing.TB, c *memory.Cluster) int64 {
 
 func TestDistributorUnreachableMember(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, fleetPolicies)
+	f := newDistFleet(t, fleetPolicies)
 	rec := newReconciler(t, nil)
 	rel := fleetRelease()
 	_, err := rec.Reconcile(ctx, f.dist, rel)
@@ -418,7 +418,7 @@ func TestDistributorUnreachableMember(t *testing.T) {
 
 func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, fleetPolicies)
+	f := newDistFleet(t, fleetPolicies)
 	f.members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
 		if o.GetKind() == "Deployment" {
 			return memory.Health{Message: "image pull back-off"}
@@ -457,7 +457,7 @@ func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 }
 
 func TestDistributorWaitObservesContext(t *testing.T) {
-	f := newTestFleet(t, fleetPolicies)
+	f := newDistFleet(t, fleetPolicies)
 	f.members["m1"].SetHealth(func(*unstructured.Unstructured) memory.Health { return memory.Health{Message: "starting"} })
 	rec := newReconciler(t, nil)
 	rel := fleetRelease()
@@ -475,7 +475,7 @@ func TestDistributorWaitObservesContext(t *testing.T) {
 // they are used for placement and never applied anywhere.
 func TestDistributorPoliciesFromChart(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, "")
+	f := newDistFleet(t, "")
 	ch := testchart.MustLoad("")
 	ch.Templates = append(ch.Templates, &chart.File{Name: "templates/policies.yaml", Data: []byte(`
 apiVersion: policy.karmada.io/v1alpha1
@@ -511,7 +511,7 @@ spec:
 
 func TestDistributorOverrideFailsOneMember(t *testing.T) {
 	ctx := context.Background()
-	f := newTestFleet(t, fleetPolicies+`
+	f := newDistFleet(t, fleetPolicies+`
 ---
 apiVersion: policy.karmada.io/v1alpha1
 kind: OverridePolicy
