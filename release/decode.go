@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,9 @@ type Problem struct {
 	// stream's non-empty documents (blank and comment-only documents are
 	// skipped and not counted).
 	Document int
-	// Line is the line of the stream where the document starts, or where
-	// the YAML parser found a syntax error.
+	// Line is the line of the stream where the field at fault is (its
+	// key, or that of its nearest ancestor), else where the document
+	// starts; for a YAML syntax error, where the parser found it.
 	Line int
 	// APIVersion and Kind of the document, as written; empty if unknown.
 	APIVersion, Kind string
@@ -65,7 +67,7 @@ func (p Problem) Error() string {
 
 // DecodeError reports every problem of a stream, in stream order.
 type DecodeError struct {
-	// Problems, sorted by document and then by field path.
+	// Problems, sorted by document, line and field path.
 	Problems []Problem
 }
 
@@ -182,7 +184,9 @@ func Decode(r io.Reader) (*Objects, error) {
 		d.document(doc)
 	}
 	if len(d.problems) > 0 {
-		slices.SortStableFunc(d.problems, func(a, b Problem) int { return a.Document - b.Document })
+		slices.SortStableFunc(d.problems, func(a, b Problem) int {
+			return cmp.Or(cmp.Compare(a.Document, b.Document), cmp.Compare(a.Line, b.Line), strings.Compare(a.Path, b.Path))
+		})
 		return d.objs, &DecodeError{Problems: d.problems}
 	}
 	return d.objs, nil
@@ -217,7 +221,18 @@ func (d *decoder) document(doc strictyaml.Document) {
 		d.problems = append(d.problems, p)
 		return
 	}
+	first := len(d.problems)
 	d.object(doc, "", data)
+	if len(d.problems) > first {
+		// Point each problem at its field's line; parsing the document
+		// again is paid only by documents with problems.
+		lines := strictyaml.Lines(doc)
+		for i := first; i < len(d.problems); i++ {
+			if l := strictyaml.LineOf(lines, d.problems[i].Path); l > 0 {
+				d.problems[i].Line = l
+			}
+		}
+	}
 }
 
 // documentJSON returns the document as JSON. JSON that the YAML parser

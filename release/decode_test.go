@@ -248,7 +248,7 @@ spec:
 			name: "unknown field",
 			yaml: release + "  install:\n    remediaton:\n      retries: 3\n",
 			path: "spec.install.remediaton",
-			want: `document 1 (HelmRelease default/podinfo, line 1): spec.install.remediaton: unknown field, did you mean "remediation"?`,
+			want: `document 1 (HelmRelease default/podinfo, line 13): spec.install.remediaton: unknown field, did you mean "remediation"?`,
 		},
 		{
 			name: "misspelled top-level field",
@@ -289,7 +289,7 @@ spec:
 			yaml:  "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps}\n",
 			path:  "kind",
 			value: "Kustomization",
-			want:  `document 1 (Kustomization apps, line 1): kind: unknown kind "Kustomization" of apiVersion "kustomize.toolkit.fluxcd.io/v1"; accepted: helm.toolkit.fluxcd.io/v2 HelmRelease,`,
+			want:  `document 1 (Kustomization apps, line 2): kind: unknown kind "Kustomization" of apiVersion "kustomize.toolkit.fluxcd.io/v1"; accepted: helm.toolkit.fluxcd.io/v2 HelmRelease,`,
 		},
 		{
 			name: "missing kind",
@@ -323,7 +323,7 @@ spec:
 			name: "source field typo",
 			yaml: "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {name: r}\nspec:\n  url: https://example.com\n  intervall: 5m\n",
 			path: "spec.intervall",
-			want: `document 1 (HelmRepository r, line 1): spec.intervall: unknown field, did you mean "interval"?`,
+			want: `document 1 (HelmRepository r, line 6): spec.intervall: unknown field, did you mean "interval"?`,
 		},
 	}
 	for _, tt := range tests {
@@ -377,9 +377,9 @@ spec: {chart: a, sourceRef: {kind: HelmRepository, name: r}, interval: soon}
 		got = append(got, p.Error())
 	}
 	assert.Equal(t, []string{
-		`document 1 (HelmRelease team/a, line 3): spec.chart.spec.bogus: unknown field (value: 1)`,
-		`document 1 (HelmRelease team/a, line 3): spec.install.crd: unknown field, did you mean "crds"? (value: Skip)`,
-		`document 3 (HelmChart c, line 19): spec.interval: invalid value: time: invalid duration "soon" (value: soon)`,
+		`document 1 (HelmRelease team/a, line 9): spec.chart.spec.bogus: unknown field (value: 1)`,
+		`document 1 (HelmRelease team/a, line 10): spec.install.crd: unknown field, did you mean "crds"? (value: Skip)`,
+		`document 3 (HelmChart c, line 22): spec.interval: invalid value: time: invalid duration "soon" (value: soon)`,
 	}, got)
 	assert.True(t, strings.HasPrefix(err.Error(), "3 problems:\n  document 1"))
 	require.Len(t, objs.HelmRepositories, 1, "clean documents are returned beside the error")
@@ -412,6 +412,7 @@ items:
 		require.ErrorAs(t, err, &de)
 		require.Len(t, de.Problems, 1)
 		assert.Equal(t, "items[1].spec.typo", de.Problems[0].Path)
+		assert.Equal(t, 11, de.Problems[0].Line)
 		assert.Equal(t, "b", de.Problems[0].Name)
 		require.Len(t, objs.HelmRepositories, 1)
 	})
@@ -517,11 +518,11 @@ func TestLoadNamesTheFieldPath(t *testing.T) {
 		want string
 	}{
 		{name: "unknown field", yaml: head + chart + "  tset: {enable: true}\n",
-			want: `document 1 (HelmRelease web/podinfo, line 1): spec.tset: unknown field, did you mean "test"? (value: {"enable":true})`},
+			want: `document 1 (HelmRelease web/podinfo, line 8): spec.tset: unknown field, did you mean "test"? (value: {"enable":true})`},
 		{name: "two chart sources", yaml: head + chart + "  chartRef: {kind: OCIRepository, name: podinfo}\n",
 			want: "HelmRelease web/podinfo: spec.chartRef: must not be set together with spec.chart"},
 		{name: "bad duration", yaml: head + chart + "  timeout: 5mins\n",
-			want: `document 1 (HelmRelease web/podinfo, line 1): spec.timeout: invalid value: time: unknown unit "mins" in duration "5mins" (value: 5mins)`},
+			want: `document 1 (HelmRelease web/podinfo, line 8): spec.timeout: invalid value: time: unknown unit "mins" in duration "5mins" (value: 5mins)`},
 		{name: "bad semver", yaml: strings.Replace(head+chart, "6.5.*", ">= 6.x.y", 1),
 			want: `HelmRelease web/podinfo: spec.chart.spec.version: is neither a version nor a semver constraint: improper constraint: ">= 6.x.y" (value: >= 6.x.y)`},
 		{name: "bad JSON pointer", yaml: head + chart + "  driftDetection:\n    ignore: [{paths: [spec/replicas]}]\n",

@@ -120,12 +120,12 @@ metadata:
 	}
 	fmt.Println(err)
 	// Output:
-	// document 1, HelmRelease default/podinfo, spec.install.remediaton
 	// document 1, HelmRelease default/podinfo, spec.timeout
+	// document 1, HelmRelease default/podinfo, spec.install.remediaton
 	// document 2, HelmRelease next, apiVersion
 	// 3 problems:
-	//   document 1 (HelmRelease default/podinfo, line 2): spec.install.remediaton: unknown field, did you mean "remediation"? (value: {"retries":3})
-	//   document 1 (HelmRelease default/podinfo, line 2): spec.timeout: invalid value: time: unknown unit " minutes" in duration "5 minutes" (value: 5 minutes)
+	//   document 1 (HelmRelease default/podinfo, line 9): spec.timeout: invalid value: time: unknown unit " minutes" in duration "5 minutes" (value: 5 minutes)
+	//   document 1 (HelmRelease default/podinfo, line 15): spec.install.remediaton: unknown field, did you mean "remediation"? (value: {"retries":3})
 	//   document 2 (HelmRelease next, line 18): apiVersion: unsupported apiVersion "helm.toolkit.fluxcd.io/v3" for kind HelmRelease; accepted: helm.toolkit.fluxcd.io/v2, helm.toolkit.fluxcd.io/v2beta1, helm.toolkit.fluxcd.io/v2beta2 (value: helm.toolkit.fluxcd.io/v3)
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -77,6 +78,67 @@ func firstContentLine(lines [][]byte) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// maxLineNodes bounds the nodes Lines visits, so that aliases cannot make
+// it expand a small document into a huge one.
+const maxLineNodes = 100000
+
+// Lines maps the field paths of a document (as FieldError.Path writes them)
+// to the lines of the stream where their keys or list items are. It
+// returns nil when the document does not parse.
+func Lines(doc Document) map[string]int {
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(doc.Data, &root); err != nil {
+		return nil
+	}
+	offset := max(doc.start, 1) - 1
+	lines := map[string]int{}
+	budget := maxLineNodes
+	var walk func(path string, n *yamlv3.Node)
+	walk = func(path string, n *yamlv3.Node) {
+		if n == nil || budget <= 0 {
+			return
+		}
+		budget--
+		switch n.Kind {
+		case yamlv3.DocumentNode:
+			for _, c := range n.Content {
+				walk(path, c)
+			}
+		case yamlv3.AliasNode:
+			walk(path, n.Alias)
+		case yamlv3.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := JoinPath(path, n.Content[i].Value)
+				if _, ok := lines[p]; !ok {
+					lines[p] = n.Content[i].Line + offset
+				}
+				walk(p, n.Content[i+1])
+			}
+		case yamlv3.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", path, i)
+				lines[p] = c.Line + offset
+				walk(p, c)
+			}
+		}
+	}
+	walk("", &root)
+	return lines
+}
+
+// LineOf returns the line of path in lines, or of its nearest ancestor
+// that has one, or 0.
+func LineOf(lines map[string]int, path string) int {
+	for path != "" {
+		if l, ok := lines[path]; ok {
+			return l
+		}
+		cut := max(strings.LastIndexAny(path, ".["), 0)
+		path = path[:cut]
+	}
+	return 0
 }
 
 // SyntaxError is a YAML document that cannot be parsed.
@@ -226,10 +288,10 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 				if s := suggest(k, known); s != "" {
 					msg += fmt.Sprintf(", did you mean %q?", s)
 				}
-				w.fail(join(path, k), obj[k], "%s", msg)
+				w.fail(JoinPath(path, k), obj[k], "%s", msg)
 				continue
 			}
-			w.walk(join(path, k), obj[k], ft)
+			w.walk(JoinPath(path, k), obj[k], ft)
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
@@ -238,7 +300,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			return
 		}
 		for _, k := range sortedKeys(obj) {
-			w.walk(join(path, k), obj[k], t.Elem())
+			w.walk(JoinPath(path, k), obj[k], t.Elem())
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
@@ -362,7 +424,10 @@ func (w *walker) fieldsOf(t reflect.Type) map[string]reflect.Type {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-func join(path, key string) string {
+// JoinPath appends a map key to a field path: ".key", or ["key"] (Go
+// quoted) when the key is not a plain word, so that dots in keys such as
+// app.kubernetes.io/name stay unambiguous.
+func JoinPath(path, key string) string {
 	if !plainKey.MatchString(key) {
 		return path + "[" + strconv.Quote(key) + "]"
 	}

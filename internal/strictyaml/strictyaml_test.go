@@ -151,6 +151,23 @@ func TestUnmarshal(t *testing.T) {
 	})
 }
 
+func TestLines(t *testing.T) {
+	stream := "a: 0\n---\n# c\nspec:\n  items:\n    - name: x\n      tags: {app.kubernetes.io/name: y}\n    - &b {name: z}\n  copy: *b\n"
+	docs := Split([]byte(stream))
+	require.Len(t, docs, 2)
+	lines := Lines(docs[1])
+	assert.Equal(t, map[string]int{
+		"spec": 4, "spec.items": 5, "spec.items[0]": 6, "spec.items[0].name": 6, "spec.items[0].tags": 7,
+		`spec.items[0].tags["app.kubernetes.io/name"]`: 7, "spec.items[1]": 8, "spec.items[1].name": 8,
+		"spec.copy": 9, "spec.copy.name": 8,
+	}, lines)
+	assert.Equal(t, 7, LineOf(lines, `spec.items[0].tags["app.kubernetes.io/name"].deeper`))
+	assert.Equal(t, 6, LineOf(lines, "spec.items[0].unknown"))
+	assert.Equal(t, 4, LineOf(lines, "spec.other"))
+	assert.Zero(t, LineOf(lines, "status"))
+	assert.Nil(t, Lines(Document{Data: []byte("a: [")}))
+}
+
 func TestShorten(t *testing.T) {
 	assert.Equal(t, "abc", Shorten("abc", 4))
 	assert.Equal(t, "a...", Shorten("abcdef", 4))
