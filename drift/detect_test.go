@@ -329,3 +329,29 @@ func TestDetectDeterministic(t *testing.T) {
 		require.Equal(t, first, got)
 	}
 }
+
+// One compiled Config serves concurrent Detect calls (run with -race).
+func TestConfigConcurrentUse(t *testing.T) {
+	cfg, err := drift.Compile([]drift.IgnoreRule{
+		{Paths: []string{"/spec/replicas"}, Target: &drift.Selector{Kind: "Deployment", LabelSelector: "team=platform"}},
+	}, drift.Options{Mode: drift.ModeEnabled, Managers: []drift.ManagerRule{{Managers: []string{"kubectl"}}}})
+	require.NoError(t, err)
+	desired := loadObjects(t, "podinfo-desired.yaml")
+	live := loadObjects(t, "podinfo-live.yaml")
+	want, err := drift.Detect(desired, live, cfg)
+	require.NoError(t, err)
+	done := make(chan string)
+	for range 4 {
+		go func() {
+			rep, err := drift.Detect(desired, live, cfg)
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			done <- rep.String()
+		}()
+	}
+	for range 4 {
+		assert.Equal(t, want.String(), <-done)
+	}
+}

@@ -36,7 +36,9 @@ const (
 // whole object. The JSON tags are Flux's, so a HelmRelease's rules decode
 // into this type directly.
 type IgnoreRule struct {
-	// Paths are RFC 6901 JSON pointers into the desired object.
+	// Paths are RFC 6901 JSON pointers into the desired object; a list
+	// index counts in the desired object's list, which Detect matches to
+	// live elements by key where the list has one (containers by name).
 	Paths []string `json:"paths"`
 	// Target selects the objects the rule applies to; nil means all.
 	Target *Selector `json:"target,omitempty"`
