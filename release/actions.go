@@ -352,11 +352,10 @@ func (ru *run) driftReport(last *helmrelease.Release) (*drift.Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", ru.rel.ref(), fullName(last), err)
 	}
-	type listKey struct {
-		gvk schema.GroupVersionKind
-		ns  string
+	lists := ru.lists
+	if lists == nil {
+		lists = liveCache{}
 	}
-	lists := map[listKey]map[string]*unstructured.Unstructured{}
 	var live []*unstructured.Unstructured
 	for _, obj := range desired {
 		k := listKey{obj.GroupVersionKind(), obj.GetNamespace()}
@@ -382,6 +381,16 @@ func (ru *run) driftReport(last *helmrelease.Release) (*drift.Report, error) {
 	}
 	return report, nil
 }
+
+// listKey names one List request: a kind in a namespace.
+type listKey struct {
+	gvk schema.GroupVersionKind
+	ns  string
+}
+
+// liveCache keeps the objects of each List made, by name, so that drift
+// checks of several releases on one cluster list each kind once.
+type liveCache map[listKey]map[string]*unstructured.Unstructured
 
 // Patcher is the optional role a cluster needs for drift correction:
 // applying an RFC 6902 JSON patch to one live object. Both shipped

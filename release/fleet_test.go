@@ -355,3 +355,35 @@ func TestFleetMemberFailureIsIsolated(t *testing.T) {
 }
 
 var metav1Duration20ms = metav1.Duration{Duration: 20 * time.Millisecond}
+
+func TestFleetDrift(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+
+	// Someone scales the Deployment on prod-eu-1 by hand.
+	c := tf.members["prod-eu-1"]
+	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	require.NoError(t, err)
+	delete(dep.Object, "status")
+	dep.Object["spec"].(map[string]any)["replicas"] = int64(1)
+	_, err = c.Update(ctx, dep, "kubectl-edit")
+	require.NoError(t, err)
+
+	d, err := tf.fleet.Drift(ctx, false)
+	require.NoError(t, err)
+	require.Len(t, d.Items, 3)
+	drifted := d.Drifted()
+	require.Len(t, drifted, 1)
+	assert.Equal(t, "prod-eu-1", drifted[0].Key.Cluster)
+	assert.Contains(t, d.String(), "prod-eu-1:apps/podinfo: drifted: 1 modified, 0 missing")
+	assert.Equal(t, int64(1), replicas(t, c), "reporting changes nothing")
+
+	d, err = tf.fleet.Drift(ctx, true)
+	require.NoError(t, err)
+	assert.Contains(t, d.String(), "prod-eu-1:apps/podinfo: corrected")
+	assert.Equal(t, int64(4), replicas(t, c), "corrected back to prod's value")
+}

@@ -266,6 +266,8 @@ type run struct {
 	// safeRollback is the healthy revision a rollback replaces a
 	// configured uninstall remediation with.
 	safeRollback *Snapshot
+	// lists, when set, is shared by the drift checks of several releases.
+	lists liveCache
 }
 
 // actionType groups actions as Flux does: each type runs at most once per
