@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 func TestRedact(t *testing.T) {
@@ -57,4 +58,18 @@ func TestHTTPResolverJSONIndex(t *testing.T) {
 	got, err := NewHTTPResolver(tr.srv.Client(), HTTPOptions{}).Resolve(context.Background(), Ref{Chart: "app", Version: "~1.0", HelmRepository: helmRepo(tr.srv.URL)})
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0", got.Version)
+}
+
+// TestHTTPResolverLeavesNothingRunning: once Resolve returns and the
+// caller's client drops its idle connections, no goroutine of ours is left.
+func TestHTTPResolverLeavesNothingRunning(t *testing.T) {
+	tr := newTestRepo(t)
+	tr.add("app", "1.0.0", packageChart(t, "app", "1.0.0", nil), "")
+	client := tr.srv.Client()
+	opts := goleak.IgnoreCurrent()
+	_, err := NewHTTPResolver(client, HTTPOptions{}).Resolve(context.Background(), Ref{Chart: "app", HelmRepository: helmRepo(tr.srv.URL)})
+	require.NoError(t, err)
+	client.CloseIdleConnections()
+	// The test server's side of the connection is not ours.
+	goleak.VerifyNone(t, opts, goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
 }
