@@ -1,7 +1,14 @@
-// Command quickstart runs one HelmRelease on an in-memory fleet of three
-// clusters: it decodes the release from YAML, installs it on every cluster
-// with values of its own, upgrades it to a new chart version, and prints
-// what each cluster runs and holds. No cluster, network or flags needed:
+// Command quickstart spreads one HelmRelease over an in-memory fleet of
+// three clusters, the way a platform team would with real ones:
+//
+//   - decode a Flux HelmRelease and Karmada policies from one YAML stream;
+//   - plan: what every cluster would get (each its own values, through a
+//     values overrider), computed without writing anything;
+//   - apply in two waves, dev first, then prod behind a bake time;
+//   - upgrade the chart, with the plan's diff of what changes;
+//   - notice that someone scaled a Deployment by hand, and correct it.
+//
+// No cluster, network or flags needed:
 //
 //	go run ./examples/quickstart
 package main
@@ -12,16 +19,17 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
-	"github.com/helmfleet/helmfleet/values"
 )
 
-// releaseYAML is a Flux HelmRelease as a platform team writes it.
-const releaseYAML = `
+// fleetYAML is what a platform team keeps in Git: a Flux HelmRelease and
+// the Karmada policies that place it and give each cluster its values.
+const fleetYAML = `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata:
@@ -33,23 +41,46 @@ spec:
     spec:
       chart: podinfo
       version: "6.5.0"
-      sourceRef:
-        kind: HelmRepository
-        name: podinfo
-  install:
-    remediation:
-      retries: 3
+      sourceRef: {kind: HelmRepository, name: podinfo}
+  driftDetection:
+    mode: enabled
   values:
     replicaCount: 2
     ui:
       message: "hello from helmfleet"
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchExpressions:
+          - {key: env, operator: In, values: [dev, prod]}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-per-cluster, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  overrideRules:
+    - targetCluster: {clusterNames: [dev-1]}
+      overriders:
+        valuesOverrider:
+          - merge: {ui: {color: "#e0a030"}, ingress: {host: podinfo.dev.example.com}}
+    - targetCluster: {clusterNames: [prod-eu-1]}
+      overriders:
+        valuesOverrider:
+          - merge: {replicaCount: 4, ingress: {host: podinfo.eu.example.com}}
+    - targetCluster: {clusterNames: [prod-us-1]}
+      overriders:
+        valuesOverrider:
+          - merge: {replicaCount: 6, ingress: {host: podinfo.us.example.com}}
 `
-
-// member is one cluster of the fleet and the values only it gets.
-type member struct {
-	cluster *memory.Cluster
-	values  map[string]any
-}
 
 func main() {
 	if err := run(context.Background(), os.Stdout); err != nil {
@@ -59,74 +90,108 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	objs, err := release.Decode(strings.NewReader(releaseYAML))
+	objs, err := release.Decode(strings.NewReader(fleetYAML))
 	if err != nil {
 		return err
 	}
-	base := objs.Releases[0]
 
-	fleet := []member{
-		{memory.New("dev-1"), map[string]any{"ui": map[string]any{"color": "#e0a030"}, "ingress": map[string]any{"host": "podinfo.dev.example.com"}}},
-		{memory.New("prod-eu-1"), map[string]any{"replicaCount": 4, "ingress": map[string]any{"host": "podinfo.eu.example.com"}}},
-		{memory.New("prod-us-1"), map[string]any{"replicaCount": 6, "ingress": map[string]any{"host": "podinfo.us.example.com"}}},
+	// Three in-memory member clusters with the facts policies decide on.
+	clusters := map[string]*memory.Cluster{}
+	var members []release.Member
+	for _, m := range []struct{ name, env, region string }{
+		{"dev-1", "dev", "eu-west"}, {"prod-eu-1", "prod", "eu-west"}, {"prod-us-1", "prod", "us-east"},
+	} {
+		c := memory.New(m.name)
+		clusters[m.name] = c
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}, Region: m.region}})
 	}
 
 	// The chart comes from the embedded test chart at the version the
-	// release asks for; a real program would use package source.
+	// release asks for; a real program resolves it with package source.
 	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
 		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
 		return &release.Chart{Chart: ch}, err
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		return err
 	}
-
-	// One copy of the release per cluster, each with its own values.
-	rels := make([]*release.Release, len(fleet))
-	for i, m := range fleet {
-		r := base.DeepCopy()
-		r.Spec.Values = values.Merge(r.Spec.Values, m.values)
-		rels[i] = r
+	fleet, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	if err != nil {
+		return err
+	}
+	rollout := &release.Rollout{
+		Waves:    []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
+		BakeTime: 50 * time.Millisecond,
 	}
 
 	step := func(title string) error {
-		fmt.Fprintf(out, "== %s\n", title)
-		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CLUSTER\tRELEASE\tACTION\tREVISION\tCHART\tSTATUS\tREPLICAS")
-		for i, m := range fleet {
-			res, err := rec.Reconcile(ctx, m.cluster, rels[i])
-			if err != nil {
-				return fmt.Errorf("cluster %s: %w", m.cluster.Name(), err)
-			}
-			h := res.Helm
-			fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%s-%s\t%s\t%v\n", m.cluster.Name(), h.Namespace, h.Name, res.Action,
-				h.Version, h.Chart.Metadata.Name, h.Chart.Metadata.Version, h.Info.Status, res.Values.Values["replicaCount"])
+		plan, err := fleet.Plan(ctx, release.InputsOf(objs))
+		if err != nil {
+			return err
 		}
-		return tw.Flush()
-	}
-
-	if err := step("install on every cluster, values per cluster"); err != nil {
-		return err
-	}
-	if err := step("reconcile again: everything in sync"); err != nil {
-		return err
-	}
-	for _, r := range rels {
-		r.Spec.Chart.Spec.Version = "6.5.1"
-		r.Spec.Values = values.Merge(r.Spec.Values, map[string]any{"ui": map[string]any{"message": "upgraded by helmfleet"}})
-		r.Generation++
-	}
-	if err := step("upgrade to chart 6.5.1 with a new message"); err != nil {
+		fmt.Fprintf(out, "== %s\n-- plan\n%s", title, plan.Table())
+		if it, ok := plan.Item(release.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}); ok && it.State != release.StateAbsent && it.Diff != "" {
+			fmt.Fprintf(out, "-- diff on dev-1 (Deployment)\n%s", deploymentDiff(it.Diff))
+		}
+		rep, err := fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: rollout})
+		fmt.Fprintf(out, "-- apply, dev then prod\n%s", rep.Table())
 		return err
 	}
 
-	fmt.Fprintln(out, "== objects per cluster")
-	for _, m := range fleet {
-		fmt.Fprintf(out, "%s:\n", m.cluster.Name())
-		for _, line := range m.cluster.Summary() {
+	if err := step("install: each cluster its own values"); err != nil {
+		return err
+	}
+	objs.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
+	if err := step("upgrade to chart 6.5.1"); err != nil {
+		return err
+	}
+
+	// Someone scales prod-eu-1 by hand; the fleet notices and corrects it.
+	c := clusters["prod-eu-1"]
+	ref := release.ObjectRef{Namespace: "apps", Name: "podinfo"}
+	ref.Group, ref.Version, ref.Kind = "apps", "v1", "Deployment"
+	dep, err := c.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	delete(dep.Object, "status")
+	dep.Object["spec"].(map[string]any)["replicas"] = int64(1)
+	if _, err := c.Update(ctx, dep, "kubectl-scale"); err != nil {
+		return err
+	}
+	drift, err := fleet.Drift(ctx, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "== drift after a manual scale on prod-eu-1\n%s", drift)
+
+	fmt.Fprintln(out, "== what each cluster runs")
+	for _, name := range []string{"dev-1", "prod-eu-1", "prod-us-1"} {
+		dep, err := clusters[name].Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		spec := dep.Object["spec"].(map[string]any)
+		fmt.Fprintf(out, "%s: Deployment apps/podinfo replicas=%v labels[helm.sh/chart]=%s\n", name, spec["replicas"], dep.GetLabels()["helm.sh/chart"])
+		for _, line := range clusters[name].Summary() {
 			fmt.Fprintf(out, "  %s\n", line)
 		}
 	}
 	return nil
+}
+
+// deploymentDiff keeps the Deployment's part of a plan diff.
+func deploymentDiff(diff string) string {
+	var sb strings.Builder
+	keep := false
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		if strings.HasPrefix(line, "--- ") {
+			keep = strings.Contains(line, "Deployment/")
+		}
+		if keep {
+			sb.WriteString(line)
+		}
+	}
+	return sb.String()
 }
