@@ -147,6 +147,12 @@ func decodeManifest(reader io.Reader) ([]*unstructured.Unstructured, error) {
 		if obj.IsList() {
 			return nil, fmt.Errorf("decode manifest document %d: lists are not supported (%s)", i, obj.GetKind())
 		}
+		switch {
+		case obj.GetAPIVersion() == "":
+			return nil, fmt.Errorf("decode manifest document %d (%s %q): apiVersion is empty", i, obj.GetKind(), obj.GetName())
+		case obj.GetName() == "":
+			return nil, fmt.Errorf("decode manifest document %d (%s): metadata.name is empty", i, obj.GetKind())
+		}
 		out = append(out, obj)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
@@ -348,6 +349,9 @@ func TestDistributorDrift(t *testing.T) {
 			assert.Equal(t, release.ActionNone, res.Action, "no drift right after install")
 
 			tamper(t, f)
+			// A new Distributor over the same hub and members (a restarted
+			// process) learns the release from the hub's records.
+			f = f.withFacts(t, "m3", map[string]string{"env": "dev"})
 			res, err = rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
 			require.NotNil(t, res.Drift)
@@ -589,4 +593,155 @@ func TestDistributorHubObjects(t *testing.T) {
 	_, err = d.List(ctx, release.RefOf(cm).GroupVersionKind, "", nil)
 	assert.ErrorIs(t, err, release.ErrNoHubObjects)
 	assert.ErrorIs(t, d.Delete(ctx, release.RefOf(cm), release.DeleteOptions{}), release.ErrNoHubObjects)
+}
+
+func TestDistributorRemediationRollbackRestoresMembers(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies)
+	bad := func(o *unstructured.Unstructured) memory.Health {
+		if o.GetKind() == "Deployment" && strings.Contains(fmt.Sprint(o.Object["spec"]), ":broken") {
+			return memory.Health{Message: "image pull back-off"}
+		}
+		return memory.Health{Ready: true}
+	}
+	for _, m := range f.members {
+		m.SetHealth(bad)
+	}
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Timeout = &metav1.Duration{Duration: 50 * time.Millisecond}
+	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 1}}
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	before := map[string][]string{"m1": view(t, f.members["m1"]), "m2": view(t, f.members["m2"])}
+
+	rel.Generation++
+	rel.Spec.Values["image"] = map[string]any{"tag": "broken"}
+	res, err := rec.Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionRollback}, res.Actions)
+	msg := rel.Status.GetCondition(release.ConditionReleased).Message
+	assert.Contains(t, msg, "cluster m1: timed out after 50ms waiting for 1 object(s): Deployment apps/podinfo")
+	assert.NotContains(t, msg, "cluster m2", "m2's override replaces the broken tag")
+	for name, want := range before {
+		assert.Equal(t, want, view(t, f.members[name]), "rollback restored %s", name)
+	}
+	assert.Equal(t, []string{"1 superseded", "2 failed", "3 deployed"}, helmHistory(t, f))
+}
+
+func TestDistributorDriftNeedsKnownRelease(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies)
+	_, err := f.dist.DetectDrift(ctx, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
+	assert.ErrorContains(t, err, "not one of a release record")
+	assert.ErrorContains(t, f.dist.CorrectDrift(ctx, &drift.Report{Mode: drift.ModeEnabled}, "helm"), "not made by this distributor")
+}
+
+func buildWith(t testing.TB, d *release.Distributor, manifest string) ([]string, error) {
+	t.Helper()
+	cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	rl, err := cfg.KubeClient.Build(strings.NewReader(manifest), false)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, info := range rl {
+		out = append(out, info.Mapping.GroupVersionKind.Kind+" "+info.Namespace+"/"+info.Name+" "+info.Mapping.Resource.Resource)
+	}
+	return out, nil
+}
+
+func TestDistributorBuild(t *testing.T) {
+	f := newDistFleet(t, "")
+	tests := []struct {
+		name     string
+		manifest string
+		want     []string
+		err      string
+	}{
+		{
+			name: "namespaced objects get the release namespace, cluster-scoped lose theirs",
+			manifest: `apiVersion: v1
+kind: ConfigMap
+metadata: {name: a}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: r, namespace: ignored}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: s, namespace: other}
+`,
+			want: []string{"ConfigMap apps/a configmaps", "ClusterRole /r clusterroles", "Secret other/s secrets"},
+		},
+		{
+			name: "kinds of the manifest's CRDs and the chart's own policies",
+			manifest: `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets}
+  versions: [{name: v1, served: true, storage: true}]
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: all}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: p}
+`,
+			want: []string{"CustomResourceDefinition /widgets.example.com customresourcedefinitions", "Widget apps/w widgets",
+				"ClusterPropagationPolicy /all clusterpropagationpolicies", "PropagationPolicy apps/p propagationpolicies"},
+		},
+		{name: "unknown kind", manifest: "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\n", err: `resource mapping not found for Gadget "g"`},
+		{name: "no apiVersion", manifest: "kind: ConfigMap\nmetadata: {name: a}\n", err: `decode manifest document 0 (ConfigMap "a"): apiVersion is empty`},
+		{name: "no name", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n", err: "decode manifest document 0 (ConfigMap): metadata.name is empty"},
+		{name: "lists are refused", manifest: "apiVersion: v1\nkind: List\nitems: []\n", err: "lists are not supported"},
+		{name: "bad YAML", manifest: "apiVersion: v1\nkind: [\n", err: "decode manifest document 0"},
+		{name: "empty documents are skipped", manifest: "---\n---\n", want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := buildWith(t, f.dist, tt.manifest)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func FuzzDistributorBuild(f *testing.F) {
+	f.Add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+	f.Add("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: x}\nspec: {replicas: 2}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: n}\n")
+	f.Add("{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}}")
+	f.Add("apiVersion: example.com/v1\nkind: Gadget\n")
+	f.Add("kind: ConfigMap\nmetadata:") // once mapped without a name or namespace
+	df := newDistFleet(f, "")
+	f.Fuzz(func(t *testing.T, manifest string) {
+		got, err := buildWith(t, df.dist, manifest)
+		if err != nil {
+			return
+		}
+		for _, line := range got {
+			kindNS, _, _ := strings.Cut(line, "/")
+			if strings.HasPrefix(line, "Namespace ") || strings.HasPrefix(line, "ClusterRole ") {
+				assert.True(t, strings.HasSuffix(kindNS, " "), "cluster-scoped %q has a namespace", line)
+			}
+			if strings.HasPrefix(line, "ConfigMap ") || strings.HasPrefix(line, "Deployment ") {
+				assert.False(t, strings.HasSuffix(kindNS, " "), "namespaced %q has none", line)
+			}
+		}
+	})
 }
