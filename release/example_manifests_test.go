@@ -17,6 +17,7 @@ import (
 // the release on the hub; a propagation policy sends the Deployment to
 // the prod members with 1:2 weights, its ConfigMap, Secret, Service and
 // Ingress follow it, and an override policy gives eu-2 its own image tag.
+// The release's namespace is created on the members that need it.
 func ExampleDistributor() {
 	var policies policy.Set
 	for _, doc := range strings.Split(`
@@ -108,7 +109,11 @@ spec:
 	for _, m := range members {
 		fmt.Printf("%s:\n", m.Name())
 		for _, o := range m.Objects() {
-			fmt.Printf("  %s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+			id := o.GetName()
+			if o.GetNamespace() != "" {
+				id = o.GetNamespace() + "/" + id
+			}
+			fmt.Printf("  %s %s", o.GetKind(), id)
 			if o.GetKind() == "Deployment" {
 				n, _, _ := unstructured.NestedInt64(o.Object, "spec", "replicas")
 				cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
@@ -122,12 +127,14 @@ spec:
 	// dev-1:
 	// eu-1:
 	//   ConfigMap apps/podinfo
+	//   Namespace apps
 	//   Secret apps/podinfo
 	//   Service apps/podinfo
 	//   Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0
 	//   Ingress apps/podinfo
 	// eu-2:
 	//   ConfigMap apps/podinfo
+	//   Namespace apps
 	//   Secret apps/podinfo
 	//   Service apps/podinfo
 	//   Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0-eu2

@@ -399,6 +399,11 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 		for ref := range sp.unknown[i] {
 			keep[ref.groupKindRef()] = true
 		}
+		if errs = d.ensureNamespaces(ctx, m, sp.objects[i]); len(errs) > 0 {
+			// Nothing can be applied into a namespace that is not there
+			// (and a member that is down fails here once, not per object).
+			return errors.Join(errs...)
+		}
 		for _, obj := range sp.objects[i] {
 			keep[RefOf(obj).groupKindRef()] = true
 			if _, err := m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
@@ -409,6 +414,35 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 		return errors.Join(errs...)
 	})
 	return errors.Join(err, errors.Join(sp.errs...))
+}
+
+var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+
+// ensureNamespaces creates the namespaces of objs that a member lacks, as
+// Karmada propagates namespaces to every member. They carry no inventory
+// labels: a namespace may hold more than one release, so it is never
+// pruned.
+func (d *Distributor) ensureNamespaces(ctx context.Context, m Cluster, objs []*unstructured.Unstructured) []error {
+	var errs []error
+	done := map[string]bool{}
+	for _, o := range objs {
+		ns := o.GetNamespace()
+		if ns == "" || done[ns] {
+			continue
+		}
+		done[ns] = true
+		_, err := m.Get(ctx, ObjectRef{GroupVersionKind: namespaceGVK, Name: ns})
+		if errors.Is(err, ErrNotFound) {
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(namespaceGVK)
+			obj.SetName(ns)
+			_, err = m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
+	}
+	return errs
 }
 
 // groupKindRef drops the version: the same object is served under several.

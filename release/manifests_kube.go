@@ -409,7 +409,10 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 	}
 	k.mu.Unlock()
 	err = k.d.eachMember(k.ctx, nil, func(ctx context.Context, i int) error {
-		var errs []error
+		errs := k.d.ensureNamespaces(ctx, k.d.members[i].Cluster, placed.objects[i])
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
 		for _, o := range placed.objects[i] {
 			if _, err := k.d.members[i].Cluster.Apply(ctx, o, ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply hook %s: %w", RefOf(o), err))

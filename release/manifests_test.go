@@ -97,12 +97,16 @@ func newDistFleet(t testing.TB, policies string) *distFleet {
 	return f
 }
 
-// view describes a member's objects: kind, name and what the tests look
-// at (replicas and image of Deployments, data of ConfigMaps).
+// view describes a member's objects but namespaces: kind, name and what
+// the tests look at (replicas and image of Deployments, data of
+// ConfigMaps).
 func view(t testing.TB, c *memory.Cluster) []string {
 	t.Helper()
 	var out []string
 	for _, o := range c.Objects() {
+		if o.GetKind() == "Namespace" {
+			continue
+		}
 		line := o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
 		switch o.GetKind() {
 		case "Deployment":
@@ -165,7 +169,10 @@ func TestDistributorLifecycle(t *testing.T) {
 		"Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2",
 		"Ingress apps/podinfo",
 	}, view(t, f.members["m2"]))
-	assert.Empty(t, view(t, f.members["m3"]), "m3 is not prod")
+	assert.Empty(t, f.members["m3"].Objects(), "m3 is not prod")
+	nsRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "apps"}
+	_, err = f.members["m1"].Get(ctx, nsRef)
+	assert.NoError(t, err, "the release's namespace is created on the members it goes to")
 	dep, err := f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
 	require.NoError(t, err)
 	assert.Equal(t, "podinfo", dep.GetLabels()[release.InventoryNameLabel])
@@ -224,6 +231,8 @@ func TestDistributorLifecycle(t *testing.T) {
 		for name, m := range f.members {
 			assert.Empty(t, view(t, m), name)
 		}
+		_, err = f.members["m1"].Get(ctx, nsRef)
+		assert.NoError(t, err, "namespaces are never pruned: other releases may live there")
 		assert.Empty(t, helmHistory(t, f))
 	})
 }
@@ -403,7 +412,7 @@ func TestDistributorUnreachableMember(t *testing.T) {
 	rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
 	_, err = rec.Reconcile(ctx, f.dist, rel)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "member m2: apply v1 ConfigMap apps/podinfo: cluster m2 unreachable")
+	assert.Contains(t, err.Error(), "member m2: namespace apps: cluster m2 unreachable: connection refused")
 	assert.NotContains(t, err.Error(), "member m1")
 	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=v2", "m1 was still upgraded")
 
