@@ -1,0 +1,216 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// benchGroups is how many groups of members get their own image tag.
+const benchGroups = 10
+
+// benchPolicies send every object of the chart to every member and give
+// each group of members its own image tag.
+func benchPolicies(b *testing.B) policy.Set {
+	var rules strings.Builder
+	for g := 0; g < benchGroups; g++ {
+		fmt.Fprintf(&rules, "    - targetCluster: {labelSelector: {matchLabels: {group: g%d}}}\n      overriders:\n        imageOverrider:\n          - {component: Tag, operator: replace, value: 6.5.0-g%d}\n", g, g)
+	}
+	return policySet(b, `
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment}
+    - {apiVersion: v1, kind: ConfigMap}
+    - {apiVersion: v1, kind: Secret}
+    - {apiVersion: v1, kind: Service}
+    - {apiVersion: networking.k8s.io/v1, kind: Ingress}
+  placement: {}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: per-group, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment}
+  overrideRules:
+`+rules.String())
+}
+
+// BenchmarkFleetApply spreads the 20-object chart over 1,000 members with
+// a per-group image tag. render-once is the Distributor: one Helm install
+// on the hub, placement and overrides per member, then a server-side
+// apply of each copy. render-per-cluster renders the chart with Helm once
+// per member (with its own values) and applies the result there. Neither
+// waits for readiness. On in-memory members ("memory/…") both sides spend
+// most of their time in the members' server-side apply (Kubernetes' own
+// field manager); on members that accept applies without work
+// ("null/…") what remains is rendering, placement and overrides.
+func BenchmarkFleetApply(b *testing.B) {
+	const n = 1000
+	ctx := context.Background()
+	ch := chart20(b)
+	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+		return &release.Chart{Chart: ch}, nil
+	})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := benchPolicies(b)
+	for _, backend := range []struct {
+		name  string
+		fresh func() []benchMember
+	}{
+		{"memory", func() []benchMember { return memoryMembers(n) }},
+		{"null", func() []benchMember { return nullMembers(n) }},
+	} {
+		b.Run(backend.name+"/render-once", func(b *testing.B) {
+			b.ReportAllocs()
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				ms := backend.fresh()
+				members := make([]release.Member, len(ms))
+				for j, m := range ms {
+					members[j] = release.Member{Cluster: m, Facts: policy.Cluster{Labels: map[string]string{"group": fmt.Sprintf("g%d", j%benchGroups)}}}
+				}
+				d, err := release.NewDistributor(release.DistributorConfig{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
+				if err != nil {
+					b.Fatal(err)
+				}
+				rel := testRelease()
+				rel.Spec.Install = &release.Install{DisableWait: true}
+				b.StartTimer()
+				start := time.Now()
+				if _, err := rec.Reconcile(ctx, d, rel); err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(start)
+				if got := ms[n-1].applied(); got != 21 { // 20 objects and the namespace
+					b.Fatalf("last member got %d objects", got)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+		})
+		b.Run(backend.name+"/render-per-cluster", func(b *testing.B) {
+			b.ReportAllocs()
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				ms := backend.fresh()
+				b.StartTimer()
+				start := time.Now()
+				for j, m := range ms {
+					if err := templateAndApply(ctx, m, ch, map[string]any{"replicaCount": 2, "image": map[string]any{"tag": fmt.Sprintf("6.5.0-g%d", j%benchGroups)}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				elapsed += time.Since(start)
+				if got := ms[n-1].applied(); got != 21 {
+					b.Fatalf("last member got %d objects", got)
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+		})
+	}
+}
+
+// benchMember is a member of the benchmark that says how many objects it
+// was given.
+type benchMember interface {
+	release.Cluster
+	applied() int
+}
+
+type memoryMember struct{ *memory.Cluster }
+
+func (m memoryMember) applied() int { return len(m.Objects()) }
+
+func memoryMembers(n int) []benchMember {
+	out := make([]benchMember, n)
+	for i := range out {
+		out[i] = memoryMember{memory.New(fmt.Sprintf("member-%04d", i))}
+	}
+	return out
+}
+
+// nullMember accepts applies and keeps nothing but their count.
+type nullMember struct {
+	name  string
+	count *atomic.Int64
+}
+
+func nullMembers(n int) []benchMember {
+	out := make([]benchMember, n)
+	for i := range out {
+		out[i] = nullMember{name: fmt.Sprintf("member-%04d", i), count: &atomic.Int64{}}
+	}
+	return out
+}
+
+func (m nullMember) applied() int { return int(m.count.Load()) }
+func (m nullMember) Name() string { return m.name }
+func (m nullMember) HelmConfig(context.Context, release.HelmScope) (*action.Configuration, error) {
+	return nil, errors.New("null member has no Helm")
+}
+func (m nullMember) Get(_ context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
+	return nil, &release.NotFoundError{Cluster: m.name, Object: ref}
+}
+func (m nullMember) List(context.Context, schema.GroupVersionKind, string, labels.Selector) ([]*unstructured.Unstructured, error) {
+	return nil, nil
+}
+func (m nullMember) Apply(_ context.Context, obj *unstructured.Unstructured, _ release.ApplyOptions) (*unstructured.Unstructured, error) {
+	m.count.Add(1)
+	return obj, nil
+}
+func (m nullMember) Delete(context.Context, release.ObjectRef, release.DeleteOptions) error {
+	return nil
+}
+
+// templateAndApply is `helm template` with a cluster's own values, then a
+// server-side apply of the namespace and every object to that cluster.
+func templateAndApply(ctx context.Context, c release.Cluster, ch *chart.Chart, vals map[string]any) error {
+	inst := action.NewInstall(&action.Configuration{})
+	inst.ReleaseName, inst.Namespace = "podinfo", "apps"
+	inst.DryRun, inst.ClientOnly, inst.Replace = true, true, true
+	rel, err := inst.Run(ch, vals)
+	if err != nil {
+		return err
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "apps"}}}
+	if _, err := c.Apply(ctx, ns, release.ApplyOptions{FieldManager: "helmfleet"}); err != nil {
+		return err
+	}
+	for _, doc := range releaseutil.SplitManifests(rel.Manifest) {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+			return err
+		}
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace("apps")
+		}
+		if _, err := c.Apply(ctx, obj, release.ApplyOptions{FieldManager: "helmfleet", Force: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
