@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -575,30 +576,66 @@ func firstLine(s string) string {
 	return s
 }
 
-// Mermaid draws the dependency graph, a box per member, coloured by the
-// outcome of each release.
+// Mermaid draws the rollout as a Mermaid flowchart: a box per wave, inside
+// it a box per member, a node per release coloured by its outcome, and an
+// arrow from each dependency to its dependent.
 func (rep *ApplyReport) Mermaid() string {
-	res := resultOf(rep)
-	return rep.graph.Mermaid(res)
-}
-
-// resultOf rebuilds a depgraph result from the report for drawing.
-func resultOf(rep *ApplyReport) *depgraph.Result[Key] {
-	g := depgraph.New[Key]()
-	for _, n := range rep.graph.Nodes() {
-		g.AddNode(depgraph.Node[Key]{Key: n.Key, Group: n.Group})
+	ids := map[Key]string{}
+	byWave := map[string]map[string][]ItemReport{}
+	var waveOrder []string
+	for _, w := range rep.Waves {
+		waveOrder = append(waveOrder, w.Name)
 	}
-	states := map[Key]ItemReport{}
-	for _, it := range rep.Items {
-		states[it.Key] = it
-	}
-	res, _ := depgraph.Run(context.Background(), g, func(_ context.Context, k Key) error {
-		if s, ok := states[k]; ok && s.State != depgraph.Succeeded {
-			return fmt.Errorf("%s", s.State)
+	for i, it := range rep.Items {
+		ids[it.Key] = fmt.Sprintf("n%d", i)
+		w := it.Wave
+		if w == "" {
+			w = "not reached"
 		}
-		return nil
-	}, depgraph.Options[Key]{})
-	return res
+		if byWave[w] == nil {
+			byWave[w] = map[string][]ItemReport{}
+			if !slices.Contains(waveOrder, w) {
+				waveOrder = append(waveOrder, w)
+			}
+		}
+		byWave[w][it.Key.Cluster] = append(byWave[w][it.Key.Cluster], it)
+	}
+	var sb strings.Builder
+	sb.WriteString("flowchart LR\n")
+	classes := map[string][]string{}
+	for wi, w := range waveOrder {
+		fmt.Fprintf(&sb, "  subgraph w%d[\"wave %s\"]\n", wi, w)
+		clusters := make([]string, 0, len(byWave[w]))
+		for c := range byWave[w] {
+			clusters = append(clusters, c)
+		}
+		sort.Strings(clusters)
+		for ci, c := range clusters {
+			fmt.Fprintf(&sb, "    subgraph w%dc%d[\"%s\"]\n", wi, ci, c)
+			for _, it := range byWave[w][c] {
+				id := ids[it.Key]
+				fmt.Fprintf(&sb, "      %s[\"%s/%s\"]\n", id, it.Key.Namespace, it.Key.Name)
+				cls := strings.ReplaceAll(it.State.String(), "-", "_")
+				classes[cls] = append(classes[cls], id)
+			}
+			sb.WriteString("    end\n")
+		}
+		sb.WriteString("  end\n")
+	}
+	for _, n := range rep.graph.Nodes() {
+		for _, d := range n.Deps {
+			if a, b := ids[d], ids[n.Key]; a != "" && b != "" {
+				fmt.Fprintf(&sb, "  %s --> %s\n", a, b)
+			}
+		}
+	}
+	sb.WriteString("  classDef succeeded fill:#b7e1a1\n  classDef failed fill:#f4a6a6\n  classDef skipped fill:#fde2a7\n  classDef not_started fill:#e0e0e0\n")
+	for _, cls := range []string{"succeeded", "failed", "skipped", "not_started"} {
+		if len(classes[cls]) > 0 {
+			fmt.Fprintf(&sb, "  class %s %s\n", strings.Join(classes[cls], ","), cls)
+		}
+	}
+	return sb.String()
 }
 
 // Health checks that the release's latest revision is the one its status

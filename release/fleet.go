@@ -521,5 +521,5 @@ func (f *Fleet) emit(e FleetEvent) {
 	}
 }
 
-// elapsed is a helper for event timings.
+// since is the time from t to now by c.
 func since(c depgraph.Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
