@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -556,13 +555,4 @@ func (x *manifestIndex) lookup(manifest string) (releaseID, bool) {
 	defer x.mu.Unlock()
 	rel, ok := x.byDigest[digest]
 	return rel, ok
-}
-
-// memberNames returns the names of the members at idx.
-func (d *Distributor) memberNames(idx []int) string {
-	names := make([]string, len(idx))
-	for i, j := range idx {
-		names[i] = d.members[j].Facts.Name
-	}
-	return strings.Join(names, ", ")
 }

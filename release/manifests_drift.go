@@ -36,21 +36,9 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 	if !ok {
 		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
 	}
-	objs, err := decodeManifest(strings.NewReader(manifest))
+	objs, _, err := d.build(strings.NewReader(manifest), rel.Namespace)
 	if err != nil {
-		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, rel, err)
-	}
-	crds := d.mapper.crdsOf(objs)
-	for _, o := range objs {
-		mp, err := d.mapper.mapping(o.GroupVersionKind(), crds)
-		if err != nil {
-			return nil, fmt.Errorf("distributor %s: release %s: resource mapping not found for %s %q: %w", d.name, rel, o.GetKind(), o.GetName(), err)
-		}
-		if mp.Scope.Name() != "namespace" {
-			o.SetNamespace("")
-		} else if o.GetNamespace() == "" {
-			o.SetNamespace(rel.Namespace)
-		}
+		return nil, fmt.Errorf("release %s: %w", rel, err)
 	}
 	sp, err := d.spreadObjects(objs, rel.Namespace, rel)
 	if err != nil {

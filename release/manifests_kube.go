@@ -98,30 +98,44 @@ func (k *distClient) IsReachable() error {
 // CustomResourceDefinitions and the configured RESTMapper; namespaced
 // objects without a namespace get the release's namespace.
 func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) {
+	objs, mappings, err := k.d.build(reader, k.namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make(kube.ResourceList, len(objs))
+	for i, obj := range objs {
+		out[i] = &resource.Info{
+			Client: absentClient(mappings[i].GroupVersionKind.GroupVersion()), Mapping: mappings[i],
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj,
+		}
+	}
+	return out, nil
+}
+
+// build decodes a manifest and maps its objects, setting namespace on
+// namespaced objects without one and clearing it on cluster-scoped ones.
+func (d *Distributor) build(reader io.Reader, namespace string) ([]*unstructured.Unstructured, []*meta.RESTMapping, error) {
 	objs, err := decodeManifest(reader)
 	if err != nil {
-		return nil, fmt.Errorf("distributor %s: %w", k.d.name, err)
+		return nil, nil, fmt.Errorf("distributor %s: %w", d.name, err)
 	}
-	crds := k.d.mapper.crdsOf(objs)
-	out := make(kube.ResourceList, 0, len(objs))
-	for _, obj := range objs {
-		mapping, err := k.d.mapper.mapping(obj.GroupVersionKind(), crds)
+	crds := d.mapper.crdsOf(objs)
+	mappings := make([]*meta.RESTMapping, len(objs))
+	for i, obj := range objs {
+		mapping, err := d.mapper.mapping(obj.GroupVersionKind(), crds)
 		if err != nil {
-			return nil, fmt.Errorf("distributor %s: resource mapping not found for %s %q: %w", k.d.name, obj.GetKind(), obj.GetName(), err)
+			return nil, nil, fmt.Errorf("distributor %s: resource mapping not found for %s %q: %w", d.name, obj.GetKind(), obj.GetName(), err)
 		}
 		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 			if obj.GetNamespace() == "" {
-				obj.SetNamespace(k.namespace)
+				obj.SetNamespace(namespace)
 			}
 		} else {
 			obj.SetNamespace("")
 		}
-		out = append(out, &resource.Info{
-			Client: absentClient(mapping.GroupVersionKind.GroupVersion()), Mapping: mapping,
-			Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj,
-		})
+		mappings[i] = mapping
 	}
-	return out, nil
+	return objs, mappings, nil
 }
 
 // decodeManifest reads a YAML or JSON stream of objects.
