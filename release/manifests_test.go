@@ -312,6 +312,39 @@ func TestDistributorHooksFollowWorkloads(t *testing.T) {
 	assert.Contains(t, view(t, f.members["m2"]), "Deployment apps/podinfo replicas=4 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2")
 }
 
+// A hook that a propagation policy selects itself goes where the policy
+// puts it, not where the workloads are.
+func TestDistributorHookWithOwnPolicy(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies+`
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: migrate, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: batch/v1, kind: Job, name: podinfo-migrate}
+  placement:
+    clusterAffinity: {clusterNames: [m3]}
+`)
+	s := &seen{objs: map[string]map[string]bool{}}
+	for name, m := range f.members {
+		m.SetHealth(s.health(name))
+	}
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	rel.Generation++
+	rel.Spec.Values["replicaCount"] = 4
+	_, err = rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Equal(t, map[string]map[string]bool{"m3": {"Job podinfo-migrate": true}}, s.objs)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
