@@ -345,6 +345,77 @@ spec:
 	assert.Equal(t, map[string]map[string]bool{"m3": {"Job podinfo-migrate": true}}, s.objs)
 }
 
+func TestDistributorHookFailsOnOneMember(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies)
+	f.members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
+		if o.GetKind() == "Job" {
+			return memory.Health{Failed: true, Message: "migration failed"}
+		}
+		return memory.Health{Ready: true}
+	})
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
+	_, err := rec.Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	rel.Generation++
+	rel.Spec.Values["replicaCount"] = 4
+	_, err = rec.Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pre-upgrade hooks failed")
+	assert.Contains(t, err.Error(), "cluster m2: timed out")
+	assert.Contains(t, err.Error(), "Job apps/podinfo-migrate Failed")
+	assert.NotContains(t, err.Error(), "cluster m1")
+}
+
+// patchless hides the Patcher role of a member.
+type patchless struct{ release.Cluster }
+
+func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies)
+	var members []release.Member
+	for _, m := range f.dist.Members() {
+		m.Cluster = patchless{m.Cluster}
+		members = append(members, m)
+	}
+	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, fleetPolicies), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	rec := newReconciler(t, nil)
+	rel := fleetRelease()
+	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled, Ignore: []release.IgnoreRule{
+		{Paths: []string{"/data"}, Target: &release.Selector{Kind: "ConfigMap"}},
+		{Paths: []string{"/spec/template/spec/containers/0/image"}},
+	}}
+	_, err = rec.Reconcile(ctx, d, rel)
+	require.NoError(t, err)
+
+	for _, name := range []string{"m1", "m2"} {
+		m := f.members[name]
+		dep, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+		require.NoError(t, err)
+		delete(dep.Object, "status")
+		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(7), "spec", "replicas"))
+		_, err = m.Update(ctx, dep, "kubectl-edit")
+		require.NoError(t, err)
+		cm, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"})
+		require.NoError(t, err)
+		require.NoError(t, unstructured.SetNestedField(cm.Object, "edited", "data", "PODINFO_UI_MESSAGE"))
+		_, err = m.Update(ctx, cm, "kubectl-edit")
+		require.NoError(t, err)
+	}
+	res, err := rec.Reconcile(ctx, d, rel)
+	require.NoError(t, err)
+	assert.True(t, res.Did(release.ActionCorrectDrift))
+	assert.Equal(t, 2, res.Drift.Count("Modified"), res.Drift.String())
+	require.Len(t, res.Drift.Rules, 2)
+	assert.Len(t, res.Drift.Rules[0].Objects, 1, "one ConfigMap, on two members, listed once")
+	assert.Equal(t, int64(1), replicasOf(t, f.members["m1"]), "corrected by a server-side apply")
+	assert.Equal(t, int64(2), replicasOf(t, f.members["m2"]))
+	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=edited", "ignored paths stay as they are")
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
