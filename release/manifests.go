@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/helmfleet/helmfleet/policy"
 )
@@ -242,10 +243,6 @@ type releaseID struct {
 
 func (r releaseID) String() string { return r.Namespace + "/" + r.Name }
 
-func (r releaseID) selector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{InventoryNameLabel: r.Name, InventoryNamespaceLabel: r.Namespace})
-}
-
 // MemberError is the failure of one member's part of an action.
 type MemberError struct {
 	// Member is the member cluster's name.
@@ -393,26 +390,90 @@ func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx co
 func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel releaseID, kinds []schema.GroupVersionKind) error {
 	err := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		m := d.members[i].Cluster
-		var errs []error
-		keep := map[ObjectRef]bool{}
-		for ref := range sp.unknown[i] {
-			keep[ref.groupKindRef()] = true
-		}
-		if errs = d.ensureNamespaces(ctx, m, sp.objects[i]); len(errs) > 0 {
+		if errs := d.ensureNamespaces(ctx, m, sp.objects[i]); len(errs) > 0 {
 			// Nothing can be applied into a namespace that is not there
 			// (and a member that is down fails here once, not per object).
 			return errors.Join(errs...)
 		}
+		owners, errs := inventory(ctx, m, kinds)
+		keep := map[ObjectRef]bool{}
+		for ref := range sp.unknown[i] {
+			keep[ref.groupKindRef()] = true
+		}
 		for _, obj := range sp.objects[i] {
-			keep[RefOf(obj).groupKindRef()] = true
+			ref := RefOf(obj)
+			keep[ref.groupKindRef()] = true
+			if owner, ok := owners[ref.groupKindRef()]; ok && owner != rel {
+				errs = append(errs, &OwnerError{Object: ref, Owner: owner.String()})
+				continue
+			}
 			if _, err := m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
-				errs = append(errs, fmt.Errorf("apply %s: %w", RefOf(obj), err))
+				errs = append(errs, fmt.Errorf("apply %s: %w", ref, err))
 			}
 		}
-		errs = append(errs, d.prune(ctx, m, rel, kinds, keep)...)
+		// Prune what this release applied before and no longer wants.
+		refs := make([]ObjectRef, 0, len(owners))
+		for ref, owner := range owners {
+			if owner == rel && !keep[ref] {
+				refs = append(refs, ref)
+			}
+		}
+		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
+		for _, ref := range refs {
+			ref.Version = versionOf(kinds, ref.GroupVersionKind.GroupKind())
+			if err := m.Delete(ctx, ref, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
+				errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
+			}
+		}
 		return errors.Join(errs...)
 	})
 	return errors.Join(err, errors.Join(sp.errs...))
+}
+
+// OwnerError reports an object that a member holds for another release
+// (by its inventory labels). The Distributor does not take it over, as
+// Helm refuses to adopt another release's objects.
+type OwnerError struct {
+	// Object is the object.
+	Object ObjectRef
+	// Owner is namespace/name of the release that holds it.
+	Owner string
+}
+
+func (e *OwnerError) Error() string {
+	return fmt.Sprintf("%s exists and belongs to release %s; it is not taken over", e.Object, e.Owner)
+}
+
+// inventory lists, one List per kind, the objects of kinds on m that any
+// release of a Distributor applied, with the release that owns each (by
+// group, kind, namespace and name).
+func inventory(ctx context.Context, m Cluster, kinds []schema.GroupVersionKind) (map[ObjectRef]releaseID, []error) {
+	owned, _ := labels.NewRequirement(InventoryNameLabel, selection.Exists, nil)
+	sel := labels.NewSelector().Add(*owned)
+	out := map[ObjectRef]releaseID{}
+	var errs []error
+	for _, gvk := range kinds {
+		live, err := m.List(ctx, gvk, "", sel)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
+			continue
+		}
+		for _, obj := range live {
+			ref := ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			l := obj.GetLabels()
+			out[ref.groupKindRef()] = releaseID{Namespace: l[InventoryNamespaceLabel], Name: l[InventoryNameLabel]}
+		}
+	}
+	return out, errs
+}
+
+func versionOf(kinds []schema.GroupVersionKind, gk schema.GroupKind) string {
+	for _, k := range kinds {
+		if k.GroupKind() == gk {
+			return k.Version
+		}
+	}
+	return ""
 }
 
 var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
@@ -448,29 +509,6 @@ func (d *Distributor) ensureNamespaces(ctx context.Context, m Cluster, objs []*u
 func (r ObjectRef) groupKindRef() ObjectRef {
 	r.Version = ""
 	return r
-}
-
-// prune deletes the live objects of rel among kinds that keep does not
-// hold.
-func (d *Distributor) prune(ctx context.Context, m Cluster, rel releaseID, kinds []schema.GroupVersionKind, keep map[ObjectRef]bool) []error {
-	var errs []error
-	for _, gvk := range kinds {
-		live, err := m.List(ctx, gvk, "", rel.selector())
-		if err != nil {
-			errs = append(errs, fmt.Errorf("prune: list %s: %w", gvk.Kind, err))
-			continue
-		}
-		for _, obj := range live {
-			ref := ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-			if keep[ref.groupKindRef()] {
-				continue
-			}
-			if err := m.Delete(ctx, ref, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
-				errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
-			}
-		}
-	}
-	return errs
 }
 
 // kindsOf returns the kinds of objs once each (one version per group and

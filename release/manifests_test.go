@@ -416,6 +416,38 @@ func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=edited", "ignored paths stay as they are")
 }
 
+// An object a member holds for another release is not taken over; the
+// other members and objects are still written.
+func TestDistributorDoesNotTakeOverAnotherReleasesObject(t *testing.T) {
+	ctx := context.Background()
+	f := newDistFleet(t, fleetPolicies)
+	foreign := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "podinfo", "namespace": "apps", "labels": map[string]any{
+			release.InventoryNameLabel: "other", release.InventoryNamespaceLabel: "team-b"}},
+		"data": map[string]any{"owner": "team-b"},
+	}}
+	_, err := f.members["m1"].Update(ctx, foreign, "helmfleet")
+	require.NoError(t, err)
+	rec := newReconciler(t, nil)
+	_, err = rec.Reconcile(ctx, f.dist, fleetRelease())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists and belongs to release team-b/other; it is not taken over")
+	assert.NotContains(t, err.Error(), "member m2")
+	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=", "left as the other release has it")
+	assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+
+	// Helm's own actions keep the typed error.
+	cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	_, err = action.NewUpgrade(cfg).Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
+	var oe *release.OwnerError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "team-b/other", oe.Owner)
+	assert.Equal(t, "ConfigMap", oe.Object.Kind)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
