@@ -1,0 +1,79 @@
+package unittest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/helmfleet/helmfleet/examples/unittest"
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// A rollout on an in-memory fleet where the prod canary cannot be reached:
+// dev is upgraded, the canary fails with its own error, and the rest of
+// prod is never touched.
+func ExampleRolloutPlatform() {
+	ctx := context.Background()
+	var members []release.Member
+	for name, labels := range map[string]map[string]string{
+		"dev-1":     {"env": "dev"},
+		"prod-eu-1": {"env": "prod", "canary": "true"},
+		"prod-us-1": {"env": "prod"},
+	} {
+		c := memory.New(name)
+		if name == "prod-eu-1" {
+			c.SetUnreachable(errors.New("connection refused"))
+		}
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: labels}})
+	}
+	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
+		return &release.Chart{Chart: ch}, err
+	})
+	rec, _ := release.NewReconciler(release.ReconcilerConfig{Charts: charts})
+	fleet, _ := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	objs, err := release.Load(strings.NewReader(`
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: podinfo, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: everywhere}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease}
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchExpressions: [{key: env, operator: Exists}]
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	rep, err := unittest.RolloutPlatform(ctx, fleet, release.InputsOf(objs), 0)
+	for _, it := range rep.Items {
+		fmt.Printf("%-11s %-22s %-11s revision %d\n", it.Wave, it.Key, it.State, it.Revision)
+	}
+	fmt.Println("halted:", rep.Halted)
+	fmt.Println("error names the member:", strings.Contains(err.Error(), "prod-eu-1:apps/podinfo"))
+	// Output:
+	// dev         dev-1:apps/podinfo     succeeded   revision 1
+	// prod-canary prod-eu-1:apps/podinfo failed      revision 0
+	//             prod-us-1:apps/podinfo not-started revision 0
+	// halted: true
+	// error names the member: true
+}

@@ -1,0 +1,82 @@
+package unittest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/helmfleet/helmfleet/release"
+)
+
+// Labels the team puts on its member clusters.
+const (
+	// EnvLabel is dev or prod.
+	EnvLabel = "env"
+	// CanaryLabel marks the prod cluster that takes a change first.
+	CanaryLabel = "canary"
+)
+
+// Waves is the team's rollout order: dev, then the prod canary, then the
+// rest of prod.
+var Waves = []release.Wave{
+	{Name: "dev", Selector: EnvLabel + "=dev"},
+	{Name: "prod-canary", Selector: EnvLabel + "=prod," + CanaryLabel + "=true"},
+	{Name: "prod", Selector: EnvLabel + "=prod"},
+}
+
+// PlanError says the inputs cannot be placed: nothing was applied.
+type PlanError struct {
+	// Errs are the plan's errors, each naming release and member.
+	Errs []error
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("platform rollout: the plan has %d error(s): %v", len(e.Errs), errors.Join(e.Errs...))
+}
+
+// Unwrap returns the plan's errors.
+func (e *PlanError) Unwrap() []error { return e.Errs }
+
+// RolloutPlatform applies the inputs to the fleet with the team's policy:
+// wave by wave (Waves), each wave baking for bake before the next; the
+// first failed or unhealthy member halts the rollout and rolls its wave's
+// failed members back to their previous revision. Nothing is applied
+// when the plan has errors (a *PlanError). The report says what happened
+// on every member, also when the error is not nil.
+func RolloutPlatform(ctx context.Context, fleet *release.Fleet, in release.Inputs, bake time.Duration) (*release.ApplyReport, error) {
+	plan, err := fleet.Plan(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("platform rollout: %w", err)
+	}
+	if len(plan.Errors) > 0 {
+		return nil, &PlanError{Errs: plan.Errors}
+	}
+	return fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
+		Waves:          Waves,
+		BakeTime:       bake,
+		MaxFailures:    0,
+		RollbackFailed: true,
+	}})
+}
+
+// HealDrift checks every member for changes made outside the fleet and
+// puts the releases' objects back; it returns the releases it corrected,
+// sorted by member and name.
+func HealDrift(ctx context.Context, fleet *release.Fleet) ([]release.Key, error) {
+	d, err := fleet.Drift(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("heal drift: %w", err)
+	}
+	var healed []release.Key
+	var errs []error
+	for _, it := range d.Items {
+		if it.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", it.Key, it.Err))
+		}
+		if it.Corrected {
+			healed = append(healed, it.Key)
+		}
+	}
+	return healed, errors.Join(errs...)
+}
