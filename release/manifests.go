@@ -86,8 +86,10 @@ type DistributorConfig struct {
 //     replicas by weight, lets ConfigMaps, Secrets, ServiceAccounts,
 //     Services and Ingresses follow their workloads and applies the
 //     override policies per member (package policy);
-//   - server-side applies each member's copies and prunes the objects of
-//     the release a member holds but should no longer hold;
+//   - server-side applies each member's copies (creating their namespaces
+//     where missing) and prunes the objects of the release a member holds
+//     but should no longer hold, found by their inventory labels; an
+//     object another release holds there is not taken over (*OwnerError);
 //   - runs hooks (Jobs, Pods, …) on the members the release's workloads
 //     go to, unless a policy places the hook itself, and waits for them
 //     there;
