@@ -197,11 +197,17 @@ type StalledError struct {
 	Reason string
 	// Message says what happened.
 	Message string
+	// Err is the failure that used up the retries (or needed the missing
+	// rollback target), if any.
+	Err error
 }
 
 func (e *StalledError) Error() string {
 	return fmt.Sprintf("release %s on cluster %s stalled (%s): %s", e.Release, e.Cluster, e.Reason, e.Message)
 }
+
+// Unwrap returns the failure behind the stall.
+func (e *StalledError) Unwrap() error { return e.Err }
 
 // ActionError is a Helm action that failed.
 type ActionError struct {

@@ -274,6 +274,8 @@ func TestMissingRollbackTarget(t *testing.T) {
 	assert.Equal(t, release.ReasonMissingRollbackTarget, stalled.Reason)
 	assert.Contains(t, err.Error(), "apps/podinfo.v1 is gone from helm storage")
 	assert.Contains(t, err.Error(), "crash loop", "the failure that needed the rollback is part of the message")
+	var notReady *release.NotReadyError
+	assert.ErrorAs(t, err, &notReady, "the stall unwraps to the failure behind it")
 	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
 	assert.Equal(t, release.NextStalled, res.Next)
 	assert.Equal(t, "True/MissingRollbackTarget", cond(rel, release.ConditionStalled))

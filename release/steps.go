@@ -309,9 +309,14 @@ func (ru *run) stall(err error) error {
 		return err
 	}
 	msg := se.Message
-	if ru.lastErr != nil && !strings.Contains(msg, ru.lastErr.Error()) {
-		msg += ": " + ru.lastErr.Error()
-		se.Message = msg
+	if ru.lastErr != nil {
+		if se.Err == nil {
+			se.Err = ru.lastErr
+		}
+		if !strings.Contains(msg, ru.lastErr.Error()) {
+			msg += ": " + ru.lastErr.Error()
+			se.Message = msg
+		}
 	}
 	ru.res.Next = NextStalled
 	ru.res.RequeueAfter = 0
