@@ -17,48 +17,33 @@ import (
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// crds are the kinds the hub serves, as the platform admin installs them.
-const crds = `
-apiVersion: apiextensions.k8s.io/v1
+// crd is a CustomResourceDefinition of a namespaced kind that keeps any
+// fields, as the platform admin installs it on the hub.
+func crd(group, version, kind string) string {
+	lower := strings.ToLower(kind)
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: helmreleases.helm.toolkit.fluxcd.io}
+metadata: {name: %[4]ss.%[1]s}
 spec:
-  group: helm.toolkit.fluxcd.io
+  group: %[1]s
   scope: Namespaced
-  names: {kind: HelmRelease, listKind: HelmReleaseList, plural: helmreleases, singular: helmrelease, shortNames: [hr]}
+  names: {kind: %[3]s, listKind: %[3]sList, plural: %[4]ss, singular: %[4]s}
   versions:
-    - name: v2
+    - name: %[2]s
       served: true
       storage: true
       subresources: {status: {}}
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: propagationpolicies.policy.karmada.io}
-spec:
-  group: policy.karmada.io
-  scope: Namespaced
-  names: {kind: PropagationPolicy, listKind: PropagationPolicyList, plural: propagationpolicies, singular: propagationpolicy}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: overridepolicies.policy.karmada.io}
-spec:
-  group: policy.karmada.io
-  scope: Namespaced
-  names: {kind: OverridePolicy, listKind: OverridePolicyList, plural: overridepolicies, singular: overridepolicy}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}`, group, version, kind, lower)
+}
+
+// crds are the kinds the hub serves: the ones the controller watches.
+func crds() string {
+	docs := make([]string, len(watched))
+	for i, gvk := range watched {
+		docs[i] = crd(gvk.Group, gvk.Version, gvk.Kind)
+	}
+	return strings.Join(docs, "\n---\n")
+}
 
 // teamYAML is what the platform team applies to the hub.
 const teamYAML = `
@@ -116,13 +101,31 @@ func applyYAML(ctx context.Context, c release.ObjectWriter, manager, y string) e
 // newHub returns a hub serving the CRDs, holding the team's objects y.
 func newHub(ctx context.Context, y string) (*memory.Cluster, error) {
 	hub := memory.New("hub")
-	if err := applyYAML(ctx, hub, "platform-admin", crds); err != nil {
+	if err := applyYAML(ctx, hub, "platform-admin", crds()); err != nil {
 		return nil, fmt.Errorf("install CRDs on the hub: %w", err)
 	}
 	if err := applyYAML(ctx, hub, "platform-team", y); err != nil {
 		return nil, fmt.Errorf("apply the team's objects to the hub: %w", err)
 	}
 	return hub, nil
+}
+
+// newFleet returns a fleet of members labelled env=<value>, installing
+// the embedded test chart at the version each release asks for.
+func newFleet(now func() time.Time, envs map[*memory.Cluster]string) (*release.Fleet, error) {
+	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
+		return &release.Chart{Chart: ch}, err
+	})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, Now: now, PollInterval: time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	var members []release.Member
+	for c, env := range envs {
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": env}}})
+	}
+	return release.NewFleet(release.FleetConfig{Reconciler: rec, Members: members})
 }
 
 // run is the demo: a hub, two members, four polls, and changes between
@@ -135,18 +138,7 @@ func run(ctx context.Context, out io.Writer, poll time.Duration, now func() time
 
 	dev, prod := memory.New("dev-1"), memory.New("prod-1")
 	prod.SetUnreachable(errors.New("dial tcp 10.0.3.1:6443: connect: connection refused"))
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, Now: now, PollInterval: time.Millisecond})
-	if err != nil {
-		return err
-	}
-	fleet, err := release.NewFleet(release.FleetConfig{Reconciler: rec, Members: []release.Member{
-		{Cluster: dev, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}},
-		{Cluster: prod, Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
-	}})
+	fleet, err := newFleet(now, map[*memory.Cluster]string{dev: "dev", prod: "prod"})
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,6 @@ import (
 	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
-	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
@@ -75,15 +73,7 @@ func newTestController(t *testing.T, y string, health memory.HealthFunc, clock *
 	hub, err := newHub(ctx, y)
 	require.NoError(t, err)
 	dev := memory.New("dev-1", memory.WithHealth(health))
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, Now: clock.Now, PollInterval: time.Millisecond})
-	require.NoError(t, err)
-	fleet, err := release.NewFleet(release.FleetConfig{Reconciler: rec, Members: []release.Member{
-		{Cluster: dev, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}},
-	}})
+	fleet, err := newFleet(clock.Now, map[*memory.Cluster]string{dev: "dev"})
 	require.NoError(t, err)
 	return &Controller{Hub: hub, Fleet: fleet, Poll: time.Millisecond, Now: clock.Now, Log: out}, hub, dev
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/helmfleet/helmfleet/examples/unittest"
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
@@ -30,12 +29,16 @@ func ExampleRolloutPlatform() {
 		}
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: labels}})
 	}
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-	rec, _ := release.NewReconciler(release.ReconcilerConfig{Charts: charts})
-	fleet, _ := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fleet, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	objs, err := release.Load(strings.NewReader(`
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease

@@ -49,16 +49,21 @@ func newTestFleet(t testing.TB, health map[string]memory.HealthFunc) *testFleet 
 		tf.members[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: m.labels}})
 	}
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
 	require.NoError(t, err)
 	tf.fleet = f
 	return tf
+}
+
+// charts serves the embedded test chart at the version a release asks
+// for; a team's tests would serve their own charts the same way.
+func charts() release.ChartGetter {
+	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
+		return &release.Chart{Chart: ch}, err
+	})
 }
 
 // platform decodes testdata/platform.yaml with podinfo at version.
