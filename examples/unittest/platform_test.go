@@ -37,6 +37,8 @@ func TestRolloutPlatform(t *testing.T) {
 		wantWaves   []string
 		wantHistory map[string][]string
 		wantReady   map[string]string
+		// wantRolledBack are the members the halted rollout rolled back.
+		wantRolledBack []string
 		// wantObjects is Cluster.Summary per member.
 		wantObjects map[string][]string
 		// then runs after the checks: what happens next.
@@ -68,7 +70,19 @@ func TestRolloutPlatform(t *testing.T) {
 				"prod-eu-1": {"6.5.0 superseded", "6.5.1 failed", "6.5.0 deployed"},
 				"prod-us-1": {"6.5.0 deployed"},
 			},
-			wantReady: map[string]string{"dev-1": "True", "prod-us-1": "True"},
+			// The canary stays on the failed revision's status (Ready False,
+			// Stalled) until the next change, but runs 6.5.0 again.
+			wantReady:      map[string]string{"dev-1": "True", "prod-eu-1": "False", "prod-us-1": "True"},
+			wantRolledBack: []string{"prod-eu-1"},
+			then: func(t *testing.T, tf *testFleet) {
+				st, ok := tf.fleet.Status(release.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
+				require.True(t, ok)
+				rem := st.GetCondition(release.ConditionRemediated)
+				require.NotNil(t, rem)
+				assert.Equal(t, release.ReasonRollbackSucceeded, rem.Reason)
+				assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "crash loop back-off", "Ready says why")
+				assert.Equal(t, int64(3), replicas(t, tf.members["prod-eu-1"]))
+			},
 		},
 		{
 			name:    "an unreachable prod canary fails only its own part and halts before the rest of prod",
@@ -160,6 +174,13 @@ func TestRolloutPlatform(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantWaves, waves)
 			assert.Equal(t, tc.wantErr != "", rep.Halted, "the rollout halts exactly when it fails")
+			var rolledBack []string
+			for _, it := range rep.Items {
+				if it.RolledBack {
+					rolledBack = append(rolledBack, it.Key.Cluster)
+				}
+			}
+			assert.Equal(t, tc.wantRolledBack, rolledBack)
 			for name, want := range tc.wantHistory {
 				assert.Equal(t, want, history(t, tf.members[name]), "helm history on %s", name)
 			}
