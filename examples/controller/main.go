@@ -1,7 +1,8 @@
 // Command controller is a minimal controller built on helmfleet: it
 // reconciles the Releases a platform team keeps on a hub cluster onto a
 // fleet of member clusters, the way a Karmada control plane with Flux
-// would, in about two hundred lines.
+// would, in under three hundred lines (main.go; demo.go sets up the hub,
+// the members and the story).
 //
 // The hub is a release/memory cluster that serves the HelmRelease,
 // PropagationPolicy and OverridePolicy kinds once their
@@ -13,7 +14,10 @@
 //     generation changed since the last apply, or when its requeue time
 //     has come — the reconciler's Next hints: NextDone waits
 //     spec.interval, NextRequeue retries at the next poll, NextStalled
-//     waits for the release to change;
+//     waits for the release to change. Fleet.Apply does not hand back each
+//     member's Result, so the hint is read from the member's status as
+//     the reconciler left it (Stalled, else Ready False, else done) and
+//     the least advanced member decides;
 //  3. decode them, Fleet.Plan, Fleet.Apply;
 //  4. write each release's Ready condition (all members ready, or which
 //     are not and why) and observedGeneration back into the hub object's
@@ -255,7 +259,10 @@ func (c *Controller) summarize(r *release.Release, items []release.ItemReport, n
 
 // writeStatus server-side applies the release's status on the hub as the
 // controller's field manager: only status.observedGeneration and the Ready
-// condition, so it never fights the team's writes of the spec.
+// condition, so it never fights the team's writes of the spec. The
+// in-memory hub keeps status on the object itself; a real API server with
+// the CRD's status subresource enabled takes status only through
+// /status, which release.ObjectWriter cannot address yet.
 func (c *Controller) writeStatus(ctx context.Context, r *release.Release, cond metav1.Condition) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(helmReleaseGVK)
