@@ -1,6 +1,7 @@
 package source
 
 import (
+	"io"
 	"os"
 	"testing"
 
@@ -15,11 +16,13 @@ const (
 // BenchmarkResolveLargeIndex resolves one chart (constraint 6.5.*) from a
 // generated Bitnami-shaped index.yaml of 250 charts × 80 versions (~22 MB):
 //
-//   - helmfleet: read the file and FindChartVersion (no cache);
-//   - helmfleet-with-digest: the same plus the SHA-256 of the bytes and an
-//     IndexCache miss, which is what HTTPResolver does on a new index;
+//   - helmfleet: what HTTPResolver does with a new index: stream the file
+//     through readChartEntries (scan, SHA-256 of the bytes as they are
+//     read), keep the entries in an IndexCache, select the version;
+//   - helmfleet-bytes: os.ReadFile and FindChartVersion, the in-memory API
+//     (no digest);
 //   - helm-sdk: Helm's repo.LoadIndexFile + IndexFile.Get;
-//   - floor: only read the file;
+//   - floor: only read the file (os.ReadFile);
 //   - cached: a second resolution from an IndexCache hit.
 func BenchmarkResolveLargeIndex(b *testing.B) { benchResolve(b, false) }
 
@@ -41,22 +44,18 @@ func benchResolve(b *testing.B, asJSON bool) {
 	b.Run("helmfleet", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cv, err := FindChartVersion(raw, benchChart, benchConstraint)
+			cv, err := resolveFile(p, NewIndexCache(1))
 			check(b, cv, err)
 		}
 	})
-	b.Run("helmfleet-with-digest", func(b *testing.B) {
+	b.Run("helmfleet-bytes", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			raw, err := os.ReadFile(p)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cv, err := NewIndexCache(1).Find(sha256Digest(raw), raw, benchChart, benchConstraint)
+			cv, err := FindChartVersion(raw, benchChart, benchConstraint)
 			check(b, cv, err)
 		}
 	})
@@ -95,4 +94,20 @@ func benchResolve(b *testing.B, asJSON bool) {
 			check(b, cv, err)
 		}
 	})
+}
+
+// resolveFile resolves the benchmark's chart from the index file at p the
+// way HTTPResolver resolves it from a response body.
+func resolveFile(p string, c *IndexCache) (*repo.ChartVersion, error) {
+	open := func() (io.ReadCloser, error) { return os.Open(p) }
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	e, digest, err := readChartEntries(f, -1, DefaultMaxIndexSize, indexWindow, benchChart, open)
+	if err != nil {
+		return nil, err
+	}
+	return c.put(cacheKey{digest, benchChart}, e).resolve(benchConstraint)
 }

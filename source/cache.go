@@ -38,33 +38,40 @@ func NewIndexCache(size int) *IndexCache {
 // not cached.
 func (c *IndexCache) Find(digest string, index []byte, chartName, constraint string) (*repo.ChartVersion, error) {
 	k := cacheKey{digest, chartName}
-	c.mu.Lock()
-	e := c.m[k]
-	c.mu.Unlock()
+	e := c.get(k)
 	if e == nil {
 		var err error
 		e, err = parseChartEntries(index, chartName)
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
-		if prev := c.m[k]; prev != nil {
-			e = prev
-		} else {
-			if len(c.order) >= c.max {
-				delete(c.m, c.order[0])
-				c.order = c.order[1:]
-			}
-			c.m[k] = e
-			c.order = append(c.order, k)
-		}
-		c.mu.Unlock()
+		e = c.put(k, e)
 	}
-	cv, err := e.resolve(constraint)
-	if err != nil {
-		return nil, err
+	return e.resolve(constraint)
+}
+
+// get returns the entries kept for k, or nil.
+func (c *IndexCache) get(k cacheKey) *chartEntries {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+// put keeps e for k unless another caller got there first, and returns
+// what is kept.
+func (c *IndexCache) put(k cacheKey, e *chartEntries) *chartEntries {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev := c.m[k]; prev != nil {
+		return prev
 	}
-	return cv, nil
+	if len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[k] = e
+	c.order = append(c.order, k)
+	return e
 }
 
 // Len reports how many entries the cache holds.

@@ -2,8 +2,11 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,14 +30,22 @@ type HTTPOptions struct {
 
 // HTTPResolver resolves charts from Helm HTTP(S) repositories. It fetches
 // <url>/index.yaml with the caller's *http.Client (auth, TLS and proxies
-// are the caller's business), revalidates it with ETag / Last-Modified,
-// resolves the chart from it without decoding the rest of the index
-// (FindChartVersion), downloads the archive, verifies its digest against the
-// index entry and loads it with Helm's loader. Only verified bytes are kept.
-// HelmRepository.Spec.Timeout, when set, bounds the index download. The
-// last good index of every repository is kept in memory, so that a 304
-// answer can serve charts not resolved before. It is safe for concurrent
-// use.
+// are the caller's business), resolves the chart from it as the body
+// streams in, without holding or decoding the rest of the index (see
+// FindChartVersion; a JSON index is scanned through a fixed window and only
+// the chart's entries are kept), downloads the archive, verifies its digest
+// against the index entry and loads it with Helm's loader. Only verified
+// bytes are kept. HelmRepository.Spec.Timeout, when set, bounds the index
+// download. It is safe for concurrent use.
+//
+// Per repository it remembers only the last good index's ETag,
+// Last-Modified and digest, never its bytes; the chart's parsed entries
+// live in the IndexCache under that digest. The index is revalidated with
+// a conditional request when the cache holds the asked chart's entries for
+// it, so a 304 costs no download and no scan. A chart not resolved from the
+// current index before (or evicted since) costs one unconditional download
+// instead: the trade of a second transfer for not keeping a 20–100 MB
+// index in memory per repository.
 type HTTPResolver struct {
 	client   *http.Client
 	maxIndex int64
@@ -45,11 +56,23 @@ type HTTPResolver struct {
 	indexes map[string]*indexState // by index URL
 }
 
-// indexState is the last good copy of one repository's index.
+// indexState is what is remembered of one repository's last good index:
+// its validators and digest, not its bytes.
 type indexState struct {
 	etag, lastModified string
 	digest             string
-	raw                []byte
+}
+
+// conditional returns the headers that revalidate st.
+func (st *indexState) conditional() http.Header {
+	hdr := http.Header{}
+	if st.etag != "" {
+		hdr.Set("If-None-Match", st.etag)
+	}
+	if st.lastModified != "" {
+		hdr.Set("If-Modified-Since", st.lastModified)
+	}
+	return hdr
 }
 
 // NewHTTPResolver returns a resolver that does every request through
@@ -93,11 +116,15 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		fetchCtx, cancel = context.WithTimeout(ctx, t.Duration)
 		defer cancel()
 	}
-	st, status, err := r.fetchIndex(fetchCtx, repoURL)
+	e, st, status, err := r.findEntries(fetchCtx, repoURL, ref.Chart)
 	if err != nil {
-		return nil, fail("fetch index", status, err)
+		op := "fetch index"
+		if errors.Is(err, ErrInvalidIndex) || errors.Is(err, ErrChartNotFound) {
+			op, status = "select version", 0
+		}
+		return nil, fail(op, status, err)
 	}
-	cv, err := r.cache.Find(st.digest, st.raw, ref.Chart, ref.Version)
+	cv, err := e.resolve(ref.Version)
 	if err != nil {
 		return nil, fail("select version", 0, err)
 	}
@@ -109,7 +136,7 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fail("download chart", 0, fmt.Errorf("%w: %v", ErrInvalidIndex, err))
 	}
-	data, status, err := r.get(ctx, archiveURL, nil, r.maxChart)
+	data, status, err := r.get(ctx, archiveURL, r.maxChart)
 	if err != nil {
 		return nil, fail("download chart", status, err)
 	}
@@ -131,51 +158,97 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 }
 
 // IndexDigest fetches (or revalidates) a repository's index and returns the
-// digest of its bytes, Flux's revision of a HelmRepository.
+// digest of its bytes, Flux's revision of a HelmRepository. The bytes are
+// hashed as they arrive, not kept.
 func (r *HTTPResolver) IndexDigest(ctx context.Context, repoURL string) (string, error) {
-	st, status, err := r.fetchIndex(ctx, repoURL)
-	if err != nil {
+	fail := func(status int, err error) (string, error) {
 		return "", &Error{Op: "fetch index", Source: Redact(repoURL), StatusCode: status, Err: err}
 	}
-	return st.digest, nil
+	u := indexURL(repoURL)
+	old := r.kept(u)
+	var hdr http.Header
+	if old != nil {
+		hdr = old.conditional()
+	}
+	resp, status, err := r.open(ctx, u, hdr, r.maxIndex)
+	if err != nil {
+		return fail(status, err)
+	}
+	if resp == nil {
+		return old.digest, nil
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(resp.Body, r.maxIndex+1))
+	if err == nil && n > r.maxIndex {
+		err = errTooLarge(r.maxIndex)
+	}
+	if err != nil {
+		return fail(status, r.readErr(ctx, u, err))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func indexURL(repoURL string) string { return strings.TrimSuffix(repoURL, "/") + "/index.yaml" }
 
-// fetchIndex returns the current index, revalidating a kept copy with a
-// conditional request. A fresh copy is kept only once it proved usable
-// (see keep), so a failed or malformed download never replaces a good one.
-func (r *HTTPResolver) fetchIndex(ctx context.Context, repoURL string) (*indexState, int, error) {
+// findEntries returns chartName's entries in the repository's current index
+// and the state to keep once they proved usable (see keep), so that a
+// failed or malformed download never replaces a good index. A kept index is
+// revalidated only when the cache holds the chart's entries for it;
+// otherwise the index is downloaded and scanned as it streams in. Errors
+// wrapping ErrInvalidIndex or ErrChartNotFound are about the index; the
+// others about the download.
+func (r *HTTPResolver) findEntries(ctx context.Context, repoURL, chartName string) (*chartEntries, *indexState, int, error) {
 	u := indexURL(repoURL)
-	r.mu.Lock()
-	old := r.indexes[u]
-	r.mu.Unlock()
-	var hdr http.Header
+	old := r.kept(u)
+	var (
+		known *chartEntries
+		hdr   http.Header
+	)
 	if old != nil {
-		hdr = http.Header{}
-		if old.etag != "" {
-			hdr.Set("If-None-Match", old.etag)
-		}
-		if old.lastModified != "" {
-			hdr.Set("If-Modified-Since", old.lastModified)
+		if known = r.cache.get(cacheKey{old.digest, chartName}); known != nil {
+			hdr = old.conditional()
 		}
 	}
-	var st *indexState
-	data, status, err := r.getWith(ctx, u, hdr, r.maxIndex, func(resp *http.Response) {
-		st = &indexState{etag: resp.Header.Get("ETag"), lastModified: resp.Header.Get("Last-Modified")}
-	})
-	if status == http.StatusNotModified && old != nil {
-		return old, status, nil
-	}
+	resp, status, err := r.open(ctx, u, hdr, r.maxIndex)
 	if err != nil {
-		return nil, status, err
+		return nil, nil, status, err
 	}
-	if st == nil {
-		return nil, status, fmt.Errorf("%w: HTTP %d to an unconditional request", ErrServer, status)
+	if resp == nil {
+		if known == nil {
+			return nil, nil, status, fmt.Errorf("%w: HTTP %d to an unconditional request", ErrServer, status)
+		}
+		return known, old, status, nil
 	}
-	st.raw = data
-	st.digest = sha256Digest(data)
-	return st, status, nil
+	defer resp.Body.Close()
+	st := &indexState{etag: resp.Header.Get("ETag"), lastModified: resp.Header.Get("Last-Modified")}
+	// The full-parse fallback reads the index again from the start.
+	reopen := func() (io.ReadCloser, error) {
+		again, status, err := r.open(ctx, u, nil, r.maxIndex)
+		if err == nil && again == nil {
+			err = fmt.Errorf("%w: HTTP %d to an unconditional request", ErrServer, status)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return again.Body, nil
+	}
+	e, digest, err := readChartEntries(resp.Body, resp.ContentLength, r.maxIndex, indexWindow, chartName, reopen)
+	if err != nil {
+		if !errors.Is(err, ErrInvalidIndex) && !errors.Is(err, ErrChartNotFound) {
+			err = r.readErr(ctx, u, err)
+		}
+		return nil, nil, status, err
+	}
+	st.digest = digest
+	return r.cache.put(cacheKey{digest, chartName}, e), st, status, nil
+}
+
+// kept returns the last good index state of u, or nil.
+func (r *HTTPResolver) kept(u string) *indexState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.indexes[u]
 }
 
 // keep remembers st as the last good index of u.
@@ -185,13 +258,41 @@ func (r *HTTPResolver) keep(u string, st *indexState) {
 	r.mu.Unlock()
 }
 
-func (r *HTTPResolver) get(ctx context.Context, u string, hdr http.Header, limit int64) ([]byte, int, error) {
-	return r.getWith(ctx, u, hdr, limit, nil)
+// readErr classifies an error met while reading a response body: a
+// cancelled context as itself, ErrTooLarge and already-typed errors as
+// they are, anything else as ErrUnreachable.
+func (r *HTTPResolver) readErr(ctx context.Context, u string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for _, typed := range []error{ErrTooLarge, ErrUnreachable, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrServer} {
+		if errors.Is(err, typed) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
 }
 
-// getWith does a GET and reads a 200 body up to limit bytes; onOK sees the
-// response headers first.
-func (r *HTTPResolver) getWith(ctx context.Context, u string, hdr http.Header, limit int64, onOK func(*http.Response)) ([]byte, int, error) {
+func (r *HTTPResolver) get(ctx context.Context, u string, limit int64) ([]byte, int, error) {
+	resp, status, err := r.open(ctx, u, nil, limit)
+	if err == nil && resp == nil {
+		err = fmt.Errorf("%w: HTTP %d to an unconditional request", ErrServer, status)
+	}
+	if err != nil {
+		return nil, status, err
+	}
+	defer resp.Body.Close()
+	data, err := readCapped(resp.Body, limit)
+	if err != nil {
+		return nil, status, r.readErr(ctx, u, err)
+	}
+	return data, status, nil
+}
+
+// open does a GET and returns a 200 response, its body to be closed by the
+// caller, once its announced length is within limit; a 304 gives a nil
+// response and no error.
+func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limit int64) (*http.Response, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
@@ -206,27 +307,17 @@ func (r *HTTPResolver) getWith(ctx context.Context, u string, hdr http.Header, l
 		}
 		return nil, 0, fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotModified {
-		return nil, resp.StatusCode, nil
+	if resp.StatusCode == http.StatusOK && resp.ContentLength <= limit {
+		return resp, resp.StatusCode, nil
 	}
-	if resp.StatusCode != http.StatusOK {
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotModified:
+		return nil, resp.StatusCode, nil
+	case resp.StatusCode != http.StatusOK:
 		return nil, resp.StatusCode, statusError(resp.StatusCode)
 	}
-	if resp.ContentLength > limit {
-		return nil, resp.StatusCode, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, limit)
-	}
-	if onOK != nil {
-		onOK(resp)
-	}
-	data, err := readCapped(resp.Body, limit)
-	if err != nil {
-		if errors.Is(err, ErrTooLarge) {
-			return nil, resp.StatusCode, err
-		}
-		return nil, resp.StatusCode, fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
-	}
-	return data, resp.StatusCode, nil
+	return nil, resp.StatusCode, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, limit)
 }
 
 // redactErr removes credentials that net/http may quote from the URL.

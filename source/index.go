@@ -180,10 +180,16 @@ func parseChartEntries(index []byte, chartName string) (*chartEntries, error) {
 		res scanResult
 	)
 	if first := firstNonSpace(index); first == '{' {
-		e, res = scanJSON(index, chartName)
+		e, res = scanJSON(newJSONScan(index), chartName)
 	} else {
 		e, res = scanYAML(index, chartName)
 	}
+	return settle(e, res, chartName, func() ([]byte, error) { return index, nil })
+}
+
+// settle turns a scan's outcome into the chart's entries; full supplies the
+// whole document when it must be parsed whole after all.
+func settle(e *chartEntries, res scanResult, chartName string, full func() ([]byte, error)) (*chartEntries, error) {
 	switch res {
 	case scanFound:
 		e.finish()
@@ -193,7 +199,7 @@ func parseChartEntries(index []byte, chartName string) (*chartEntries, error) {
 			if e.cands[i].Version == complexValue {
 				cv, err := e.item(i)
 				if err != nil {
-					return fullParse(index, chartName)
+					return parseFull(chartName, full)
 				}
 				if cv == nil {
 					e.cands[i].Version = "\x00invalid"
@@ -210,8 +216,16 @@ func parseChartEntries(index []byte, chartName string) (*chartEntries, error) {
 	case scanNotFound:
 		return nil, fmt.Errorf("%w: no entry %q in the index", ErrChartNotFound, chartName)
 	default:
-		return fullParse(index, chartName)
+		return parseFull(chartName, full)
 	}
+}
+
+func parseFull(chartName string, full func() ([]byte, error)) (*chartEntries, error) {
+	doc, err := full()
+	if err != nil {
+		return nil, err
+	}
+	return fullParse(doc, chartName)
 }
 
 // fullParse decodes the whole index the way Helm's loadIndex does.

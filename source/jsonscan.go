@@ -2,124 +2,245 @@ package source
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"io"
+	"math/bits"
 	"strings"
 	"time"
 )
 
-// jscan is a validating, allocation-free walk over a JSON document. It
-// checks the grammar (not the UTF-8 or control characters inside strings)
-// and hands back byte spans, so that only the values asked for get decoded.
+// jscan is a validating walk over a JSON document. It checks the grammar
+// (not the UTF-8 or control characters inside strings) and hands back byte
+// spans, so that only the values asked for get decoded.
+//
+// The document is either held in memory (r is nil and b is all of it) or
+// read from r through a window: b holds the bytes not yet discarded, and a
+// refill drops what lies before the read position (or before pin, while a
+// value is being captured) and reads more, growing the window only when a
+// captured value does not fit. Spans handed out are valid until the next
+// read, so callers look at a key before they consume its value.
 type jscan struct {
-	b   []byte
-	i   int
+	b   []byte // the window: the document (in memory) or its unread tail
+	i   int    // read position in b
+	pin int    // first position of b a refill must keep, or -1
 	bad bool
+
+	// Streaming only.
+	r     io.Reader
+	buf   []byte       // backing array of b
+	seen  func([]byte) // called with every chunk read, in order
+	total int64        // bytes read so far
+	limit int64        // cap on total; 0 means none
+	eof   bool
+	err   error // a read error, or ErrTooLarge
+}
+
+// newJSONScan returns a scanner over an in-memory document.
+func newJSONScan(doc []byte) *jscan { return &jscan{b: doc, pin: -1} }
+
+// fill reads more input into the window; false means there is none (the
+// end of the document, or a read error in s.err).
+func (s *jscan) fill() bool {
+	if s.r == nil || s.eof || s.err != nil {
+		return false
+	}
+	keep := s.i
+	if s.pin >= 0 && s.pin < keep {
+		keep = s.pin
+	}
+	// Compact when less than half the window is free, and grow it when a
+	// pinned value keeps more than half of it.
+	if half := (len(s.buf) + 1) / 2; len(s.buf)-len(s.b) < half {
+		n := copy(s.buf, s.b[keep:])
+		s.i -= keep
+		if s.pin >= 0 {
+			s.pin -= keep
+		}
+		if len(s.buf)-n < half {
+			grown := make([]byte, 2*len(s.buf))
+			copy(grown, s.buf[:n])
+			s.buf = grown
+		}
+		s.b = s.buf[:n]
+	}
+	n := len(s.b)
+	for {
+		m, err := s.r.Read(s.buf[n:])
+		if m > 0 {
+			s.total += int64(m)
+			if s.limit > 0 && s.total > s.limit {
+				s.err = errTooLarge(s.limit)
+				return false
+			}
+			if s.seen != nil {
+				s.seen(s.buf[n : n+m])
+			}
+			s.b = s.buf[:n+m]
+			return true
+		}
+		if err == io.EOF {
+			s.eof = true
+			return false
+		}
+		if err != nil {
+			s.err = err
+			return false
+		}
+	}
+}
+
+// peek returns the byte at the read position, reading more when needed.
+func (s *jscan) peek() (byte, bool) {
+	if s.i >= len(s.b) && !s.fill() {
+		return 0, false
+	}
+	return s.b[s.i], true
 }
 
 func (s *jscan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\r', '\n':
-			s.i++
-		default:
+	for {
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ' ', '\t', '\r', '\n':
+				s.i++
+			default:
+				return
+			}
+		}
+		if !s.fill() {
 			return
 		}
 	}
 }
 
-// str skips a string starting at s.i and returns its contents' span and
-// whether it holds escapes.
-func (s *jscan) str() (start, end int, escaped bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+// str skips a string starting at s.i and reports whether it holds escapes.
+func (s *jscan) str() (esc bool) {
+	if c, ok := s.peek(); !ok || c != '"' {
 		s.bad = true
-		return 0, 0, false
+		return false
 	}
-	start = s.i + 1
-	q := strEnd(s.b, start)
-	if q < 0 {
-		s.bad = true
-		return 0, 0, false
+	s.i++
+	return s.strBody()
+}
+
+// strBody moves past the quote closing a string whose opening quote was
+// consumed, stepping over each backslash and the byte it escapes, also when
+// the pair is split between two reads.
+func (s *jscan) strBody() (esc bool) {
+	pending := false // the last read ended with a backslash
+	for {
+		if s.i >= len(s.b) && !s.fill() {
+			s.bad = true
+			return esc
+		}
+		b, i := s.b, s.i
+		if pending {
+			i++
+			pending = false
+		}
+		for {
+			if i = quoteOrBackslash(b, i); i >= len(b) {
+				break
+			}
+			if b[i] == '"' {
+				s.i = i + 1
+				return esc
+			}
+			esc = true
+			i += 2
+		}
+		if i > len(b) {
+			pending, i = true, len(b)
+		}
+		s.i = i
 	}
-	s.i = q + 1
-	return start, q, bytes.IndexByte(s.b[start:q], '\\') >= 0
+}
+
+// quoteOrBackslash returns the index of the first '"' or '\\' in b at or
+// after i, or len(b). It tests eight bytes at a time: x^c has a zero byte
+// where x holds c, and (v-0x01…)&^v&0x80… flags the lowest zero byte of v
+// exactly (borrows only disturb the bytes above it).
+func quoteOrBackslash(b []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ ('"' * ones)
+		e := x ^ ('\\' * ones)
+		if m := ((q-ones)&^q | (e-ones)&^e) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] == '"' || b[i] == '\\' {
+			return i
+		}
+	}
+	return i
 }
 
 // skip passes over one value without checking its grammar beyond string
 // and bracket nesting: it is how the scanner leaves other charts' entries
 // undecoded at memory speed.
 func (s *jscan) skip() {
-	b := s.b
-	if s.i >= len(b) {
+	c, ok := s.peek()
+	switch {
+	case !ok:
 		s.bad = true
 		return
-	}
-	switch b[s.i] {
-	case '"':
+	case c == '"':
 		s.str()
 		return
-	case '{', '[':
-	default:
+	case c != '{' && c != '[':
 		s.value()
 		return
 	}
 	depth := 0
-	for i := s.i; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			end := strEnd(b, i+1)
-			if end < 0 {
-				s.bad = true
+	for {
+		if s.i >= len(s.b) && !s.fill() {
+			s.bad = true
+			return
+		}
+		b, i := s.b, s.i
+	bytesLoop:
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				break bytesLoop
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i = i + 1
+					return
+				}
+			}
+		}
+		s.i = i
+		if i < len(b) {
+			s.i++
+			if s.strBody(); s.bad {
 				return
 			}
-			i = end
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				s.i = i + 1
-				return
-			}
 		}
-	}
-	s.bad = true
-}
-
-// strEnd returns the index of the quote closing a string whose contents
-// start at start, or -1.
-func strEnd(b []byte, start int) int {
-	for p := start; ; {
-		j := bytes.IndexByte(b[p:], '"')
-		if j < 0 {
-			return -1
-		}
-		q := p + j
-		if b[q-1] != '\\' {
-			return q
-		}
-		k := q
-		for k > start && b[k-1] == '\\' {
-			k--
-		}
-		if (q-k)%2 == 0 {
-			return q
-		}
-		p = q + 1
 	}
 }
 
 // value skips one value of any kind, checking its grammar.
 func (s *jscan) value() {
 	s.ws()
-	if s.i >= len(s.b) {
+	c, ok := s.peek()
+	switch {
+	case !ok:
 		s.bad = true
-		return
-	}
-	switch c := s.b[s.i]; {
 	case c == '"':
 		s.str()
 	case c == '{':
-		s.object(func(int, int, bool) { s.value() })
+		s.object(func([]byte, bool) { s.value() })
 	case c == '[':
 		s.array(func() { s.value() })
 	case c == 't':
@@ -135,7 +256,26 @@ func (s *jscan) value() {
 	}
 }
 
+// capture consumes one value and returns its bytes, valid until the next
+// read.
+func (s *jscan) capture() []byte {
+	s.ws()
+	outer := s.pin >= 0
+	if !outer {
+		s.pin = s.i
+	}
+	rel := s.i - s.pin
+	s.value()
+	v := s.b[s.pin+rel : s.i]
+	if !outer {
+		s.pin = -1
+	}
+	return v
+}
+
 func (s *jscan) lit(w string) {
+	for len(s.b)-s.i < len(w) && s.fill() {
+	}
 	if !bytes.HasPrefix(s.b[s.i:], []byte(w)) {
 		s.bad = true
 		return
@@ -145,60 +285,78 @@ func (s *jscan) lit(w string) {
 
 func (s *jscan) digits() int {
 	n := 0
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-		n++
+	for {
+		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		if s.i < len(s.b) || !s.fill() {
+			return n
+		}
 	}
-	return n
+}
+
+// is consumes the byte at s.i when it is one of set.
+func (s *jscan) is(set string) bool {
+	c, ok := s.peek()
+	if ok && strings.IndexByte(set, c) >= 0 {
+		s.i++
+		return true
+	}
+	return false
 }
 
 func (s *jscan) number() {
-	if s.b[s.i] == '-' {
-		s.i++
-	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
-		s.i++
-	} else if s.digits() == 0 {
+	s.is("-")
+	if !s.is("0") && s.digits() == 0 {
 		s.bad = true
 		return
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if s.digits() == 0 {
-			s.bad = true
-			return
-		}
+	if s.is(".") && s.digits() == 0 {
+		s.bad = true
+		return
 	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
+	if s.is("eE") {
+		s.is("+-")
 		if s.digits() == 0 {
 			s.bad = true
 		}
 	}
 }
 
-// object walks an object at s.i, calling member with each key's span; the
+// object walks an object at s.i, calling member with each key's raw text
+// (valid until the callback reads on; esc says it holds escapes). The
 // callback must consume the value.
-func (s *jscan) object(member func(ks, ke int, esc bool)) {
+func (s *jscan) object(member func(key []byte, esc bool)) {
 	s.i++ // '{'
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
+	if s.is("}") {
 		return
 	}
 	for !s.bad {
 		s.ws()
-		ks, ke, esc := s.str()
-		s.ws()
-		if s.bad || s.i >= len(s.b) || s.b[s.i] != ':' {
+		outer := s.pin >= 0
+		if !outer {
+			s.pin = s.i
+		}
+		rel := s.i - s.pin
+		esc := s.str()
+		end := s.i - 1 - s.pin
+		if !s.bad {
+			s.ws()
+		}
+		if s.bad || !s.is(":") {
 			s.bad = true
+			if !outer {
+				s.pin = -1
+			}
 			return
 		}
-		s.i++
-		member(ks, ke, esc)
+		key := s.b[s.pin+rel+1 : s.pin+end]
+		if !outer {
+			s.pin = -1
+		}
+		member(key, esc)
 		if s.next('}') {
 			return
 		}
@@ -209,15 +367,12 @@ func (s *jscan) object(member func(ks, ke int, esc bool)) {
 // it consumed the closing bracket instead.
 func (s *jscan) next(closing byte) bool {
 	s.ws()
-	if s.i >= len(s.b) {
-		s.bad = true
-		return true
-	}
-	switch s.b[s.i] {
-	case ',':
+	c, ok := s.peek()
+	switch {
+	case ok && c == ',':
 		s.i++
 		return false
-	case closing:
+	case ok && c == closing:
 		s.i++
 		return true
 	}
@@ -230,8 +385,7 @@ func (s *jscan) next(closing byte) bool {
 func (s *jscan) array(elem func()) {
 	s.i++ // '['
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
+	if s.is("]") {
 		return
 	}
 	for !s.bad {
@@ -242,27 +396,22 @@ func (s *jscan) array(elem func()) {
 	}
 }
 
-// key returns the decoded text of a key span.
-func (s *jscan) key(ks, ke int, esc bool) string {
-	if !esc {
-		return string(s.b[ks:ke])
-	}
-	var k string
-	if err := json.Unmarshal(s.b[ks-1:ke+1], &k); err != nil {
-		s.bad = true
-	}
-	return k
-}
-
-// keyIs compares a key span with an unescaped name without allocating.
-func (s *jscan) keyIs(ks, ke int, esc bool, name string, fold bool) bool {
+// keyIs compares a key's raw text with an unescaped name; only escaped
+// keys are decoded (and allocate).
+func (s *jscan) keyIs(key []byte, esc bool, name string, fold bool) bool {
 	if !esc {
 		if fold {
-			return strings.EqualFold(string(s.b[ks:ke]), name)
+			return len(key) == len(name) && strings.EqualFold(string(key), name)
 		}
-		return string(s.b[ks:ke]) == name
+		return string(key) == name
 	}
-	k := s.key(ks, ke, esc)
+	q := make([]byte, 0, len(key)+2)
+	q = append(append(append(q, '"'), key...), '"')
+	var k string
+	if err := json.Unmarshal(q, &k); err != nil {
+		s.bad = true
+		return false
+	}
 	if fold {
 		return strings.EqualFold(k, name)
 	}
@@ -273,89 +422,97 @@ func (s *jscan) keyIs(ks, ke int, esc bool, name string, fold bool) bool {
 // apiVersion and the array of chartName. Field names match the way
 // encoding/json matches them (case-insensitively); a repeated key keeps its
 // last value, as json.Unmarshal does. A document that is not valid JSON is
-// handed to the full parse, which reads it as YAML like Helm does.
-func scanJSON(doc []byte, chartName string) (*chartEntries, scanResult) {
-	s := &jscan{b: doc}
+// handed to the full parse, which reads it as YAML like Helm does. A
+// streaming s is read to the end of its input; s.err says whether reading
+// failed.
+func scanJSON(s *jscan, chartName string) (*chartEntries, scanResult) {
 	s.ws()
-	if s.i >= len(doc) || doc[s.i] != '{' {
+	if c, ok := s.peek(); !ok || c != '{' {
 		return nil, scanUnsafe
 	}
 	var (
 		api     string
-		arr     = [2]int{-1, -1}
+		block   []byte
+		found   bool
 		typeErr bool
 	)
-	s.object(func(ks, ke int, esc bool) {
-		s.ws()
+	s.object(func(key []byte, esc bool) {
 		switch {
-		case s.keyIs(ks, ke, esc, "apiVersion", true):
-			vs := s.i
-			s.value()
-			if !s.bad && doc[vs] == '"' {
-				if err := json.Unmarshal(doc[vs:s.i], &api); err != nil {
+		case s.keyIs(key, esc, "apiVersion", true):
+			v := s.capture()
+			switch {
+			case s.bad:
+			case v[0] == '"':
+				if err := json.Unmarshal(v, &api); err != nil {
 					s.bad = true
 				}
-			} else if !s.bad && doc[vs] == 'n' {
+			case v[0] == 'n':
 				api = ""
-			} else {
+			default:
 				typeErr = true // not a string: json.Unmarshal would fail
 			}
-		case s.keyIs(ks, ke, esc, "entries", true):
-			if s.i < len(doc) && doc[s.i] == '{' {
-				s.object(func(ks, ke int, esc bool) {
-					s.ws()
-					if s.keyIs(ks, ke, esc, chartName, false) {
-						vs := s.i
-						s.value()
-						arr = [2]int{vs, s.i}
+		case s.keyIs(key, esc, "entries", true):
+			s.ws()
+			if c, ok := s.peek(); ok && c == '{' {
+				s.object(func(key []byte, esc bool) {
+					if s.keyIs(key, esc, chartName, false) {
+						v := s.capture()
+						block, found = append(block[:0], v...), true
 						return
 					}
+					s.ws()
 					s.skip()
 				})
 				return
+			} else if ok {
+				typeErr = c != 'n'
 			}
-			typeErr = s.i < len(doc) && doc[s.i] != 'n'
 			s.value()
 		default:
 			s.value()
 		}
 	})
 	s.ws()
-	if s.bad || s.i != len(doc) {
+	if s.bad || s.err != nil || s.i != len(s.b) {
 		return nil, scanUnsafe
 	}
 	if api == "" || typeErr {
 		return nil, scanUnsafe // the full parse reports the missing apiVersion
 	}
-	if arr[0] < 0 {
+	if !found {
 		return nil, scanNotFound
 	}
-	block := doc[arr[0]:arr[1]]
 	if block[0] != '[' {
 		return nil, scanUnsafe // null or a type error: the full parse decides
 	}
-	e := &chartEntries{name: chartName, format: formatJSON, block: append([]byte(nil), block...)}
-	s = &jscan{b: e.block}
+	return scanJSONEntries(block, chartName)
+}
+
+// scanJSONEntries reads the version and created fields of each element of
+// a chart's array, which block holds.
+func scanJSONEntries(block []byte, chartName string) (*chartEntries, scanResult) {
+	e := &chartEntries{name: chartName, format: formatJSON, block: block}
+	s := newJSONScan(block)
 	s.array(func() {
 		s.ws()
 		start := s.i
 		c := Candidate{}
 		if s.i < len(s.b) && s.b[s.i] == '{' {
-			s.object(func(ks, ke int, esc bool) {
-				s.ws()
-				vs := s.i
-				s.value()
+			s.object(func(key []byte, esc bool) {
+				isVersion := s.keyIs(key, esc, "version", true)
+				isCreated := !isVersion && s.keyIs(key, esc, "created", true)
+				v := s.capture()
 				if s.bad || c.Version == complexValue {
 					return
 				}
 				switch {
-				case s.keyIs(ks, ke, esc, "version", true):
-					if err := json.Unmarshal(s.b[vs:s.i], &c.Version); err != nil {
+				case isVersion:
+					if err := json.Unmarshal(v, &c.Version); err != nil {
 						c.Version = complexValue
 					}
-				case s.keyIs(ks, ke, esc, "created", true):
+				case isCreated:
 					var t time.Time
-					if err := json.Unmarshal(s.b[vs:s.i], &t); err != nil {
+					if err := json.Unmarshal(v, &t); err != nil {
 						c.Version = complexValue
 					}
 					c.Created = t
