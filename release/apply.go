@@ -75,6 +75,9 @@ type ItemReport struct {
 	Started, Finished time.Time
 	// RolledBack is true when a halted rollout rolled it back.
 	RolledBack bool
+	// Next and RequeueAfter are the reconciler's hint for this release.
+	Next         Next
+	RequeueAfter time.Duration
 }
 
 // WaveReport is the outcome of one wave.
@@ -257,6 +260,8 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			case in[d.Cluster]:
 				deps = append(deps, d)
 			case state[d] == depgraph.Succeeded:
+			case state[d] == depgraph.NotStarted && f.readyNow(d):
+				// In a later wave, but ready from an earlier Apply.
 			default:
 				blocked[n.Key] = fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
 			}
@@ -288,6 +293,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		f.mu.Unlock()
 		if res != nil {
 			item.Actions = res.Actions
+			item.Next, item.RequeueAfter = res.Next, res.RequeueAfter
 			if res.Helm != nil {
 				item.Revision = res.Helm.Version
 			}
@@ -333,6 +339,14 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		}
 	}
 	return res, err
+}
+
+// readyNow reports whether the fleet's last applied copy of k is Ready.
+func (f *Fleet) readyNow(k Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.applied[k]
+	return ok && r.Status.IsConditionTrue(ConditionReady) && r.Status.ObservedGeneration == r.Generation
 }
 
 // uninstallWave removes, dependents first, the releases the wave's

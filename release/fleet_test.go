@@ -387,3 +387,58 @@ func TestFleetDrift(t *testing.T) {
 	assert.Contains(t, d.String(), "prod-eu-1:apps/podinfo: corrected")
 	assert.Equal(t, int64(4), replicas(t, c), "corrected back to prod's value")
 }
+
+// A dependency in a later wave that is already ready from an earlier
+// Apply does not block its dependent.
+func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	y := fleetYAML + `
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: database, namespace: apps}
+spec:
+  interval: 10m
+  releaseName: database
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: database, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: database}
+  placement:
+    clusterAffinity: {clusterNames: [prod-eu-1]}
+`
+	in := decodeInputs(t, y)
+	for _, r := range in.Releases {
+		if r.Name == "podinfo" {
+			r.Spec.DependsOn = []release.DependencyReference{{Name: "database"}}
+		}
+	}
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	require.NoError(t, err)
+
+	in.Releases[0].Spec.Values["replicaCount"] = 3
+	in.Releases[0].Generation = 2
+	plan, err = tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
+		Waves: []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
+	}})
+	require.NoError(t, err, rep.Table())
+	for _, it := range rep.Items {
+		if it.Key.Cluster == "dev-1" {
+			assert.Equal(t, []release.Action{release.ActionUpgrade}, it.Actions)
+			assert.Equal(t, release.NextDone, it.Next)
+		}
+	}
+}
