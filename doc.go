@@ -40,7 +40,9 @@
 // Composition and side effects:
 //   - [github.com/helmfleet/helmfleet/release]: the Release type (Flux
 //     HelmRelease v2 YAML), the multi-document decoder, the per-cluster
-//     reconciler and the cluster backend roles.
+//     reconciler (Flux's state machine), the fleet (plan, apply in
+//     dependency order and waves, drift across members), rendered-manifest
+//     distribution, and the cluster backend roles.
 //   - [github.com/helmfleet/helmfleet/release/memory]: an in-memory cluster
 //     running Helm's real actions.
 //   - [github.com/helmfleet/helmfleet/release/kube]: real clusters through
@@ -48,7 +50,8 @@
 //   - [github.com/helmfleet/helmfleet/release/releasetest]: a conformance
 //     suite every cluster backend passes.
 //
-// Runnable programs live under examples/; start with
+// Runnable programs live under examples/ (quickstart, fleet, controller,
+// unittest, realcluster); start with
 //
 //	go run ./examples/quickstart
 package helmfleet
