@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,8 +9,10 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -115,24 +118,28 @@ func (ru *run) upgrade() error {
 }
 
 // applyCRDs creates the chart's CRDs that are missing and, with replace,
-// updates the existing ones.
+// replaces the existing ones. It writes through Helm's kube client, so a
+// cluster that spreads objects over members (a Distributor) spreads the
+// CRDs too.
 func (ru *run) applyCRDs(replace bool) error {
+	kc := ru.cfg.KubeClient
 	for _, crd := range ru.d.chart.Chart.CRDObjects() {
-		objs, err := objectsOf(ru.cfg.KubeClient, string(crd.File.Data))
+		rl, err := kc.Build(bytes.NewReader(crd.File.Data), false)
 		if err != nil {
 			return fmt.Errorf("crds: %s: %w", crd.Filename, err)
 		}
-		for _, obj := range objs {
-			_, err := ru.cluster.Get(ru.ctx, RefOf(obj))
+		for _, info := range rl {
+			one := kube.ResourceList{info}
+			_, err := kc.Create(one)
 			switch {
-			case errors.Is(err, ErrNotFound):
-			case err != nil:
-				return fmt.Errorf("crds: %s: %w", crd.Filename, err)
-			case !replace:
-				continue
-			}
-			if _, err := ru.cluster.Apply(ru.ctx, obj, ApplyOptions{FieldManager: ru.r.fieldManager, Force: true}); err != nil {
-				return fmt.Errorf("crds: %s: %w", crd.Filename, err)
+			case err == nil:
+			case apierrors.IsAlreadyExists(err) && replace:
+				if _, err := kc.Update(one, one, true); err != nil {
+					return fmt.Errorf("crds: %s: replace %s: %w", crd.Filename, info.Name, err)
+				}
+			case apierrors.IsAlreadyExists(err):
+			default:
+				return fmt.Errorf("crds: %s: create %s: %w", crd.Filename, info.Name, err)
 			}
 		}
 	}
