@@ -100,12 +100,16 @@ func benchResolve(b *testing.B, asJSON bool) {
 // way HTTPResolver resolves it from a response body.
 func resolveFile(p string, c *IndexCache) (*repo.ChartVersion, error) {
 	open := func() (io.ReadCloser, error) { return os.Open(p) }
-	f, err := open()
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	e, digest, err := readChartEntries(f, -1, DefaultMaxIndexSize, indexWindow, benchChart, open)
+	fi, err := f.Stat() // as HTTPResolver passes Content-Length
+	if err != nil {
+		return nil, err
+	}
+	e, digest, err := readChartEntries(f, fi.Size(), DefaultMaxIndexSize, indexWindow, benchChart, open)
 	if err != nil {
 		return nil, err
 	}

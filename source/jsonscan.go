@@ -157,15 +157,17 @@ func (s *jscan) strBody() (esc bool) {
 	}
 }
 
+// Constants of the eight-bytes-at-a-time searches.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
 // quoteOrBackslash returns the index of the first '"' or '\\' in b at or
 // after i, or len(b). It tests eight bytes at a time: x^c has a zero byte
 // where x holds c, and (v-0x01…)&^v&0x80… flags the lowest zero byte of v
 // exactly (borrows only disturb the bytes above it).
 func quoteOrBackslash(b []byte, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		q := x ^ ('"' * ones)
@@ -205,11 +207,21 @@ func (s *jscan) skip() {
 			return
 		}
 		b, i := s.b, s.i
-	bytesLoop:
-		for ; i < len(b); i++ {
+		for i < len(b) {
 			switch b[i] {
 			case '"':
-				break bytesLoop
+				// Most strings end in the window without an escape; the
+				// others take strBody, which may read on.
+				if j := quoteOrBackslash(b, i+1); j < len(b) && b[j] == '"' {
+					i = j + 1
+					continue
+				}
+				s.i = i + 1
+				if s.strBody(); s.bad {
+					return
+				}
+				b, i = s.b, s.i
+				continue
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -219,14 +231,9 @@ func (s *jscan) skip() {
 					return
 				}
 			}
+			i++
 		}
 		s.i = i
-		if i < len(b) {
-			s.i++
-			if s.strBody(); s.bad {
-				return
-			}
-		}
 	}
 }
 
