@@ -210,10 +210,11 @@ func (s *jscan) skip() {
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				// Most strings end in the window without an escape; the
-				// others take strBody, which may read on.
-				if j := quoteOrBackslash(b, i+1); j < len(b) && b[j] == '"' {
-					i = j + 1
+				// Most strings end in the window at the first quote, with
+				// no backslash before it; the others take strBody, which
+				// may read on.
+				if j := bytes.IndexByte(b[i+1:], '"'); j >= 0 && b[i+j] != '\\' {
+					i += j + 2
 					continue
 				}
 				s.i = i + 1
