@@ -11,12 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 )
 
-func readIndex(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "index", name))
-	require.NoError(t, err)
-	return b
-}
+func readIndex(t *testing.T, name string) []byte { return readIndexTB(t, name) }
 
 // TestFindChartVersionForms checks, for each document form, which path the
 // resolution took (scan or full parse) and that the answer equals the full
@@ -176,19 +171,11 @@ func FuzzFindChartVersionEdits(f *testing.F) {
 	f.Add(uint8(12), "entries:", "redis", "")
 	f.Add(uint8(7), "    created: \"2030-01-01T00:00:00Z\"", "nginx", "1.x")
 	f.Add(uint8(5), "  - &a", "nginx", "*")
-	base := strings.Split(string(readIndexF(f, "indented.yaml")), "\n")
+	base := strings.Split(string(readIndexTB(f, "indented.yaml")), "\n")
 	f.Fuzz(func(t *testing.T, at uint8, insert, chartName, constraint string) {
 		lines := append([]string(nil), base...)
 		i := int(at) % (len(lines) + 1)
 		lines = append(lines[:i], append([]string{insert}, lines[i:]...)...)
 		agreesWithFullParse(t, []byte(strings.Join(lines, "\n")), chartName, constraint)
 	})
-}
-
-func readIndexF(f *testing.F, name string) []byte {
-	b, err := os.ReadFile(filepath.Join("testdata", "index", name))
-	if err != nil {
-		f.Fatal(err)
-	}
-	return b
 }
