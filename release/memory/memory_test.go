@@ -227,3 +227,45 @@ func TestSimulatedControllersWriteStatusForKstatus(t *testing.T) {
 		})
 	}
 }
+
+// Creating by apply takes a fast path; it must record the same field
+// ownership Kubernetes' field manager records (which dry-run apply uses).
+func TestCreateByApplyMatchesFieldManager(t *testing.T) {
+	ctx := context.Background()
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "cfg", "namespace": "apps", "labels": map[string]any{"team": "a"}},
+			"data":     map[string]any{"color": "blue", "size": "L"}}},
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "apps"},
+			"spec": map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+				"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx", "ports": []any{map[string]any{"containerPort": int64(80)}}}}}}}}},
+	}
+	for _, obj := range objs {
+		t.Run(obj.GetKind(), func(t *testing.T) {
+			c := memory.New("m")
+			dry, err := c.Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice", DryRun: true})
+			require.NoError(t, err)
+			got, err := c.Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice"})
+			require.NoError(t, err)
+			require.Len(t, got.GetManagedFields(), 1)
+			require.Len(t, dry.GetManagedFields(), 1)
+			assert.JSONEq(t, string(dry.GetManagedFields()[0].FieldsV1.Raw), string(got.GetManagedFields()[0].FieldsV1.Raw))
+			assert.Equal(t, dry.GetManagedFields()[0].Operation, got.GetManagedFields()[0].Operation)
+
+			// Ownership works on from there: another manager conflicts.
+			other := obj.DeepCopy()
+			other.SetLabels(map[string]string{"team": "b"})
+			if obj.GetKind() == "Deployment" {
+				other.Object["spec"].(map[string]any)["replicas"] = int64(5)
+			} else {
+				other.Object["data"] = map[string]any{"color": "red"}
+			}
+			_, err = c.Apply(ctx, other, release.ApplyOptions{FieldManager: "bob"})
+			var conflict *release.ConflictError
+			require.ErrorAs(t, err, &conflict)
+			assert.Equal(t, "alice", conflict.Conflicts[0].Manager)
+		})
+	}
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // key identifies a stored object independently of its API version, as an
@@ -40,22 +42,25 @@ type store struct {
 	objects  map[key]*unstructured.Unstructured
 	mapper   *restMapper
 	managers map[schema.GroupVersionKind]*managedfields.FieldManager
-	typed    managedfields.TypeConverter
-	deduced  managedfields.TypeConverter
-	now      func() time.Time
-	cluster  string
-	serial   int64
+	// converters caches the type converter chosen per kind.
+	converters map[schema.GroupVersionKind]managedfields.TypeConverter
+	typed      managedfields.TypeConverter
+	deduced    managedfields.TypeConverter
+	now        func() time.Time
+	cluster    string
+	serial     int64
 }
 
 func newStore(cluster string, now func() time.Time) *store {
 	return &store{
-		objects:  map[key]*unstructured.Unstructured{},
-		mapper:   newRESTMapper(),
-		managers: map[schema.GroupVersionKind]*managedfields.FieldManager{},
-		typed:    applyconfigurations.NewTypeConverter(scheme.Scheme),
-		deduced:  managedfields.NewDeducedTypeConverter(),
-		now:      now,
-		cluster:  cluster,
+		objects:    map[key]*unstructured.Unstructured{},
+		mapper:     newRESTMapper(),
+		managers:   map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		converters: map[schema.GroupVersionKind]managedfields.TypeConverter{},
+		typed:      applyconfigurations.NewTypeConverter(scheme.Scheme),
+		deduced:    managedfields.NewDeducedTypeConverter(),
+		now:        now,
+		cluster:    cluster,
 	}
 }
 
@@ -66,18 +71,82 @@ func (s *store) fieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldM
 	if fm, ok := s.managers[gvk]; ok {
 		return fm, nil
 	}
-	tc := s.deduced
-	probe := &unstructured.Unstructured{Object: map[string]any{}}
-	probe.SetGroupVersionKind(gvk)
-	if _, err := s.typed.ObjectToTyped(probe); err == nil {
-		tc = s.typed
-	}
+	tc := s.converter(gvk)
 	fm, err := managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
 		return nil, err
 	}
 	s.managers[gvk] = fm
 	return fm, nil
+}
+
+// converter returns the type converter of gvk: typed where client-go's
+// schema knows the kind, deduced elsewhere. Callers hold s.mu.
+func (s *store) converter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
+	if tc, ok := s.converters[gvk]; ok {
+		return tc
+	}
+	tc := s.deduced
+	probe := &unstructured.Unstructured{Object: map[string]any{}}
+	probe.SetGroupVersionKind(gvk)
+	if _, err := s.typed.ObjectToTyped(probe); err == nil {
+		tc = s.typed
+	}
+	s.converters[gvk] = tc
+	return tc
+}
+
+// stripSet holds the fields an API server never records as owned: the
+// same set Kubernetes' field manager strips.
+var stripSet = fieldpath.NewSet(
+	fieldpath.MakePathOrDie("apiVersion"),
+	fieldpath.MakePathOrDie("kind"),
+	fieldpath.MakePathOrDie("metadata"),
+	fieldpath.MakePathOrDie("metadata", "name"),
+	fieldpath.MakePathOrDie("metadata", "namespace"),
+	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
+	fieldpath.MakePathOrDie("metadata", "selfLink"),
+	fieldpath.MakePathOrDie("metadata", "uid"),
+	fieldpath.MakePathOrDie("metadata", "clusterName"),
+	fieldpath.MakePathOrDie("metadata", "generation"),
+	fieldpath.MakePathOrDie("metadata", "managedFields"),
+	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
+)
+
+// createByApply is server-side apply of an object that does not exist
+// yet: no conflict is possible, so the result is the applied object, and
+// the applier owns exactly the fields it sent. Computing that field set
+// directly gives the managedFields entry Kubernetes' field manager would
+// write, at a fraction of its cost (the fleet benchmarks create thousands
+// of objects). Callers hold s.mu.
+func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
+	tv, err := s.converter(gvk).ObjectToTyped(in)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, in.GetName(), err))
+	}
+	set, err := tv.ToFieldSet()
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, in.GetName(), err))
+	}
+	raw, err := set.Difference(stripSet).ToJSON()
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, err
+	}
+	// Written as plain JSON values: SetManagedFields would convert by
+	// reflection, which costs more than everything else here.
+	entry := map[string]any{
+		"manager": manager, "operation": string(metav1.ManagedFieldsOperationApply),
+		"apiVersion": gvk.GroupVersion().String(), "time": s.now().UTC().Truncate(time.Second).Format(time.RFC3339),
+		"fieldsType": "FieldsV1", "fieldsV1": fields,
+	}
+	if err := unstructured.SetNestedSlice(in.Object, []any{entry}, "metadata", "managedFields"); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // scope checks that gvk is served and fixes the namespace of obj: cleared
@@ -244,15 +313,23 @@ func (s *store) apply(obj *unstructured.Unstructured, manager string, force, dry
 		}
 		return out.(*unstructured.Unstructured), nil
 	}
+	if live == nil {
+		return s.write(k, nil, obj, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
+			return s.createByApply(gvk, in.(*unstructured.Unstructured), manager)
+		})
+	}
 	return s.write(k, live, obj, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
 		return fm.Apply(l, in, manager, force)
 	})
 }
 
 // normalize returns a copy of obj holding only JSON types (int64, float64,
-// string, bool, maps and slices), as decoded from the wire, whatever Go
-// types the caller built it with.
+// string, bool, nil, maps and slices), as decoded from the wire, whatever
+// Go types the caller built it with.
 func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if m, ok := jsonCopy(obj.Object); ok {
+		return &unstructured.Unstructured{Object: m.(map[string]any)}, nil
+	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
@@ -262,6 +339,52 @@ func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, erro
 		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return out, nil
+}
+
+// jsonCopy deep-copies v, turning Go integer and float kinds into int64
+// and float64 (integral floats into int64, as decoding JSON into an
+// unstructured object does); ok is false for anything else JSON decoding would not
+// produce (structs, pointers), which normalize then round-trips through
+// JSON instead.
+func jsonCopy(v any) (any, bool) {
+	switch t := v.(type) {
+	case nil, string, bool, int64:
+		return t, true
+	case float64:
+		// Decoded from JSON into a plain map, "2" became 2.0; the API
+		// server's decoder would have made it int64.
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			return int64(t), true
+		}
+		return t, true
+	case int:
+		return int64(t), true
+	case int32:
+		return int64(t), true
+	case float32:
+		return float64(t), true
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			c, ok := jsonCopy(e)
+			if !ok {
+				return nil, false
+			}
+			m[k] = c
+		}
+		return m, true
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			c, ok := jsonCopy(e)
+			if !ok {
+				return nil, false
+			}
+			l[i] = c
+		}
+		return l, true
+	}
+	return nil, false
 }
 
 // write runs op (update or apply through the field manager) and stores the
