@@ -24,10 +24,10 @@ func errTooLarge(limit int64) error {
 // scanner keeps only that array, and each chunk is hashed as it is read
 // into the window, so the digest costs no second pass and no copy. A YAML
 // index is read whole (its scanner works on lines across the document) and
-// hashed as it arrives. When the document must be parsed
-// whole after all (a form the scanner does not read safely, see
-// FindChartVersion), reopen supplies it again from the start and the digest
-// is that of the bytes read then.
+// hashed as it arrives. When the document must be parsed whole after all (a
+// form the scanner does not read safely, see FindChartVersion), reopen
+// supplies it again from the start and the digest is that of the bytes read
+// then.
 //
 // Errors from r (including ErrTooLarge) are returned as they are, so the
 // caller can tell a failed download from a bad index.
@@ -36,8 +36,8 @@ func readChartEntries(r io.Reader, size, limit int64, window int, chartName stri
 		return nil, "", fmt.Errorf("%w: the chart name is empty", ErrChartNotFound)
 	}
 	h := sha256.New()
-	s := &jscan{r: r, buf: make([]byte, max(window, 1)), pin: -1, limit: limit, seen: func(b []byte) { h.Write(b) }}
-	s.pin = 0 // keep all until the form is known: YAML is read whole
+	// pin 0 keeps every byte until the form is known: YAML is read whole.
+	s := &jscan{r: r, buf: make([]byte, max(window, 1)), pin: 0, limit: limit, seen: func(b []byte) { h.Write(b) }}
 	s.ws()
 	c, ok := s.peek()
 	s.pin = -1
