@@ -128,12 +128,8 @@ func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unst
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, in.GetName(), err))
 	}
-	raw, err := set.Difference(stripSet).ToJSON()
+	fields, err := fieldsV1(set.Difference(stripSet))
 	if err != nil {
-		return nil, err
-	}
-	var fields map[string]any
-	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, err
 	}
 	// Written as plain JSON values: SetManagedFields would convert by
@@ -147,6 +143,39 @@ func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unst
 		return nil, err
 	}
 	return in, nil
+}
+
+// fieldsV1 renders a field set in the FieldsV1 form of managedFields
+// ({"f:spec": {"f:replicas": {}}, ".": {}} …) as plain JSON values.
+func fieldsV1(set *fieldpath.Set) (map[string]any, error) {
+	out := map[string]any{}
+	var err error
+	set.Members.Iterate(func(pe fieldpath.PathElement) {
+		k, e := fieldpath.SerializePathElement(pe)
+		if e != nil {
+			err = e
+			return
+		}
+		out[k] = map[string]any{}
+	})
+	set.Children.Iterate(func(pe fieldpath.PathElement) {
+		k, e := fieldpath.SerializePathElement(pe)
+		if e != nil {
+			err = e
+			return
+		}
+		child, _ := set.Children.Get(pe)
+		m, e := fieldsV1(child)
+		if e != nil {
+			err = e
+			return
+		}
+		if _, member := out[k]; member {
+			m["."] = map[string]any{}
+		}
+		out[k] = m
+	})
+	return out, err
 }
 
 // scope checks that gvk is served and fixes the namespace of obj: cleared
