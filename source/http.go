@@ -31,9 +31,10 @@ type HTTPOptions struct {
 // HTTPResolver resolves charts from Helm HTTP(S) repositories. It fetches
 // <url>/index.yaml with the caller's *http.Client (auth, TLS and proxies
 // are the caller's business), resolves the chart from it as the body
-// streams in, without holding or decoding the rest of the index (see
-// FindChartVersion; a JSON index is scanned through a fixed window and only
-// the chart's entries are kept), downloads the archive, verifies its digest
+// streams in without decoding the rest of the index (see FindChartVersion;
+// a JSON index is not even held: it is scanned through a fixed window and
+// only the chart's entries are kept, while a YAML index is held for the
+// scan and dropped), downloads the archive, verifies its digest
 // against the index entry and loads it with Helm's loader. Only verified
 // bytes are kept. HelmRepository.Spec.Timeout, when set, bounds the index
 // download. It is safe for concurrent use.
