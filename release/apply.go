@@ -663,7 +663,7 @@ func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) 
 	}
 	last, err := lastRelease(cfg.Releases, rel.GetReleaseName())
 	if err != nil {
-		return errStorage(rel, err)
+		return errStorage(rel, cluster.Name(), err)
 	}
 	cur := rel.Status.History.Latest()
 	switch {

@@ -127,7 +127,7 @@ func (r *Reconciler) drift(ctx context.Context, cluster Cluster, rel *Release, c
 	ru.cfg = cfg
 	last, err := lastRelease(cfg.Releases, rel.GetReleaseName())
 	if err != nil {
-		return nil, false, errStorage(rel, err)
+		return nil, false, errStorage(rel, cluster.Name(), err)
 	}
 	if last == nil {
 		return nil, false, fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())

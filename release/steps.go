@@ -27,7 +27,7 @@ func (ru *run) observe() (*observation, error) {
 	rel, d := ru.rel, ru.d
 	last, err := lastRelease(ru.cfg.Releases, rel.GetReleaseName())
 	if err != nil {
-		return nil, errStorage(rel, err)
+		return nil, errStorage(rel, ru.cluster.Name(), err)
 	}
 	ru.res.Helm = last
 	switch {

@@ -173,3 +173,39 @@ spec:
 		assert.Equal(t, int64(m.replicas), deploymentReplicas(t, m.c, "fleet"), m.c.Name())
 	}
 }
+
+// rolloutWithMemberGone applies a release to both members while member2's
+// API server is down: member1 gets it, member2's failure names member2.
+func rolloutWithMemberGone(t *testing.T, member1, member2 release.Cluster) {
+	t.Helper()
+	namespace(t, member1, "away")
+	objs, err := release.Decode(strings.NewReader(podinfoYAML("away") + `
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: away}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  placement:
+    clusterAffinity: {clusterNames: [member1, member2]}
+`))
+	require.NoError(t, err)
+	fleet, err := release.NewFleet(release.FleetConfig{Reconciler: newReconciler(t),
+		Members: []release.Member{{Cluster: member1}, {Cluster: member2}}})
+	require.NoError(t, err)
+	plan, err := fleet.Plan(ctx(t), release.InputsOf(objs))
+	require.NoError(t, err)
+	rep, err := fleet.Apply(ctx(t), plan, release.FleetApplyOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "member2:away/podinfo")
+	assert.Contains(t, err.Error(), "cluster member2")
+	assert.NotContains(t, err.Error(), "member1:away/podinfo")
+	for _, it := range rep.Items {
+		if it.Key.Cluster == "member1" {
+			assert.Equal(t, []release.Action{release.ActionInstall}, it.Actions)
+			assert.NoError(t, it.Err)
+		}
+	}
+	assert.Equal(t, int64(2), deploymentReplicas(t, member1, "away"))
+}

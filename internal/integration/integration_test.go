@@ -430,4 +430,7 @@ func TestMemberGoesAway(t *testing.T) {
 	}
 	_, err = member1.List(ctx(t), configMapGVK, "default", nil)
 	assert.NoError(t, err, "member1 still works")
+
+	// A rollout over both members fails only member2's part.
+	rolloutWithMemberGone(t, member1, member2)
 }
