@@ -72,6 +72,34 @@ spec:
           - merge: {replicaCount: 4}
 `
 
+// databaseYAML adds a database release placed on prod-eu-1 only.
+const databaseYAML = `
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: database, namespace: apps}
+spec:
+  interval: 10m
+  releaseName: database
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: database, namespace: apps}
+spec:
+  resourceSelectors:
+    - apiVersion: helm.toolkit.fluxcd.io/v2
+      kind: HelmRelease
+      name: database
+  placement:
+    clusterAffinity:
+      clusterNames: [prod-eu-1]
+`
+
 type testFleet struct {
 	fleet   *release.Fleet
 	members map[string]*memory.Cluster
@@ -269,32 +297,7 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 func TestFleetCrossClusterDependency(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t, nil)
-	y := fleetYAML + `
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: database, namespace: apps}
-spec:
-  interval: 10m
-  releaseName: database
-  chart:
-    spec:
-      chart: podinfo
-      version: "6.5.0"
-      sourceRef: {kind: HelmRepository, name: podinfo}
----
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: database, namespace: apps}
-spec:
-  resourceSelectors:
-    - apiVersion: helm.toolkit.fluxcd.io/v2
-      kind: HelmRelease
-      name: database
-  placement:
-    clusterAffinity:
-      clusterNames: [prod-eu-1]
-`
+	y := fleetYAML + databaseYAML
 	in := decodeInputs(t, y)
 	for _, r := range in.Releases {
 		if r.Name == "podinfo" {
@@ -393,29 +396,7 @@ func TestFleetDrift(t *testing.T) {
 func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t, nil)
-	y := fleetYAML + `
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: database, namespace: apps}
-spec:
-  interval: 10m
-  releaseName: database
-  chart:
-    spec:
-      chart: podinfo
-      version: "6.5.0"
-      sourceRef: {kind: HelmRepository, name: podinfo}
----
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: database, namespace: apps}
-spec:
-  resourceSelectors:
-    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: database}
-  placement:
-    clusterAffinity: {clusterNames: [prod-eu-1]}
-`
+	y := fleetYAML + databaseYAML
 	in := decodeInputs(t, y)
 	for _, r := range in.Releases {
 		if r.Name == "podinfo" {
