@@ -72,6 +72,19 @@ spec:
           - merge: {replicaCount: 4}
 `
 
+// appWithDatabase is podinfo on every member depending on the database
+// on prod-eu-1.
+func appWithDatabase(t *testing.T) release.Inputs {
+	t.Helper()
+	in := decodeInputs(t, fleetYAML+databaseYAML)
+	for _, r := range in.Releases {
+		if r.Name == "podinfo" {
+			r.Spec.DependsOn = []release.DependencyReference{{Name: "database"}}
+		}
+	}
+	return in
+}
+
 // databaseYAML adds a database release placed on prod-eu-1 only.
 const databaseYAML = `
 ---
@@ -297,13 +310,7 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 func TestFleetCrossClusterDependency(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t, nil)
-	y := fleetYAML + databaseYAML
-	in := decodeInputs(t, y)
-	for _, r := range in.Releases {
-		if r.Name == "podinfo" {
-			r.Spec.DependsOn = []release.DependencyReference{{Name: "database"}}
-		}
-	}
+	in := appWithDatabase(t)
 	plan, err := tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors)
@@ -396,13 +403,7 @@ func TestFleetDrift(t *testing.T) {
 func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
 	ctx := context.Background()
 	tf := newTestFleet(t, nil)
-	y := fleetYAML + databaseYAML
-	in := decodeInputs(t, y)
-	for _, r := range in.Releases {
-		if r.Name == "podinfo" {
-			r.Spec.DependsOn = []release.DependencyReference{{Name: "database"}}
-		}
-	}
+	in := appWithDatabase(t)
 	plan, err := tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
 	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})

@@ -375,7 +375,7 @@ func (ru *run) reconcile() error {
 		obs, err := ru.observe()
 		if err != nil {
 			res.Next = NextRequeue
-			ru.markReady(metav1.ConditionFalse, "StateError", err.Error())
+			ru.markReady(metav1.ConditionFalse, ReasonStateError, err.Error())
 			return err
 		}
 		res.State = obs.state
