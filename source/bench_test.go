@@ -17,8 +17,10 @@ const (
 // generated Bitnami-shaped index.yaml of 250 charts × 80 versions (~22 MB):
 //
 //   - helmfleet: what HTTPResolver does with a new index: stream the file
-//     through readChartEntries (scan, SHA-256 of the bytes as they are
+//     through readChartEntries (scan, cache key of the bytes as they are
 //     read), keep the entries in an IndexCache, select the version;
+//   - helmfleet-revision: the same with the SHA-256 revision computed too,
+//     as HTTPResolver does for a repository whose IndexDigest was asked;
 //   - helmfleet-bytes: os.ReadFile and FindChartVersion, the in-memory API
 //     (no digest);
 //   - helm-sdk: Helm's repo.LoadIndexFile + IndexFile.Get;
@@ -44,7 +46,14 @@ func benchResolve(b *testing.B, asJSON bool) {
 	b.Run("helmfleet", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			cv, err := resolveFile(p, NewIndexCache(1))
+			cv, err := resolveFile(p, NewIndexCache(1), false)
+			check(b, cv, err)
+		}
+	})
+	b.Run("helmfleet-revision", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			cv, err := resolveFile(p, NewIndexCache(1), true)
 			check(b, cv, err)
 		}
 	})
@@ -84,7 +93,7 @@ func benchResolve(b *testing.B, asJSON bool) {
 			b.Fatal(err)
 		}
 		c := NewIndexCache(DefaultIndexCacheSize)
-		d := sha256Digest(raw)
+		d := c.keyOf(raw)
 		cv, err := c.Find(d, raw, benchChart, benchConstraint)
 		check(b, cv, err)
 		b.ReportAllocs()
@@ -98,7 +107,7 @@ func benchResolve(b *testing.B, asJSON bool) {
 
 // resolveFile resolves the benchmark's chart from the index file at p the
 // way HTTPResolver resolves it from a response body.
-func resolveFile(p string, c *IndexCache) (*repo.ChartVersion, error) {
+func resolveFile(p string, c *IndexCache, revision bool) (*repo.ChartVersion, error) {
 	open := func() (io.ReadCloser, error) { return os.Open(p) }
 	f, err := os.Open(p)
 	if err != nil {
@@ -109,9 +118,10 @@ func resolveFile(p string, c *IndexCache) (*repo.ChartVersion, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, digest, err := readChartEntries(f, fi.Size(), DefaultMaxIndexSize, indexWindow, benchChart, open)
+	sums := c.sums(revision)
+	e, err := readChartEntries(f, fi.Size(), DefaultMaxIndexSize, indexWindow, benchChart, open, sums)
 	if err != nil {
 		return nil, err
 	}
-	return c.put(cacheKey{digest, benchChart}, e).resolve(benchConstraint)
+	return c.put(cacheKey{sums.cacheKey(), benchChart}, e).resolve(benchConstraint)
 }

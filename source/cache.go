@@ -1,6 +1,8 @@
 package source
 
 import (
+	"crypto/sha256"
+	"hash/maphash"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/repo"
@@ -15,8 +17,16 @@ const DefaultIndexCacheSize = 256
 // bytes costs a version selection, not a scan. Entries are small (one
 // chart's block, not the index). It is safe for concurrent use; the oldest
 // entry goes first when it is full.
+//
+// The resolvers key it by a digest that costs a fifth of a SHA-256: the
+// index's length and a 64-bit maphash under a seed drawn when the cache is
+// made. The seed is secret to the process, so nobody can craft two indexes
+// with one key, and two different indexes share a key by chance with a
+// probability of 2⁻⁶⁴. Find takes the caller's own digests (any string
+// not starting with "maphash:").
 type IndexCache struct {
-	max int
+	max  int
+	seed maphash.Seed
 
 	mu    sync.Mutex
 	m     map[cacheKey]*chartEntries
@@ -30,7 +40,25 @@ func NewIndexCache(size int) *IndexCache {
 	if size < 1 {
 		size = 1
 	}
-	return &IndexCache{max: size, m: map[cacheKey]*chartEntries{}}
+	return &IndexCache{max: size, seed: maphash.MakeSeed(), m: map[cacheKey]*chartEntries{}}
+}
+
+// sums returns the hashes of an index about to be read: its key in c and,
+// when revision is set, its SHA-256.
+func (c *IndexCache) sums(revision bool) *indexSums {
+	h := &indexSums{}
+	h.key.SetSeed(c.seed)
+	if revision {
+		h.sha = sha256.New()
+	}
+	return h
+}
+
+// keyOf returns the key of index in c.
+func (c *IndexCache) keyOf(index []byte) string {
+	h := c.sums(false)
+	h.Write(index)
+	return h.cacheKey()
 }
 
 // Find is FindChartVersion with a cache: digest must identify index (the

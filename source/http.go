@@ -2,8 +2,6 @@ package source
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +38,8 @@ type HTTPOptions struct {
 // download. It is safe for concurrent use.
 //
 // Per repository it remembers only the last good index's ETag,
-// Last-Modified and digest, never its bytes; the chart's parsed entries
-// live in the IndexCache under that digest. The index is revalidated with
+// Last-Modified and key, never its bytes; the chart's parsed entries
+// live in the IndexCache under that key. The index is revalidated with
 // a conditional request when the cache holds the asked chart's entries for
 // it, so a 304 costs no download and no scan. A chart not resolved from the
 // current index before (or evicted since) costs one unconditional download
@@ -53,15 +51,18 @@ type HTTPResolver struct {
 	maxChart int64
 	cache    *IndexCache
 
-	mu      sync.Mutex
-	indexes map[string]*indexState // by index URL
+	mu        sync.Mutex
+	indexes   map[string]*indexState // by index URL
+	revisions map[string]bool        // index URLs whose revision was asked for
 }
 
 // indexState is what is remembered of one repository's last good index:
-// its validators and digest, not its bytes.
+// its validators, its key in the IndexCache and, once asked for, its
+// revision; not its bytes.
 type indexState struct {
 	etag, lastModified string
-	digest             string
+	key                string // the IndexCache key of its bytes
+	revision           string // "sha256:<hex>", or "" when never asked for
 }
 
 // conditional returns the headers that revalidate st.
@@ -89,11 +90,12 @@ func NewHTTPResolver(client *http.Client, opts HTTPOptions) *HTTPResolver {
 		opts.Cache = NewIndexCache(DefaultIndexCacheSize)
 	}
 	return &HTTPResolver{
-		client:   client,
-		maxIndex: opts.MaxIndexSize,
-		maxChart: opts.MaxChartSize,
-		cache:    opts.Cache,
-		indexes:  map[string]*indexState{},
+		client:    client,
+		maxIndex:  opts.MaxIndexSize,
+		maxChart:  opts.MaxChartSize,
+		cache:     opts.Cache,
+		indexes:   map[string]*indexState{},
+		revisions: map[string]bool{},
 	}
 }
 
@@ -158,17 +160,26 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	}, ref, func(err error) error { return fail("read values files", 0, err) })
 }
 
-// IndexDigest fetches (or revalidates) a repository's index and returns the
-// digest of its bytes, Flux's revision of a HelmRepository. The bytes are
-// hashed as they arrive, not kept.
+// IndexDigest returns the SHA-256 digest ("sha256:<hex>") of a
+// repository's current index, Flux's revision of a HelmRepository. The
+// bytes are hashed as they arrive, not kept.
+//
+// Resolve does not compute it: a SHA-256 costs as much as the scan of a
+// JSON index, so it is paid only for the repositories whose revision is
+// wanted. The first call for a repository downloads the index; from then
+// on Resolve hashes that repository's index too, and IndexDigest
+// revalidates with a conditional request (a 304 costs no download).
 func (r *HTTPResolver) IndexDigest(ctx context.Context, repoURL string) (string, error) {
 	fail := func(status int, err error) (string, error) {
 		return "", &Error{Op: "fetch index", Source: Redact(repoURL), StatusCode: status, Err: err}
 	}
 	u := indexURL(repoURL)
+	r.mu.Lock()
+	r.revisions[u] = true
+	r.mu.Unlock()
 	old := r.kept(u)
 	var hdr http.Header
-	if old != nil {
+	if old != nil && old.revision != "" {
 		hdr = old.conditional()
 	}
 	resp, status, err := r.open(ctx, u, hdr, r.maxIndex)
@@ -176,18 +187,34 @@ func (r *HTTPResolver) IndexDigest(ctx context.Context, repoURL string) (string,
 		return fail(status, err)
 	}
 	if resp == nil {
-		return old.digest, nil
+		if hdr == nil {
+			return fail(status, fmt.Errorf("%w: HTTP %d to an unconditional request", ErrServer, status))
+		}
+		return old.revision, nil
 	}
 	defer resp.Body.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, io.LimitReader(resp.Body, r.maxIndex+1))
-	if err == nil && n > r.maxIndex {
-		err = errTooLarge(r.maxIndex)
+	sums := r.cache.sums(true)
+	buf := make([]byte, 32<<10)
+	for {
+		m, err := resp.Body.Read(buf)
+		if sums.n+int64(m) > r.maxIndex {
+			return fail(status, errTooLarge(r.maxIndex))
+		}
+		sums.Write(buf[:m])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(status, r.readErr(ctx, u, err))
+		}
 	}
-	if err != nil {
-		return fail(status, r.readErr(ctx, u, err))
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	// Keeping this index's state is safe even when it is not a valid index:
+	// the cache holds entries only for indexes that resolved, so a Resolve
+	// finding none under its key downloads the index unconditionally.
+	st := &indexState{etag: resp.Header.Get("ETag"), lastModified: resp.Header.Get("Last-Modified"),
+		key: sums.cacheKey(), revision: sums.revision()}
+	r.keep(u, st)
+	return st.revision, nil
 }
 
 func indexURL(repoURL string) string { return strings.TrimSuffix(repoURL, "/") + "/index.yaml" }
@@ -207,7 +234,7 @@ func (r *HTTPResolver) findEntries(ctx context.Context, repoURL, chartName strin
 		hdr   http.Header
 	)
 	if old != nil {
-		if known = r.cache.get(cacheKey{old.digest, chartName}); known != nil {
+		if known = r.cache.get(cacheKey{old.key, chartName}); known != nil {
 			hdr = old.conditional()
 		}
 	}
@@ -234,15 +261,18 @@ func (r *HTTPResolver) findEntries(ctx context.Context, repoURL, chartName strin
 		}
 		return again.Body, nil
 	}
-	e, digest, err := readChartEntries(resp.Body, resp.ContentLength, r.maxIndex, indexWindow, chartName, reopen)
+	r.mu.Lock()
+	sums := r.cache.sums(r.revisions[u])
+	r.mu.Unlock()
+	e, err := readChartEntries(resp.Body, resp.ContentLength, r.maxIndex, indexWindow, chartName, reopen, sums)
 	if err != nil {
 		if !errors.Is(err, ErrInvalidIndex) && !errors.Is(err, ErrChartNotFound) {
 			err = r.readErr(ctx, u, err)
 		}
 		return nil, nil, status, err
 	}
-	st.digest = digest
-	return r.cache.put(cacheKey{digest, chartName}, e), st, status, nil
+	st.key, st.revision = sums.cacheKey(), sums.revision()
+	return r.cache.put(cacheKey{st.key, chartName}, e), st, status, nil
 }
 
 // kept returns the last good index state of u, or nil.

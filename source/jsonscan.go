@@ -28,10 +28,10 @@ type jscan struct {
 
 	// Streaming only.
 	r     io.Reader
-	buf   []byte       // backing array of b
-	seen  func([]byte) // called with every chunk read, in order
-	total int64        // bytes read so far
-	limit int64        // cap on total; 0 means none
+	buf   []byte     // backing array of b
+	seen  *indexSums // hashes every chunk read, in order, when not nil
+	total int64      // bytes read so far
+	limit int64      // cap on total; 0 means none
 	eof   bool
 	err   error // a read error, or ErrTooLarge
 }
@@ -74,7 +74,7 @@ func (s *jscan) fill() bool {
 				return false
 			}
 			if s.seen != nil {
-				s.seen(s.buf[n : n+m])
+				s.seen.Write(s.buf[n : n+m])
 			}
 			s.b = s.buf[:n+m]
 			return true

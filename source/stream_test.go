@@ -70,14 +70,17 @@ func streamAgrees(t *testing.T, doc []byte, r io.Reader, window int, chartName s
 	t.Helper()
 	want, wantErr := parseChartEntries(doc, chartName)
 	var reopened int
-	got, digest, err := readChartEntries(r, -1, DefaultMaxIndexSize, window, chartName, reopener(doc, &reopened))
+	cache := NewIndexCache(1)
+	sums := cache.sums(true)
+	got, err := readChartEntries(r, -1, DefaultMaxIndexSize, window, chartName, reopener(doc, &reopened), sums)
 	if wantErr != nil {
 		require.Error(t, err)
 		assert.Equal(t, wantErr.Error(), err.Error())
 		return
 	}
 	require.NoError(t, err)
-	assert.Equal(t, sha256Digest(doc), digest)
+	assert.Equal(t, sha256Digest(doc), sums.revision())
+	assert.Equal(t, cache.keyOf(doc), sums.cacheKey())
 	assert.Equal(t, want.format, got.format, "resolution path")
 	assert.Equal(t, want.cands, got.cands)
 	assert.Equal(t, string(want.block), string(got.block))
@@ -119,32 +122,32 @@ func TestReadChartEntriesErrors(t *testing.T) {
 	doc := marshalIndex(t, genIndex(3, 6), true)
 	noReopen := func() (io.ReadCloser, error) { return nil, errors.New("not expected") }
 	t.Run("over the limit", func(t *testing.T) {
-		_, _, err := readChartEntries(bytes.NewReader(doc), -1, int64(len(doc)-1), 64, "nginx", noReopen)
+		_, err := readChartEntries(bytes.NewReader(doc), -1, int64(len(doc)-1), 64, "nginx", noReopen, testSums(false))
 		require.ErrorIs(t, err, ErrTooLarge)
-		_, _, err = readChartEntries(bytes.NewReader(doc), -1, int64(len(doc)), 64, "nginx", noReopen)
+		_, err = readChartEntries(bytes.NewReader(doc), -1, int64(len(doc)), 64, "nginx", noReopen, testSums(false))
 		require.NoError(t, err, "exactly at the limit")
 		yamlDoc := marshalIndex(t, genIndex(3, 6), false)
-		_, _, err = readChartEntries(bytes.NewReader(yamlDoc), int64(len(yamlDoc)), int64(len(yamlDoc)-1), 64, "nginx", noReopen)
+		_, err = readChartEntries(bytes.NewReader(yamlDoc), int64(len(yamlDoc)), int64(len(yamlDoc)-1), 64, "nginx", noReopen, testSums(false))
 		require.ErrorIs(t, err, ErrTooLarge)
 	})
 	t.Run("read error mid-stream", func(t *testing.T) {
 		boom := errors.New("connection reset")
 		r := io.MultiReader(bytes.NewReader(doc[:len(doc)/2]), iotest.ErrReader(boom))
-		_, _, err := readChartEntries(r, -1, DefaultMaxIndexSize, 64, "nginx", noReopen)
+		_, err := readChartEntries(r, -1, DefaultMaxIndexSize, 64, "nginx", noReopen, testSums(false))
 		require.ErrorIs(t, err, boom)
 	})
 	t.Run("reopen fails", func(t *testing.T) {
 		boom := errors.New("gone")
-		_, _, err := readChartEntries(strings.NewReader(`{"apiVersion":"v1",}`), -1, DefaultMaxIndexSize, 64, "nginx",
-			func() (io.ReadCloser, error) { return nil, boom })
+		_, err := readChartEntries(strings.NewReader(`{"apiVersion":"v1",}`), -1, DefaultMaxIndexSize, 64, "nginx",
+			func() (io.ReadCloser, error) { return nil, boom }, testSums(false))
 		require.ErrorIs(t, err, boom)
 	})
 	t.Run("empty", func(t *testing.T) {
-		_, _, err := readChartEntries(strings.NewReader(" \n\t "), -1, DefaultMaxIndexSize, 2, "nginx", noReopen)
+		_, err := readChartEntries(strings.NewReader(" \n\t "), -1, DefaultMaxIndexSize, 2, "nginx", noReopen, testSums(false))
 		require.ErrorIs(t, err, ErrInvalidIndex)
 	})
 	t.Run("empty chart name", func(t *testing.T) {
-		_, _, err := readChartEntries(bytes.NewReader(doc), -1, DefaultMaxIndexSize, 64, "", noReopen)
+		_, err := readChartEntries(bytes.NewReader(doc), -1, DefaultMaxIndexSize, 64, "", noReopen, testSums(false))
 		require.ErrorIs(t, err, ErrChartNotFound)
 	})
 	t.Run("the window holds only the chart's array", func(t *testing.T) {
@@ -234,18 +237,29 @@ func TestHTTPResolverJSONStream(t *testing.T) {
 	digest, err := r.IndexDigest(ctx, tr.srv.URL)
 	require.NoError(t, err)
 	assert.Equal(t, "sha256:"+hexDigest(asJSON), digest)
-	assert.Equal(t, 1, tr.notMod, "IndexDigest revalidated")
+	assert.Equal(t, 0, tr.notMod, "Resolve did not compute the revision: the first IndexDigest downloads")
+	again, err := r.IndexDigest(ctx, tr.srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, digest, again)
+	assert.Equal(t, 1, tr.notMod, "then IndexDigest revalidates")
 
 	assert.Equal(t, "1.0.0", resolve("app").Version)
 	assert.Equal(t, 2, tr.notMod, "the cached chart was revalidated")
 	assert.Equal(t, "2.0.0", resolve("other").Version)
 	assert.Equal(t, 2, tr.notMod, "a chart not cached is downloaded unconditionally")
-	assert.Equal(t, 4, tr.count("/index.yaml"))
+	again, err = r.IndexDigest(ctx, tr.srv.URL)
+	require.NoError(t, err)
+	assert.Equal(t, digest, again)
+	assert.Equal(t, 3, tr.notMod, "Resolve now hashes this repository's index: IndexDigest revalidates")
+	assert.Equal(t, 6, tr.count("/index.yaml"))
 
 	// Not valid JSON (a trailing comma), valid YAML: Helm reads it, so do we,
 	// from a second download.
 	tr.setIndex(append(append([]byte(nil), asJSON[:len(asJSON)-1]...), ",}"...))
 	r = NewHTTPResolver(tr.srv.Client(), HTTPOptions{})
 	assert.Equal(t, "2.0.0", resolve("other").Version)
-	assert.Equal(t, 6, tr.count("/index.yaml"))
+	assert.Equal(t, 8, tr.count("/index.yaml"))
 }
+
+// testSums returns fresh sums of a new cache.
+func testSums(revision bool) *indexSums { return NewIndexCache(1).sums(revision) }
