@@ -341,20 +341,26 @@ func refOfKey(k policy.ObjectKey) ObjectRef {
 	return ObjectRef{GroupVersionKind: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind), Namespace: k.Namespace, Name: k.Name}
 }
 
-// stamp writes the inventory labels and annotation of rel on obj.
+// stamp writes the inventory labels and annotation of rel on obj, in
+// place: obj is a member's own copy.
 func stamp(obj *unstructured.Unstructured, rel releaseID) {
-	l := obj.GetLabels()
-	if l == nil {
-		l = map[string]string{}
+	meta, ok := obj.Object["metadata"].(map[string]any)
+	if !ok {
+		meta = map[string]any{}
+		obj.Object["metadata"] = meta
 	}
-	l[InventoryNameLabel], l[InventoryNamespaceLabel] = rel.Name, rel.Namespace
-	obj.SetLabels(l)
-	a := obj.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
+	set := func(field string, kv ...string) {
+		m, ok := meta[field].(map[string]any)
+		if !ok {
+			m = make(map[string]any, len(kv)/2)
+			meta[field] = m
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
 	}
-	a[InventoryAnnotation] = rel.String()
-	obj.SetAnnotations(a)
+	set("labels", InventoryNameLabel, rel.Name, InventoryNamespaceLabel, rel.Namespace)
+	set("annotations", InventoryAnnotation, rel.String())
 }
 
 // eachMember runs fn for every member index in members (all when nil),

@@ -60,10 +60,10 @@ spec:
 // on the hub, placement and overrides per member, then a server-side
 // apply of each copy. render-per-cluster renders the chart with Helm once
 // per member (with its own values) and applies the result there. Neither
-// waits for readiness. On in-memory members ("memory/…") both sides spend
-// most of their time in the members' server-side apply (Kubernetes' own
-// field manager); on members that accept applies without work
-// ("null/…") what remains is rendering, placement and overrides.
+// waits for readiness. In-memory members ("memory/…") share a Schemas,
+// as a test fleet would, so both sides pay the same server-side apply;
+// members that accept applies without work ("null/…") leave rendering,
+// placement and overrides alone.
 func BenchmarkFleetApply(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
@@ -145,10 +145,13 @@ type memoryMember struct{ *memory.Cluster }
 
 func (m memoryMember) applied() int { return len(m.Objects()) }
 
+// memoryMembers makes n in-memory members sharing one Schemas, as a test
+// fleet would.
 func memoryMembers(n int) []benchMember {
+	shared := memory.NewSchemas()
 	out := make([]benchMember, n)
 	for i := range out {
-		out[i] = memoryMember{memory.New(fmt.Sprintf("member-%04d", i))}
+		out[i] = memoryMember{memory.New(fmt.Sprintf("member-%04d", i), memory.WithSchemas(shared))}
 	}
 	return out
 }

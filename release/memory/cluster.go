@@ -73,6 +73,7 @@ func WithKubeVersion(version string) Option {
 type Cluster struct {
 	name        string
 	store       *store
+	schemas     *Schemas
 	now         func() time.Time
 	poll        time.Duration
 	kubeVersion string
@@ -94,7 +95,7 @@ func New(name string, opts ...Option) *Cluster {
 	for _, o := range opts {
 		o(c)
 	}
-	c.store = newStore(name, c.now)
+	c.store = newStore(name, c.now, c.schemas)
 	return c
 }
 

@@ -12,3 +12,11 @@ import (
 func TestConformance(t *testing.T) {
 	releasetest.TestCluster(t, memory.New("conformance"))
 }
+
+// So does one sharing its Schemas with other clusters that already hold
+// the same objects.
+func TestConformanceSharedSchemas(t *testing.T) {
+	shared := memory.NewSchemas()
+	releasetest.TestCluster(t, memory.New("first", memory.WithSchemas(shared)))
+	releasetest.TestCluster(t, memory.New("second", memory.WithSchemas(shared)))
+}

@@ -27,5 +27,12 @@
 // three ways with JSON merge patches for every kind (Helm uses strategic
 // merge patches for built-in kinds), and Helm waits poll the HealthFunc.
 //
+// A test fleet of many clusters should share one Schemas (WithSchemas):
+// the built-in kinds' REST mappings, type converters and field managers
+// are then made once for all of them, and the managed fields a create by
+// server-side apply records are worked out once per object shape (exactly:
+// see Schemas), which makes a fleet of a thousand members quick to make
+// and to fill.
+//
 // A Cluster implements release.Cluster and is safe for concurrent use.
 package memory

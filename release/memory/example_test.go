@@ -45,3 +45,31 @@ func ExampleCluster() {
 	// Secret apps/web-podinfo
 	// Service apps/web-podinfo
 }
+
+// A test fleet shares one Schemas: the kinds' schemas, field managers and
+// the managed fields of objects already created are worked out once for
+// all its clusters.
+func ExampleWithSchemas() {
+	shared := memory.NewSchemas()
+	fleet := []*memory.Cluster{
+		memory.New("prod-eu", memory.WithSchemas(shared)),
+		memory.New("prod-us", memory.WithSchemas(shared)),
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "apps"},
+		"data":     map[string]any{"region": "eu"},
+	}}
+	for _, c := range fleet {
+		got, err := c.Apply(context.Background(), cm, release.ApplyOptions{FieldManager: "platform"})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		mf := got.GetManagedFields()[0]
+		fmt.Println(c.Name(), got.GetUID(), mf.Manager, string(mf.FieldsV1.Raw))
+	}
+	// Output:
+	// prod-eu prod-eu-000001 platform {"f:data":{"f:region":{}}}
+	// prod-us prod-us-000001 platform {"f:data":{"f:region":{}}}
+}

@@ -34,11 +34,18 @@ var clusterScoped = map[string]bool{
 // stored in the cluster, like a real API server's discovery.
 type restMapper struct {
 	mu   sync.RWMutex
-	base *meta.DefaultRESTMapper
+	base *meta.DefaultRESTMapper // builtInMapper's, shared and only read
 	crds map[schema.GroupVersionKind]*meta.RESTMapping
 }
 
-func newRESTMapper() *restMapper {
+func newRESTMapper(base *meta.DefaultRESTMapper) *restMapper {
+	return &restMapper{base: base, crds: map[schema.GroupVersionKind]*meta.RESTMapping{}}
+}
+
+// builtInMapper maps the built-in kinds of client-go's scheme and
+// CustomResourceDefinition. Nothing writes to it once made, so clusters
+// sharing a Schemas share it.
+func builtInMapper() *meta.DefaultRESTMapper {
 	var gvs []schema.GroupVersion
 	seen := map[schema.GroupVersion]bool{}
 	kinds := scheme.Scheme.AllKnownTypes()
@@ -64,7 +71,7 @@ func newRESTMapper() *restMapper {
 	}
 	// CustomResourceDefinitions are not in client-go's scheme.
 	m.Add(crdGVK, meta.RESTScopeRoot)
-	return &restMapper{base: m, crds: map[schema.GroupVersionKind]*meta.RESTMapping{}}
+	return m
 }
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}

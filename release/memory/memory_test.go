@@ -3,6 +3,8 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,5 +269,82 @@ func TestCreateByApplyMatchesFieldManager(t *testing.T) {
 			require.ErrorAs(t, err, &conflict)
 			assert.Equal(t, "alice", conflict.Conflicts[0].Manager)
 		})
+	}
+}
+
+// Clusters sharing a Schemas reuse the managed fields of objects of the
+// same shape; the memo must give exactly what the field manager records,
+// whatever values differ, and never hide an error.
+func TestSharedSchemasRecordExactFields(t *testing.T) {
+	ctx := context.Background()
+	deployment := func(mutate func(spec, container map[string]any)) *unstructured.Unstructured {
+		container := map[string]any{"name": "web", "image": "nginx:1", "ports": []any{map[string]any{"containerPort": int64(80)}}}
+		spec := map[string]any{"replicas": int64(2), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{container}}}}
+		if mutate != nil {
+			mutate(spec, container)
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "apps"}, "spec": spec}}
+	}
+	variants := map[string]*unstructured.Unstructured{
+		"same shape, other values": deployment(func(spec, c map[string]any) { spec["replicas"] = int64(7); c["image"] = "nginx:2" }),
+		"other container name":     deployment(func(_, c map[string]any) { c["name"] = "api" }),
+		"other port":               deployment(func(_, c map[string]any) { c["ports"] = []any{map[string]any{"containerPort": int64(8080)}} }),
+		"one more field":           deployment(func(spec, _ map[string]any) { spec["minReadySeconds"] = int64(5) }),
+		"one more label": deployment(func(spec, _ map[string]any) {
+			spec["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)["tier"] = "front"
+		}),
+	}
+	shared := memory.NewSchemas()
+	first := memory.New("first", memory.WithSchemas(shared))
+	_, err := first.Apply(ctx, deployment(nil), release.ApplyOptions{FieldManager: "alice"})
+	require.NoError(t, err)
+	for name, obj := range variants {
+		t.Run(name, func(t *testing.T) {
+			want, err := memory.New("alone").Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice", DryRun: true})
+			require.NoError(t, err)
+			for _, c := range []*memory.Cluster{memory.New("m1", memory.WithSchemas(shared)), memory.New("m2", memory.WithSchemas(shared))} {
+				got, err := c.Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice"})
+				require.NoError(t, err)
+				assert.JSONEq(t, string(want.GetManagedFields()[0].FieldsV1.Raw), string(got.GetManagedFields()[0].FieldsV1.Raw))
+			}
+		})
+	}
+	t.Run("a value of the wrong type fails every time", func(t *testing.T) {
+		bad := deployment(func(spec, _ map[string]any) { spec["replicas"] = "two" })
+		for _, c := range []*memory.Cluster{memory.New("m3", memory.WithSchemas(shared)), memory.New("m4", memory.WithSchemas(shared))} {
+			_, err := c.Apply(ctx, bad, release.ApplyOptions{FieldManager: "alice"})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "replicas")
+		}
+	})
+}
+
+// Clusters sharing a Schemas may be written to at once (run with -race).
+func TestSharedSchemasConcurrentClusters(t *testing.T) {
+	shared := memory.NewSchemas()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := memory.New(fmt.Sprintf("m%d", i), memory.WithSchemas(shared))
+			for j := range 20 {
+				cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"name": fmt.Sprintf("cm-%d", j%5), "namespace": "apps"},
+					"data":     map[string]any{fmt.Sprintf("k%d", j%3): "v"}}}
+				if _, err := c.Apply(context.Background(), cm, release.ApplyOptions{FieldManager: "m", Force: true}); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
 	}
 }

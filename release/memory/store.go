@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -37,63 +35,37 @@ func keyOf(gvk schema.GroupVersionKind, namespace, name string) key {
 // an API server would: uid, resourceVersion, generation, creation time and
 // managedFields maintained by Kubernetes' own field manager, so that
 // server-side apply ownership and conflicts behave as on a real cluster.
+// A stored object is never written to in place: a write stores a new
+// object and every read returns a copy, so stored objects may share parts
+// (the managed fields of a Schemas memo).
 type store struct {
-	mu       sync.Mutex
-	objects  map[key]*unstructured.Unstructured
-	mapper   *restMapper
-	managers map[schema.GroupVersionKind]*managedfields.FieldManager
-	// converters caches the type converter chosen per kind.
-	converters map[schema.GroupVersionKind]managedfields.TypeConverter
-	typed      managedfields.TypeConverter
-	deduced    managedfields.TypeConverter
-	now        func() time.Time
-	cluster    string
-	serial     int64
+	mu      sync.Mutex
+	objects map[key]*unstructured.Unstructured
+	mapper  *restMapper
+	schemas *Schemas
+	now     func() time.Time
+	cluster string
+	serial  int64
 }
 
-func newStore(cluster string, now func() time.Time) *store {
+func newStore(cluster string, now func() time.Time, schemas *Schemas) *store {
+	if schemas == nil {
+		schemas = NewSchemas()
+	}
 	return &store{
-		objects:    map[key]*unstructured.Unstructured{},
-		mapper:     newRESTMapper(),
-		managers:   map[schema.GroupVersionKind]*managedfields.FieldManager{},
-		converters: map[schema.GroupVersionKind]managedfields.TypeConverter{},
-		typed:      applyconfigurations.NewTypeConverter(scheme.Scheme),
-		deduced:    managedfields.NewDeducedTypeConverter(),
-		now:        now,
-		cluster:    cluster,
+		objects: map[key]*unstructured.Unstructured{},
+		mapper:  newRESTMapper(schemas.mapper),
+		schemas: schemas,
+		now:     now,
+		cluster: cluster,
 	}
 }
 
 // fieldManager returns Kubernetes' field manager for gvk: typed (with the
 // merge keys of the built-in types) where client-go knows the kind,
-// deduced (as for a CRD without schema) elsewhere. Callers hold s.mu.
+// deduced (as for a CRD without schema) elsewhere.
 func (s *store) fieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
-	if fm, ok := s.managers[gvk]; ok {
-		return fm, nil
-	}
-	tc := s.converter(gvk)
-	fm, err := managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
-	if err != nil {
-		return nil, err
-	}
-	s.managers[gvk] = fm
-	return fm, nil
-}
-
-// converter returns the type converter of gvk: typed where client-go's
-// schema knows the kind, deduced elsewhere. Callers hold s.mu.
-func (s *store) converter(gvk schema.GroupVersionKind) managedfields.TypeConverter {
-	if tc, ok := s.converters[gvk]; ok {
-		return tc
-	}
-	tc := s.deduced
-	probe := &unstructured.Unstructured{Object: map[string]any{}}
-	probe.SetGroupVersionKind(gvk)
-	if _, err := s.typed.ObjectToTyped(probe); err == nil {
-		tc = s.typed
-	}
-	s.converters[gvk] = tc
-	return tc
+	return s.schemas.fieldManager(gvk)
 }
 
 // stripSet holds the fields an API server never records as owned: the
@@ -120,28 +92,24 @@ var stripSet = fieldpath.NewSet(
 // write, at a fraction of its cost (the fleet benchmarks create thousands
 // of objects). Callers hold s.mu.
 func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	tv, err := s.converter(gvk).ObjectToTyped(in)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, in.GetName(), err))
-	}
-	set, err := tv.ToFieldSet()
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, in.GetName(), err))
-	}
-	fields, err := fieldsV1(set.Difference(stripSet))
+	fields, err := s.schemas.createdFields(gvk, in)
 	if err != nil {
 		return nil, err
 	}
-	// Written as plain JSON values: SetManagedFields would convert by
-	// reflection, which costs more than everything else here.
+	// Written as plain JSON values into in (normalize's copy): SetManagedFields
+	// would convert by reflection, which costs more than everything else
+	// here. fields is shared with the memo and other stored objects.
 	entry := map[string]any{
 		"manager": manager, "operation": string(metav1.ManagedFieldsOperationApply),
 		"apiVersion": gvk.GroupVersion().String(), "time": s.now().UTC().Truncate(time.Second).Format(time.RFC3339),
 		"fieldsType": "FieldsV1", "fieldsV1": fields,
 	}
-	if err := unstructured.SetNestedSlice(in.Object, []any{entry}, "metadata", "managedFields"); err != nil {
-		return nil, err
+	meta, ok := in.Object["metadata"].(map[string]any)
+	if !ok {
+		meta = map[string]any{}
+		in.Object["metadata"] = meta
 	}
+	meta["managedFields"] = []any{entry}
 	return in, nil
 }
 
