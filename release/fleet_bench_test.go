@@ -12,15 +12,16 @@ import (
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// benchFleet builds n in-memory members, each with a values override of
-// its own (replicas by index).
+// benchFleet builds n in-memory members sharing a Schemas, each with a
+// values override of its own (replicas by index).
 func benchFleet(b *testing.B, n int, rec *release.Reconciler) (*release.Fleet, release.Inputs) {
 	b.Helper()
+	shared := memory.NewSchemas()
 	var members []release.Member
 	var rules strings.Builder
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("member-%04d", i)
-		members = append(members, release.Member{Cluster: memory.New(name), Facts: policy.Cluster{Labels: map[string]string{"tier": "apps"}}})
+		members = append(members, release.Member{Cluster: memory.New(name, memory.WithSchemas(shared)), Facts: policy.Cluster{Labels: map[string]string{"tier": "apps"}}})
 		fmt.Fprintf(&rules, "    - targetCluster: {clusterNames: [%s]}\n      overriders:\n        valuesOverrider:\n          - merge: {replicaCount: %d}\n", name, 1+i%5)
 	}
 	y := fleetYAML[:strings.Index(fleetYAML, "---\napiVersion: policy.karmada.io/v1alpha1\nkind: OverridePolicy")] + `---

@@ -110,10 +110,11 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 	fmt.Fprintf(out, "== fleet: %d releases, %d helm repositories, %d policies from %s\n",
 		len(objs.Releases), len(objs.HelmRepositories), policyCount(objs.Policies), strings.Join(files, ", "))
 
+	schemas := memory.NewSchemas() // one for the whole fleet
 	clusters := map[string]*memory.Cluster{}
 	var ms []release.Member
 	for _, m := range members {
-		c := memory.New(m.name)
+		c := memory.New(m.name, memory.WithSchemas(schemas))
 		clusters[m.name] = c
 		ms = append(ms, release.Member{Cluster: c, Facts: policy.Cluster{
 			Labels: map[string]string{"env": m.env, "role": m.role}, Region: m.region,

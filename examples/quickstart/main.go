@@ -95,13 +95,15 @@ func run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 
-	// Three in-memory member clusters with the facts policies decide on.
+	// Three in-memory member clusters with the facts policies decide on,
+	// sharing what they know of kinds.
+	schemas := memory.NewSchemas()
 	clusters := map[string]*memory.Cluster{}
 	var members []release.Member
 	for _, m := range []struct{ name, env, region string }{
 		{"dev-1", "dev", "eu-west"}, {"prod-eu-1", "prod", "eu-west"}, {"prod-us-1", "prod", "us-east"},
 	} {
-		c := memory.New(m.name)
+		c := memory.New(m.name, memory.WithSchemas(schemas))
 		clusters[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}, Region: m.region}})
 	}
