@@ -41,6 +41,11 @@ type ObjectPlacement struct {
 	// Err is why the object could not be placed (binding, scheduling); the
 	// object then has no targets from its own policy.
 	Err error
+	// Conflict says what to do when a target cluster already holds the
+	// object and something else manages it there: the object's
+	// work.karmada.io/conflict-resolution annotation, else its policy's
+	// spec.conflictResolution, else Abort.
+	Conflict Conflict
 
 	obj         *unstructured.Unstructured
 	pos         int // index in Placement.Objects
@@ -118,6 +123,7 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 	}
 	slices.SortFunc(p.Objects, func(a, b *ObjectPlacement) int { return compareKeys(a.Object, b.Object) })
 	p.Warnings = append(p.Warnings, e.follow(p)...)
+	p.Warnings = append(p.Warnings, resolveConflicts(p)...)
 	p.Warnings = append(p.Warnings, e.warnings(p, matched, won)...)
 	sortWarnings(p.Warnings)
 	var errs []error
@@ -344,6 +350,64 @@ func (e *Engine) follow(p *Placement) []Warning {
 		}
 	}
 	return warnings
+}
+
+// resolveConflicts sets every object's Conflict, after follow: its
+// annotation, else its own winning policy, else (for a dependency that only
+// follows) the policies of the objects it follows, any Overwrite winning as
+// when Karmada aggregates a dependency's bindings. It warns about
+// annotation values Karmada would ignore.
+func resolveConflicts(p *Placement) []Warning {
+	memo := make(map[*ObjectPlacement]*Conflict, len(p.Objects))
+	var warnings []Warning
+	for _, op := range p.Objects {
+		c := policyConflict(p, op, memo)
+		v, _ := nested(op.obj.Object, "metadata", "annotations")[AnnotationConflictResolution].(string)
+		switch v {
+		case AnnotationOverwrite:
+			c.Resolution, c.Source = ConflictOverwrite, ConflictFromAnnotation
+		case AnnotationAbort:
+			c.Resolution, c.Source = ConflictAbort, ConflictFromAnnotation
+		case "":
+		default:
+			warnings = append(warnings, Warning{Code: WarnConflictAnnotationInvalid, Policy: c.Policy, Object: op.Object,
+				Path: "metadata.annotations." + AnnotationConflictResolution,
+				Message: fmt.Sprintf("%s: annotation %s=%q is neither %q nor %q and is ignored; conflict resolution %s comes from the %s",
+					op.Object, AnnotationConflictResolution, v, AnnotationOverwrite, AnnotationAbort, c.Resolution, c.Source)})
+		}
+		op.Conflict = c
+	}
+	return warnings
+}
+
+// policyConflict is the conflict resolution the policies give op, before
+// its annotation.
+func policyConflict(p *Placement, op *ObjectPlacement, memo map[*ObjectPlacement]*Conflict) Conflict {
+	if c, ok := memo[op]; ok {
+		return *c
+	}
+	c := &Conflict{Resolution: ConflictAbort, Source: ConflictFromDefault}
+	memo[op] = c // a follow cycle reads the default
+	switch {
+	case op.policy != nil:
+		c.Policy = op.policy.ref
+		if r := op.policy.spec.ConflictResolution; r != "" {
+			c.Resolution, c.Source = r, ConflictFromPolicy
+		}
+	case len(op.Follows) > 0:
+		first := true
+		for _, k := range op.Follows {
+			leader := p.Get(k)
+			if leader == nil {
+				continue
+			}
+			lc := policyConflict(p, leader, memo)
+			if first || (lc.Resolution == ConflictOverwrite && c.Resolution != ConflictOverwrite) {
+				*c, first = lc, false
+			}
+		}
+	}
+	return *c
 }
 
 func refOf(op *ObjectPlacement) Ref {

@@ -80,8 +80,12 @@ type PropagationSpec struct {
 	SchedulerName string `json:"schedulerName,omitempty"`
 	// Failover is kept for compatibility; failover is not modelled.
 	Failover *JSON `json:"failover,omitempty"`
-	// ConflictResolution is kept for compatibility.
-	ConflictResolution string `json:"conflictResolution,omitempty"`
+	// ConflictResolution says what to do when a member cluster already
+	// holds a selected object that something else manages there: Abort
+	// (the default when empty) refuses to touch it, Overwrite takes it
+	// over. The object's AnnotationConflictResolution beats it; see
+	// ObjectPlacement.Conflict.
+	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`
 	// ActivationPreference is kept for compatibility.
 	ActivationPreference string `json:"activationPreference,omitempty"`
 	// Suspension is kept for compatibility.
@@ -90,6 +94,63 @@ type PropagationSpec struct {
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
 	// SchedulePriority is kept for compatibility.
 	SchedulePriority *JSON `json:"schedulePriority,omitempty"`
+}
+
+// ConflictResolution is Karmada's spec.conflictResolution: what to do with an
+// object a member already holds that something else manages there.
+type ConflictResolution string
+
+// Conflict resolutions.
+const (
+	// ConflictAbort refuses to touch the member's object and reports a
+	// conflict; it is what an empty spec.conflictResolution means.
+	ConflictAbort ConflictResolution = "Abort"
+	// ConflictOverwrite takes the member's object over.
+	ConflictOverwrite ConflictResolution = "Overwrite"
+)
+
+// AnnotationConflictResolution on an object (Karmada's resource template
+// annotation) sets its conflict resolution whatever its propagation policy
+// says. Karmada reads exactly the values AnnotationOverwrite and
+// AnnotationAbort and ignores any other; so does helmfleet, with a
+// WarnConflictAnnotationInvalid warning.
+const AnnotationConflictResolution = "work.karmada.io/conflict-resolution"
+
+// Values of AnnotationConflictResolution.
+const (
+	AnnotationOverwrite = "overwrite"
+	AnnotationAbort     = "abort"
+)
+
+// WarnConflictAnnotationInvalid: an object's AnnotationConflictResolution
+// is neither "overwrite" nor "abort"; it is ignored, as Karmada ignores it.
+const WarnConflictAnnotationInvalid WarningCode = "ConflictAnnotationInvalid"
+
+// ConflictSource says which setting decided an object's conflict resolution.
+type ConflictSource string
+
+// Conflict sources.
+const (
+	// ConflictFromAnnotation: the object's AnnotationConflictResolution.
+	ConflictFromAnnotation ConflictSource = "annotation"
+	// ConflictFromPolicy: spec.conflictResolution of Conflict.Policy.
+	ConflictFromPolicy ConflictSource = "policy"
+	// ConflictFromDefault: neither is set, so Abort.
+	ConflictFromDefault ConflictSource = "default"
+)
+
+// Conflict is the effective conflict resolution of one placed object.
+type Conflict struct {
+	// Resolution is ConflictAbort or ConflictOverwrite, never empty.
+	Resolution ConflictResolution
+	// Source says what decided Resolution.
+	Source ConflictSource
+	// Policy is the propagation policy whose spec.conflictResolution
+	// applies: the object's own winning policy or, for an object that only
+	// follows workloads, the policy of a workload it follows (one with
+	// Overwrite if any, as Karmada aggregates a dependency's bindings).
+	// Empty when no policy governs the object.
+	Policy Ref
 }
 
 // ResourceSelector selects objects by apiVersion and kind (both required) and

@@ -106,6 +106,11 @@ func (v *validator) propagationSpec(s *PropagationSpec, namespace string) {
 		v.add("spec.resourceSelectors", nil, "at least one selector is required")
 	}
 	v.selectors("spec.resourceSelectors", s.ResourceSelectors, namespace)
+	switch s.ConflictResolution {
+	case "", ConflictAbort, ConflictOverwrite:
+	default:
+		v.add("spec.conflictResolution", string(s.ConflictResolution), "must be Abort or Overwrite")
+	}
 	pl := &s.Placement
 	if pl.ClusterAffinity != nil && len(pl.ClusterAffinities) > 0 {
 		v.add("spec.placement.clusterAffinities", len(pl.ClusterAffinities), "cannot be set together with clusterAffinity")
