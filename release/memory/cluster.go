@@ -81,6 +81,7 @@ type Cluster struct {
 	mu          sync.Mutex
 	health      HealthFunc
 	unreachable error
+	faults      Fault
 	drivers     map[string]*driver.Memory
 }
 
@@ -182,7 +183,7 @@ func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*act
 		caps.KubeVersion = *kv
 	}
 	return &action.Configuration{
-		Releases:     storage.Init(c.driver(scope.StorageNamespace)),
+		Releases:     storage.Init(&faultDriver{Driver: c.driver(scope.StorageNamespace), c: c, namespace: scope.StorageNamespace}),
 		KubeClient:   &kubeClient{c: c, namespace: ns},
 		Capabilities: caps,
 		Log:          func(string, ...any) {},
@@ -191,7 +192,7 @@ func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*act
 
 // Get returns one object, or a *release.NotFoundError.
 func (c *Cluster) Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpGet, ref); err != nil {
 		return nil, err
 	}
 	obj, err := c.store.get(ref.GroupVersionKind, ref.Namespace, ref.Name)
@@ -204,7 +205,7 @@ func (c *Cluster) Get(ctx context.Context, ref release.ObjectRef) (*unstructured
 // List returns the objects of gvk in namespace ("" = all) matching
 // selector (nil = all), sorted by namespace and name.
 func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpList, release.ObjectRef{GroupVersionKind: gvk, Namespace: namespace}); err != nil {
 		return nil, err
 	}
 	objs, err := c.store.list(gvk, namespace, selector)
@@ -220,7 +221,7 @@ func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, namespa
 // Apply server-side applies obj with Kubernetes' own field manager, so
 // ownership, conflicts and managedFields are those of a real API server.
 func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpApply, release.RefOf(obj)); err != nil {
 		return nil, err
 	}
 	if opts.FieldManager == "" {
@@ -233,7 +234,7 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 // Delete removes one object and what it owns (unless propagation is
 // Orphan), or returns a *release.NotFoundError.
 func (c *Cluster) Delete(ctx context.Context, ref release.ObjectRef, opts release.DeleteOptions) error {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpDelete, ref); err != nil {
 		return err
 	}
 	return c.wrap(ref, c.store.remove(ref.GroupVersionKind, ref.Namespace, ref.Name, opts.Propagation))
@@ -242,7 +243,7 @@ func (c *Cluster) Delete(ctx context.Context, ref release.ObjectRef, opts releas
 // Patch applies an RFC 6902 JSON patch to one object as an Update by
 // opts.FieldManager (what kubectl patch --type=json does).
 func (c *Cluster) Patch(ctx context.Context, ref release.ObjectRef, jsonPatch []byte, opts release.PatchOptions) (*unstructured.Unstructured, error) {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpPatch, ref); err != nil {
 		return nil, err
 	}
 	p, err := jsonpatch.DecodePatch(jsonPatch)
@@ -276,7 +277,7 @@ func (c *Cluster) Patch(ctx context.Context, ref release.ObjectRef, jsonPatch []
 // or a controller does), creating it if absent. Tests use it to make
 // drift "by another manager".
 func (c *Cluster) Update(ctx context.Context, obj *unstructured.Unstructured, manager string) (*unstructured.Unstructured, error) {
-	if err := c.check(ctx); err != nil {
+	if err := c.check(ctx, OpUpdate, release.RefOf(obj)); err != nil {
 		return nil, err
 	}
 	out, err := c.store.update(obj, manager)
@@ -304,11 +305,14 @@ func (c *Cluster) Summary() []string {
 	return out
 }
 
-func (c *Cluster) check(ctx context.Context) error {
+func (c *Cluster) check(ctx context.Context, op Operation, ref release.ObjectRef) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.name, err)
 	}
-	return c.reachable()
+	if err := c.reachable(); err != nil {
+		return err
+	}
+	return c.fault(op, ref)
 }
 
 // wrap turns the store's API errors into the release package's typed ones.

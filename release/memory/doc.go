@@ -18,6 +18,12 @@
 // HealthFunc (WithHealth, SetHealth) can keep a Deployment from ever
 // becoming ready, or fail a hook or test Pod. SetUnreachable makes the
 // cluster fail every call, as a member whose API server went away.
+// SetFaults fails single calls instead: a Fault is asked before each call
+// through release.Cluster, each request Helm's kube client makes for one
+// object, and each write of a Helm release record, and the error it
+// returns fails that call before it changes anything, wrapped in a
+// *FaultError that names the cluster, the operation and the object.
+// FailNth fails the n-th matching call once.
 // Storage exposes Helm's records for tests that tamper with them (a crash
 // that left a release pending).
 //

@@ -22,6 +22,8 @@ import (
 	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/kubernetes/scheme"
 	restfake "k8s.io/client-go/rest/fake"
+
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // helmManager is the field manager Helm v3's client-side writes get, as
@@ -82,6 +84,9 @@ func (k *kubeClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 		} else {
 			obj.SetNamespace("")
 		}
+		if err := k.c.fault(OpHelmBuild, release.RefOf(obj)); err != nil {
+			return nil, err
+		}
 		out = append(out, &resource.Info{
 			Client:    k.restClient(gvk.GroupVersion()),
 			Mapping:   mapping,
@@ -112,6 +117,9 @@ func (k *kubeClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 		if err != nil {
 			return res, err
 		}
+		if err := k.c.fault(OpHelmCreate, release.RefOf(u)); err != nil {
+			return res, err
+		}
 		stored, err := k.c.store.create(u, helmManager)
 		if err != nil {
 			return res, err
@@ -138,8 +146,14 @@ func (k *kubeClient) Update(original, target kube.ResourceList, force bool) (*ku
 			return res, err
 		}
 		gvk := u.GroupVersionKind()
+		if err := k.c.fault(OpHelmGet, release.RefOf(u)); err != nil {
+			return res, err
+		}
 		live, err := k.c.store.get(gvk, u.GetNamespace(), u.GetName())
 		if apierrors.IsNotFound(err) {
+			if err := k.c.fault(OpHelmCreate, release.RefOf(u)); err != nil {
+				return res, fmt.Errorf("failed to create resource: %w", err)
+			}
 			stored, err := k.c.store.create(u, helmManager)
 			if err != nil {
 				return res, fmt.Errorf("failed to create resource: %w", err)
@@ -150,6 +164,9 @@ func (k *kubeClient) Update(original, target kube.ResourceList, force bool) (*ku
 		}
 		if err != nil {
 			return res, err
+		}
+		if err := k.c.fault(OpHelmUpdate, release.RefOf(u)); err != nil {
+			return res, fmt.Errorf("cannot patch %q with kind %s: %w", u.GetName(), gvk.Kind, err)
 		}
 		next := u
 		if !force {
@@ -181,6 +198,9 @@ func (k *kubeClient) Update(original, target kube.ResourceList, force bool) (*ku
 		if live, err := k.c.store.get(u.GroupVersionKind(), u.GetNamespace(), u.GetName()); err == nil &&
 			live.GetAnnotations()[kube.ResourcePolicyAnno] == kube.KeepPolicy {
 			continue
+		}
+		if err := k.c.fault(OpHelmDelete, release.RefOf(u)); err != nil {
+			return res, err
 		}
 		if err := k.c.store.remove(u.GroupVersionKind(), u.GetNamespace(), u.GetName(), metav1.DeletePropagationBackground); err != nil && !apierrors.IsNotFound(err) {
 			return res, err
@@ -243,7 +263,10 @@ func (k *kubeClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 	var errs []error
 	for _, info := range resources {
 		gvk := info.Mapping.GroupVersionKind
-		err := k.c.store.remove(gvk, info.Namespace, info.Name, policy)
+		err := k.c.fault(OpHelmDelete, release.ObjectRef{GroupVersionKind: gvk, Namespace: info.Namespace, Name: info.Name})
+		if err == nil {
+			err = k.c.store.remove(gvk, info.Namespace, info.Name, policy)
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 			continue
@@ -379,6 +402,9 @@ func (k *kubeClient) serve(gv schema.GroupVersion, req *http.Request) (*http.Res
 	gvk, err := k.c.store.mapper.kindFor(gv.WithResource(res))
 	var body []byte
 	code := http.StatusOK
+	if err == nil {
+		err = k.c.fault(OpHelmGet, release.ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name})
+	}
 	if err == nil {
 		var obj *unstructured.Unstructured
 		obj, err = k.c.store.get(gvk, ns, name)
