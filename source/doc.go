@@ -43,6 +43,12 @@
 // parsed versions per (index digest, chart), so a repeated resolution is a
 // map lookup.
 //
+// The JSON scanner steps over other charts' arrays 64 bytes at a time: it
+// marks the quotes, backslashes and brackets of each block (with AVX2 on
+// amd64 machines that have it, eight bytes at a time elsewhere), keeps the
+// strings' bytes out with a parity of the unescaped quotes, and counts
+// only the brackets left, so a 20 MB index costs a few milliseconds.
+//
 // HTTPResolver goes further with a JSON index: it never holds it whole.
 // The response body streams through a fixed 256 KiB window, the scanner
 // keeps only the asked chart's array, and the cache key is computed on

@@ -186,7 +186,12 @@ func quoteOrBackslash(b []byte, i int) int {
 
 // skip passes over one value without checking its grammar beyond string
 // and bracket nesting: it is how the scanner leaves other charts' entries
-// undecoded at memory speed.
+// undecoded at memory speed. It takes 64 bytes at a step (classify marks
+// their quotes, backslashes and brackets, with AVX2 where the machine has
+// it), keeps the strings' bytes out with a prefix parity of the unescaped
+// quotes, and counts only the brackets outside strings; the last bytes of
+// the window go one by one, with the same rules. A backslash escapes the
+// byte after it, and a quote it escapes neither opens nor closes a string.
 func (s *jscan) skip() {
 	c, ok := s.peek()
 	switch {
@@ -200,39 +205,60 @@ func (s *jscan) skip() {
 		s.value()
 		return
 	}
-	depth := 0
+	var (
+		depth    int
+		inString bool // at s.i
+		carry    bool // the byte at s.i is escaped
+		m        blockMasks
+	)
 	for {
 		if s.i >= len(s.b) && !s.fill() {
 			s.bad = true
 			return
 		}
 		b, i := s.b, s.i
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				// Most strings end in the window at the first quote, with
-				// no backslash before it; the others take strBody, which
-				// may read on.
-				if j := bytes.IndexByte(b[i+1:], '"'); j >= 0 && b[i+j] != '\\' {
-					i += j + 2
+		for ; i+64 <= len(b); i += 64 {
+			classify(b[i:i+64], &m)
+			quotes, brackets := m.quote, m.open|m.close
+			if m.backslash != 0 || carry {
+				esc := escaped(m.backslash, &carry)
+				quotes &^= esc
+				brackets &^= esc
+			}
+			in := prefixXor(quotes)
+			if inString {
+				in = ^in
+			}
+			inString = in>>63 == 1
+			for brackets &^= in; brackets != 0; brackets &= brackets - 1 {
+				p := bits.TrailingZeros64(brackets)
+				if m.open>>p&1 == 1 {
+					depth++
 					continue
 				}
-				s.i = i + 1
-				if s.strBody(); s.bad {
+				if depth--; depth == 0 {
+					s.i = i + p + 1
 					return
 				}
-				b, i = s.b, s.i
-				continue
-			case '{', '[':
+			}
+		}
+		for ; i < len(b); i++ {
+			switch ch := b[i]; {
+			case carry:
+				carry = false
+			case ch == '\\':
+				carry = true
+			case ch == '"':
+				inString = !inString
+			case inString:
+			case ch == '{' || ch == '[':
 				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
+			case ch == '}' || ch == ']':
+				if depth--; depth == 0 {
 					s.i = i + 1
 					return
 				}
 			}
-			i++
 		}
 		s.i = i
 	}

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package source
+
+// hasAVX2 is false: classify is portable here.
+var hasAVX2 = false
+
+// classify classifies b[0:64] into m.
+func classify(b []byte, m *blockMasks) { classifyGeneric(b, m) }
