@@ -90,17 +90,31 @@ type DistributorConfig struct {
 //     where missing) and prunes the objects of the release a member holds
 //     but should no longer hold, found by their inventory labels; an
 //     object another release holds there is not taken over (*OwnerError);
+//   - honours Karmada's conflict resolution for an object a member holds
+//     that no release manages (no inventory labels: kubectl, another tool
+//     or a person made it): under Abort, the default, it is left as it
+//     is and that member's copy fails with a *ConflictResolutionError
+//     naming member, object and policy; under Overwrite it is taken over.
+//     The object's work.karmada.io/conflict-resolution annotation
+//     (overwrite or abort) beats the policy's spec.conflictResolution; a
+//     dependency without a policy of its own takes Overwrite if a
+//     workload it follows has it (policy.ObjectPlacement.Conflict). The
+//     release's own copies are never a conflict, nor is a Namespace the
+//     Distributor created for them;
 //   - runs hooks (Jobs, Pods, …) on the members the release's workloads
 //     go to, unless a policy places the hook itself, and waits for them
 //     there;
 //   - waits until every member's copy is Current by kstatus;
-//   - deletes from every member on uninstall.
+//   - deletes from every member on uninstall the copies that carry the
+//     release's inventory labels (objects it never took over stay).
 //
 // The Reconciler drives it unchanged: Reconcile(ctx, distributor, rel)
 // installs, upgrades, tests, remediates and, with drift detection on,
 // corrects what was changed on members (DetectDrift and CorrectDrift).
 // A member that fails fails only its own part: the others are still
-// written and the action's error names the member.
+// written and the action's error names the member. The Helm action on
+// the hub then fails, and its record says so; this holds for a conflict
+// too, as Helm fails an install that meets an object it does not own.
 //
 // A Distributor is safe for concurrent use.
 type Distributor struct {
@@ -411,9 +425,16 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 		for _, obj := range sp.objects[i] {
 			ref := RefOf(obj)
 			keep[ref.groupKindRef()] = true
-			if owner, ok := owners[ref.groupKindRef()]; ok && owner != rel {
+			owner, ok := owners[ref.groupKindRef()]
+			if ok && owner != rel {
 				errs = append(errs, &OwnerError{Object: ref, Owner: owner.String()})
 				continue
+			}
+			if !ok {
+				if err := d.checkConflict(ctx, i, ref, conflictOf(sp.placement, obj), rel); err != nil {
+					errs = append(errs, err)
+					continue
+				}
 			}
 			if _, err := m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", ref, err))
@@ -450,6 +471,106 @@ type OwnerError struct {
 
 func (e *OwnerError) Error() string {
 	return fmt.Sprintf("%s exists and belongs to release %s; it is not taken over", e.Object, e.Owner)
+}
+
+// ConflictResolutionError reports an object that a member already holds
+// and that no release of a Distributor manages there (it carries no
+// inventory labels: kubectl, another tool or a person made it), while the
+// object's conflict resolution is Abort: the Distributor leaves it as it
+// is, as Karmada does with spec.conflictResolution Abort (its default) and
+// Helm does with objects that lack its ownership metadata. Overwrite, from
+// the propagation policy or the object's work.karmada.io/conflict-resolution
+// annotation, lets the Distributor take it over.
+type ConflictResolutionError struct {
+	// Member is the member cluster's name.
+	Member string
+	// Object is the object.
+	Object ObjectRef
+	// Conflict is the object's conflict resolution and where it came from
+	// (the policy that governs the object, or its annotation).
+	Conflict policy.Conflict
+}
+
+func (e *ConflictResolutionError) Error() string {
+	var why, fix string
+	pol := "no propagation policy"
+	if e.Conflict.Policy.Name != "" {
+		pol = e.Conflict.Policy.String()
+	}
+	switch e.Conflict.Source {
+	case policy.ConflictFromAnnotation:
+		why = fmt.Sprintf("by the object's annotation %s: %s", policy.AnnotationConflictResolution, policy.AnnotationAbort)
+		fix = fmt.Sprintf("set that annotation to %s to take it over", policy.AnnotationOverwrite)
+	case policy.ConflictFromPolicy:
+		why = "by spec.conflictResolution of " + pol
+	default:
+		why = "by default: " + pol + " does not set spec.conflictResolution"
+	}
+	if fix == "" {
+		fix = fmt.Sprintf("set spec.conflictResolution: %s in %s, or annotate the object %s: %s, to take it over",
+			policy.ConflictOverwrite, pol, policy.AnnotationConflictResolution, policy.AnnotationOverwrite)
+	}
+	return fmt.Sprintf("%s exists on member %s and no release manages it (it has no inventory labels); conflict resolution is %s %s, so it is not taken over: %s",
+		e.Object, e.Member, policy.ConflictAbort, why, fix)
+}
+
+// conflictOf returns the conflict resolution the placement gives obj (a
+// member's copy); Abort when the placement does not know it.
+func conflictOf(p *policy.Placement, obj *unstructured.Unstructured) policy.Conflict {
+	if p != nil {
+		if op := p.Get(policy.KeyOf(obj)); op != nil {
+			return op.Conflict
+		}
+	}
+	return policy.Conflict{Resolution: policy.ConflictAbort, Source: policy.ConflictFromDefault}
+}
+
+// checkConflict decides whether ref, which no inventory list of member i
+// showed, may be applied there for rel: yes if the member does not hold
+// it or c is Overwrite; an *OwnerError if another release holds it; a
+// *ConflictResolutionError if nobody's inventory labels are on it. A
+// Namespace the Distributor created for a release's objects (its field
+// manager wrote it) is not a conflict: a chart's own Namespace object
+// takes it over.
+func (d *Distributor) checkConflict(ctx context.Context, i int, ref ObjectRef, c policy.Conflict, rel releaseID) error {
+	if c.Resolution == policy.ConflictOverwrite {
+		return nil
+	}
+	live, err := d.members[i].Cluster.Get(ctx, ref)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get %s: %w", ref, err)
+	}
+	if owner, ok := ownerOf(live); ok {
+		if owner != rel {
+			return &OwnerError{Object: ref, Owner: owner.String()}
+		}
+		return nil
+	}
+	if ref.GroupKind() == namespaceGVK.GroupKind() && writtenBy(live, d.fieldManager) {
+		return nil
+	}
+	return &ConflictResolutionError{Member: d.members[i].Facts.Name, Object: ref, Conflict: c}
+}
+
+// ownerOf returns the release whose inventory labels obj carries.
+func ownerOf(obj *unstructured.Unstructured) (releaseID, bool) {
+	l := obj.GetLabels()
+	name, hasName := l[InventoryNameLabel]
+	ns, hasNS := l[InventoryNamespaceLabel]
+	return releaseID{Namespace: ns, Name: name}, hasName || hasNS
+}
+
+// writtenBy reports whether manager owns fields of obj.
+func writtenBy(obj *unstructured.Unstructured, manager string) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == manager {
+			return true
+		}
+	}
+	return false
 }
 
 // inventory lists, one List per kind, the objects of kinds on m that any
@@ -543,11 +664,32 @@ func kindsOf(objs ...[]*unstructured.Unstructured) []schema.GroupVersionKind {
 }
 
 // deleteEverywhere deletes refs from every member; absent objects are
-// not an error.
-func (d *Distributor) deleteEverywhere(ctx context.Context, refs []ObjectRef, opts DeleteOptions) error {
+// not an error. With an owner, a member's object is deleted only if it
+// carries owner's inventory labels (found with one List per kind):
+// objects another release holds and objects nobody's release manages
+// (left alone under conflict resolution Abort) stay as they are.
+func (d *Distributor) deleteEverywhere(ctx context.Context, refs []ObjectRef, opts DeleteOptions, owner *releaseID) error {
+	var kinds []schema.GroupVersionKind
+	if owner != nil {
+		seen := map[schema.GroupKind]bool{}
+		for _, ref := range refs {
+			if !seen[ref.GroupKind()] {
+				seen[ref.GroupKind()] = true
+				kinds = append(kinds, ref.GroupVersionKind)
+			}
+		}
+		sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
+	}
 	return d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		var errs []error
+		var owners map[ObjectRef]releaseID
+		if owner != nil {
+			owners, errs = inventory(ctx, d.members[i].Cluster, kinds)
+		}
 		for _, ref := range refs {
+			if o, ok := owners[ref.groupKindRef()]; owner != nil && (!ok || o != *owner) {
+				continue
+			}
 			if err := d.members[i].Cluster.Delete(ctx, ref, opts); err != nil && !errors.Is(err, ErrNotFound) {
 				errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
 			}

@@ -291,7 +291,15 @@ func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 	for _, info := range resources {
 		refs = append(refs, refOfInfo(info))
 	}
-	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, DeleteOptions{Propagation: policy}); err != nil {
+	// The release's objects are deleted only where they carry its
+	// inventory labels; hooks carry none and are deleted by name.
+	var owner *releaseID
+	if !isHook(resources) {
+		if rel, err := k.release(); err == nil {
+			owner = &rel
+		}
+	}
+	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, DeleteOptions{Propagation: policy}, owner); err != nil {
 		return nil, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
 	}
 	return &kube.Result{Deleted: resources}, nil
