@@ -246,3 +246,47 @@ data: {a: b}
 `)}},
 	}
 }
+
+// Drift correction takes over nothing an apply would not: an object
+// recreated by hand without the release's inventory labels is corrected
+// only under Overwrite.
+func TestDistributorDriftCorrectionHonoursConflictResolution(t *testing.T) {
+	for _, tt := range []struct {
+		resolution string
+		corrected  bool
+	}{{"", false}, {"Overwrite", true}} {
+		t.Run("resolution="+tt.resolution, func(t *testing.T) {
+			ctx := context.Background()
+			policies := fleetPolicies
+			if tt.resolution != "" {
+				policies = withConflictResolution(tt.resolution)
+			}
+			f := newDistFleet(t, policies)
+			rec := newReconciler(t, nil)
+			rel := fleetRelease()
+			rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
+			_, err := rec.Reconcile(ctx, f.dist, rel)
+			require.NoError(t, err)
+
+			require.NoError(t, f.members["m1"].Delete(ctx, configMapRef, release.DeleteOptions{}))
+			foreignConfigMap(t, f, "m1")
+			res, err := rec.Reconcile(ctx, f.dist, rel)
+			require.NotNil(t, res.Drift)
+			assert.Contains(t, res.Drift.String(), "ConfigMap/apps/podinfo: modified (member m1)")
+			msg, owner := configMapOn(t, f, "m1")
+			if tt.corrected {
+				require.NoError(t, err)
+				assert.Equal(t, "hello from helmfleet", msg)
+				assert.Equal(t, "apps/podinfo", owner)
+				return
+			}
+			require.Error(t, err)
+			var ce *release.ConflictResolutionError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "m1", ce.Member)
+			assert.Equal(t, configMapRef, ce.Object)
+			assert.Equal(t, "made by hand", msg, "left as it is")
+			assert.Empty(t, owner)
+		})
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/policy"
 )
 
 // DetectDrift compares what every member holds of a release with what it
@@ -56,7 +57,7 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 	if merr != nil {
 		return nil, fmt.Errorf("distributor %s: release %s: drift: %w", d.name, rel, merr)
 	}
-	return d.reports.merge(mode, d.members, reports, sp.objects), nil
+	return d.reports.merge(mode, d.members, reports, sp, rel), nil
 }
 
 // listLive lists, with one List per kind, the live objects of a member
@@ -104,8 +105,12 @@ func listLive(ctx context.Context, m Cluster, desired []*unstructured.Unstructur
 // ones back with the member's Patcher (falling back to a server-side apply
 // of the whole copy when the member has none). Every member's copies are
 // written with the Distributor's field manager, which owns them;
-// fieldManager (the Reconciler's) is not used. A member that fails does
-// not stop the others; the error names it.
+// fieldManager (the Reconciler's) is not used. A correction takes nothing
+// over that an apply would not: an object the member holds without the
+// release's inventory labels is corrected only under conflict resolution
+// Overwrite, else that correction fails with *ConflictResolutionError (or
+// *OwnerError when another release holds it) and the object is left as it
+// is. A member that fails does not stop the others; the error names it.
 func (d *Distributor) CorrectDrift(ctx context.Context, report *drift.Report, _ string) error {
 	parts, ok := d.reports.split(report)
 	if !ok {
@@ -115,7 +120,7 @@ func (d *Distributor) CorrectDrift(ctx context.Context, report *drift.Report, _ 
 		if parts[i] == nil {
 			return nil
 		}
-		return d.correctMember(ctx, d.members[i].Cluster, parts[i])
+		return d.correctMember(ctx, i, parts[i])
 	})
 	if err != nil {
 		return fmt.Errorf("distributor %s: correct drift: %w", d.name, err)
@@ -123,11 +128,16 @@ func (d *Distributor) CorrectDrift(ctx context.Context, report *drift.Report, _ 
 	return nil
 }
 
-func (d *Distributor) correctMember(ctx context.Context, m Cluster, part *memberReport) error {
+func (d *Distributor) correctMember(ctx context.Context, i int, part *memberReport) error {
+	m := d.members[i].Cluster
 	patcher, canPatch := m.(Patcher)
 	var errs []error
 	for _, c := range part.report.Corrections() {
 		ref := refOfDrift(c.Object)
+		if err := d.checkConflict(ctx, i, ref, part.conflicts[ref.groupKindRef()], part.rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		switch {
 		case c.Action == drift.ActionCreate:
 			if _, err := m.Apply(ctx, c.Create, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
@@ -159,6 +169,9 @@ func (d *Distributor) correctMember(ctx context.Context, m Cluster, part *member
 type memberReport struct {
 	report  *drift.Report
 	desired map[ObjectRef]*unstructured.Unstructured
+	// conflicts are the desired copies' conflict resolutions.
+	conflicts map[ObjectRef]policy.Conflict
+	rel       releaseID
 }
 
 // reportIndex maps the merged reports DetectDrift returned back to the
@@ -171,7 +184,7 @@ type reportIndex struct {
 
 // merge returns one report of every member's results and remembers which
 // member each result came from.
-func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.Report, desired [][]*unstructured.Unstructured) *drift.Report {
+func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.Report, sp *spread, rel releaseID) *drift.Report {
 	out := &drift.Report{Mode: mode}
 	parts := make([]*memberReport, len(members))
 	rules := map[string]*drift.RuleReport{}
@@ -181,9 +194,11 @@ func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.
 			continue
 		}
 		name := members[i].Facts.Name
-		parts[i] = &memberReport{report: r, desired: map[ObjectRef]*unstructured.Unstructured{}}
-		for _, o := range desired[i] {
-			parts[i].desired[RefOf(o).groupKindRef()] = o
+		parts[i] = &memberReport{report: r, desired: map[ObjectRef]*unstructured.Unstructured{}, conflicts: map[ObjectRef]policy.Conflict{}, rel: rel}
+		for _, o := range sp.objects[i] {
+			ref := RefOf(o).groupKindRef()
+			parts[i].desired[ref] = o
+			parts[i].conflicts[ref] = conflictOf(sp.placement, o)
 		}
 		for _, o := range r.Objects {
 			if o.Reason == "" {
