@@ -83,6 +83,16 @@
 // Ingresses that name a followed Service as a backend (with their TLS
 // Secrets). A follower with its own policy gets the union of both.
 //
+// # Conflict resolution
+//
+// Every placed object carries its Conflict: what a member should do when
+// it already holds the object and no release manages it. As in Karmada,
+// the object's work.karmada.io/conflict-resolution annotation (overwrite or
+// abort; other values are ignored with a warning) beats its policy's
+// spec.conflictResolution, a follower without a policy of its own takes
+// Overwrite when a workload it follows has it, and the default is Abort.
+// The release package's Distributor acts on it.
+//
 // # Overrides
 //
 // Engine.Materialize gives every cluster its objects: replicas set to the
