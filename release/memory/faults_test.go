@@ -229,6 +229,7 @@ func TestFaultsInHelmInstall(t *testing.T) {
 			_, err := install(t, c)
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tt.want)
+			assert.ErrorIs(t, err, boom, "Helm keeps the injected error in the chain")
 			assert.ElementsMatch(t, tt.left, c.Summary())
 
 			c.SetFaults(nil)

@@ -403,9 +403,11 @@ func (k *kubeClient) serve(gv schema.GroupVersion, req *http.Request) (*http.Res
 	var body []byte
 	code := http.StatusOK
 	if err == nil {
-		err = k.c.fault(OpHelmGet, release.ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name})
-	}
-	if err == nil {
+		// A failed request, as when the connection drops: the fault
+		// reaches Helm as the error itself, not as an API status.
+		if ferr := k.c.fault(OpHelmGet, release.ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name}); ferr != nil {
+			return nil, ferr
+		}
 		var obj *unstructured.Unstructured
 		obj, err = k.c.store.get(gvk, ns, name)
 		if err == nil {
