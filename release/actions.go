@@ -45,8 +45,12 @@ func (ru *run) released(a Action, err error) error {
 		st.LastAttemptedReleaseAction = ReleaseActionUpgrade
 	}
 	if err != nil {
-		rem.IncrementFailureCount(st)
-		st.Failures++
+		// An attempt the caller cancelled is not the release's failure: it
+		// takes nothing from the retries, so the next reconcile continues.
+		if ru.ctx.Err() == nil {
+			rem.IncrementFailureCount(st)
+			st.Failures++
+		}
 		msg := fmt.Sprintf("Helm %s failed for release %s/%s with chart %s@%s: %v", a, rel.GetTargetNamespace(), rel.GetReleaseName(), md.Name, md.Version, err)
 		ru.setCondition(ConditionReleased, metav1.ConditionFalse, failReason, msg)
 		ru.markReady(metav1.ConditionFalse, failReason, msg)
@@ -166,7 +170,7 @@ func (ru *run) test() error {
 		ignore := spec.IgnoreFailures
 		if rem := rel.GetActiveRemediation(); rem != nil {
 			ignore = rem.MustIgnoreTestFailures(ignore)
-			if !ignore {
+			if !ignore && ru.ctx.Err() == nil { // a cancelled test is not a failure
 				rem.IncrementFailureCount(st)
 				st.Failures++
 			}

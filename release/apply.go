@@ -287,15 +287,34 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			}
 		}
 		rel := p.Release.DeepCopy()
-		res, err := f.rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+		// A reconcile that ends asking to come back at once (a pending
+		// release unlocked, a remediation done) is run again, as a
+		// controller would requeue it; one that must wait (a retry
+		// interval) leaves the release unfinished, which is a failure here:
+		// dependents and waves must not start on it.
+		var (
+			res *Result
+			err error
+		)
+		for pass := 0; pass < maxPasses; pass++ {
+			res, err = f.rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+			if res != nil {
+				item.Actions = append(item.Actions, res.Actions...)
+			}
+			if err != nil || res == nil || res.Next != NextRequeue || res.RequeueAfter > 0 {
+				break
+			}
+		}
 		f.mu.Lock()
 		f.applied[k] = rel
 		f.mu.Unlock()
 		if res != nil {
-			item.Actions = res.Actions
 			item.Next, item.RequeueAfter = res.Next, res.RequeueAfter
 			if res.Helm != nil {
 				item.Revision = res.Helm.Version
+			}
+			if err == nil && res.Next == NextRequeue {
+				err = &UnfinishedError{Release: rel.ref(), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
 			}
 		}
 		item.Err = err
@@ -720,4 +739,43 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster Cluster, re
 	}
 	ru.setCondition(ConditionRemediated, "True", ReasonRollbackSucceeded, fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version))
 	return nil
+}
+
+// maxPasses bounds the reconciles Apply runs for one release in a row
+// while each asks to come back at once.
+const maxPasses = 4
+
+// UnfinishedError reports a release whose reconcile ended without error
+// but with more to do later (Next is requeue): Apply counts it as failed,
+// so that nothing that depends on it starts and its wave's gate holds.
+type UnfinishedError struct {
+	// Release is namespace/name.
+	Release string
+	// Cluster is the member.
+	Cluster string
+	// Actions are the actions the reconciles ran.
+	Actions []Action
+	// RequeueAfter is when the reconciler asks to come back.
+	RequeueAfter time.Duration
+	// Message is the release's Ready condition message.
+	Message string
+}
+
+func (e *UnfinishedError) Error() string {
+	msg := fmt.Sprintf("release %s on cluster %s is not finished after %v", e.Release, e.Cluster, e.Actions)
+	if e.RequeueAfter > 0 {
+		msg += fmt.Sprintf(" (next attempt in %v)", e.RequeueAfter)
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// readyMessage is rel's Ready condition message, or "".
+func readyMessage(rel *Release) string {
+	if c := rel.Status.GetCondition(ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
 }

@@ -163,8 +163,7 @@ func TestFleetFaultsConverge(t *testing.T) {
 		{name: "helm update of the Deployment", step: 1, op: memory.OpHelmUpdate, match: isKind("Deployment")},
 		{name: "helm delete of the dropped Ingress", step: 1, op: memory.OpHelmDelete, match: isKind("Ingress")},
 		{name: "helm delete in the uninstall of a release no longer placed", step: 2, op: memory.OpHelmDelete, match: isKind("Deployment"), hidden: true},
-		{name: "write of the deployed record", step: 0, op: memory.OpStorageUpdate, tolerated: true,
-			bug: "bug: Helm's install only logs the failed write, the reconciler unlocks the pending record (marks it failed) and ends with Next=requeue and no error; Fleet.Apply reports the item Succeeded (event ready) while helm ls on the member shows the release failed"},
+		{name: "write of the deployed record", step: 0, op: memory.OpStorageUpdate, tolerated: true},
 		{name: "every write of a release record's status", step: 0, op: memory.OpStorageUpdate, every: true},
 	}
 	ctx := context.Background()
@@ -360,17 +359,10 @@ func TestFleetCancelledApplyConverges(t *testing.T) {
 		{
 			name: "default remediation",
 			yaml: fleetYAML,
-			bug: "bug: a cancelled install counts as a failed attempt (release/actions.go released() increments the failure counters " +
-				"whatever err is, context.Canceled included), so with Flux's default of no retries the next Apply stalls " +
-				"with RetriesExceeded instead of continuing",
 		},
 		{
 			name: "remediation retries",
 			yaml: retriedYAML,
-			bug: "bug: the cancelled install counts as a failure, so the next Apply remediates it by uninstall and, the " +
-				"reconcile ending with Next=requeue and no error, Fleet.Apply reports the item Succeeded (release/apply.go " +
-				"runWave takes a nil error as success whatever res.Next says): the Apply returns nil with podinfo uninstalled " +
-				"on the members where the cancel hit it; only a second Apply installs it again",
 		},
 	}
 	for _, tt := range tests {
