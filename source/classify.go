@@ -28,6 +28,18 @@ func classifyGeneric(b []byte, m *blockMasks) {
 	}
 }
 
+// newlinesGeneric returns the mask of the '\n' bytes of b[0:64], eight
+// bytes at a time.
+func newlinesGeneric(b []byte) uint64 {
+	_ = b[63]
+	var m uint64
+	for w := 0; w < 8; w++ {
+		x := binary.LittleEndian.Uint64(b[w*8:])
+		m |= gather(zeroBytes(x^0x0a0a0a0a0a0a0a0a)) << uint(w*8)
+	}
+	return m
+}
+
 // zeroBytes sets the high bit of exactly the bytes of z that are zero.
 func zeroBytes(z uint64) uint64 {
 	const low7 = 0x7f7f7f7f7f7f7f7f

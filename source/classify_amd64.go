@@ -19,3 +19,17 @@ func classify(b []byte, m *blockMasks) {
 	}
 	classifyGeneric(b, m)
 }
+
+// newlines64AVX2 returns the newline mask of the 64 bytes at p.
+//
+//go:noescape
+func newlines64AVX2(p *byte) uint64
+
+// newlines returns the mask of the '\n' bytes of b[0:64].
+func newlines(b []byte) uint64 {
+	if hasAVX2 {
+		_ = b[63]
+		return newlines64AVX2(&b[0])
+	}
+	return newlinesGeneric(b)
+}

@@ -15,7 +15,7 @@ import (
 // The vector classifier and the portable one mark the same bytes, and
 // both mark exactly the bytes they name.
 func TestClassifyAgrees(t *testing.T) {
-	const alphabet = `"\{}[]ab ,:{[` + "\x22\x5c\x7b\x7d\x5b\x5d\x00\xff\xa2\xdc\xfb\xfd\x02\x3b\x7f"
+	const alphabet = `"\{}[]ab ,:{[` + "\n\n\x22\x5c\x7b\x7d\x5b\x5d\x00\xff\xa2\xdc\xfb\xfd\x02\x3b\x7f"
 	rng := rand.New(rand.NewPCG(1, 2))
 	b := make([]byte, 64)
 	for range 20000 {
@@ -40,6 +40,15 @@ func TestClassifyAgrees(t *testing.T) {
 		}
 		if got != truth || portable != truth {
 			t.Fatalf("%q: vector %+v, portable %+v, want %+v", b, got, portable, truth)
+		}
+		var nl uint64
+		for i, c := range b {
+			if c == '\n' {
+				nl |= 1 << i
+			}
+		}
+		if newlines(b) != nl || newlinesGeneric(b) != nl {
+			t.Fatalf("%q: newlines vector %b, portable %b, want %b", b, newlines(b), newlinesGeneric(b), nl)
 		}
 	}
 }
@@ -104,4 +113,42 @@ func restOf(t *testing.T, s *jscan) string {
 	_, err := rest.ReadFrom(s.r)
 	require.NoError(t, err)
 	return rest.String()
+}
+
+// findChartKey finds the chart's key line, or refuses a document it cannot
+// read safely, wherever the lines fall against the 64-byte blocks.
+func TestFindChartKeyAcrossBlocks(t *testing.T) {
+	vector := hasAVX2
+	t.Cleanup(func() { hasAVX2 = vector })
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 300 {
+		var doc strings.Builder
+		doc.WriteString("apiVersion: v1\nentries:\n")
+		for c := range rng.IntN(6) {
+			fmt.Fprintf(&doc, "  other%d:\n  - name: other%d%s\n    version: 1.0.%d\n", c, c, strings.Repeat("x", rng.IntN(70)), c)
+		}
+		want := doc.Len()
+		doc.WriteString("  web:\n  - version: 1.2.3\n")
+		bad := ""
+		switch n % 4 {
+		case 1:
+			bad = "  web:\n  - version: 9.9.9\n" // a duplicate key
+		case 2:
+			bad = "\t- tabbed\n"
+		}
+		fill := strings.Repeat("y", rng.IntN(64))
+		doc.WriteString("  z" + fill + ":\n  - version: 0.0.1\n" + bad)
+		doc.WriteString("generated: \"2024-01-01T00:00:00Z\"\n")
+		d := []byte(doc.String())
+		pos := strings.Index(doc.String(), "entries:\n") + len("entries:\n")
+		for _, hasAVX2 = range []bool{false, vector} {
+			at, res := findChartKey(d, pos, 2, "web")
+			if bad != "" {
+				assert.Equal(t, scanUnsafe, res, "avx2=%v %q", hasAVX2, d)
+				continue
+			}
+			assert.Equal(t, scanFound, res, "avx2=%v %q", hasAVX2, d)
+			assert.Equal(t, want, at, "avx2=%v %q", hasAVX2, d)
+		}
+	}
 }

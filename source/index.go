@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -450,60 +451,89 @@ func scanYAML(doc []byte, chartName string) (*chartEntries, scanResult) {
 // (a duplicate key), the chart's name as a quoted key, a tab-indented line
 // or a second top-level entries key send the document to the full parse.
 // A line at column 0 ends the entries mapping; later matches belong to
-// other top-level keys and are not the chart.
+// other top-level keys and are not the chart. Line starts are found 64
+// bytes at a step (newlines, with AVX2 where the machine has it).
 func findChartKey(doc []byte, pos, child int, chartName string) (int, scanResult) {
-	at := -1
-	inEntries := true
-	c0 := chartName[0]
-	for i := pos; i < len(doc); {
-		ls := i
-		if j := bytes.IndexByte(doc[i:], '\n'); j >= 0 {
-			i += j + 1
-		} else {
-			i = len(doc)
-		}
-		if ls+child >= len(doc) {
-			continue
-		}
-		switch doc[ls] {
-		case ' ':
-		case '\n', '\r', '#':
-			continue
-		case '\t':
-			return -1, scanUnsafe
-		default:
-			inEntries = false
-			if bytes.HasPrefix(doc[ls:], []byte("entries:")) || bytes.HasPrefix(doc[ls:], []byte("---")) ||
-				bytes.HasPrefix(doc[ls:], []byte("...")) {
-				return -1, scanUnsafe
-			}
-			continue
-		}
-		if !inEntries {
-			continue
-		}
-		switch c := doc[ls+child]; {
-		case c == c0:
-			if !bytes.HasPrefix(doc[ls+child:], []byte(chartName)) || ls+child+len(chartName) >= len(doc) ||
-				doc[ls+child+len(chartName)] != ':' || !allSpaces(doc[ls:ls+child]) {
-				continue
-			}
-			if at >= 0 {
-				return -1, scanUnsafe // duplicate key: strict parsing rejects it
-			}
-			at = ls
-		case c == '"' || c == '\'' || c == '\t':
-			if allSpaces(doc[ls : ls+child]) {
-				if c == '\t' || bytes.HasPrefix(doc[ls+child+1:], []byte(chartName+string(c))) {
-					return -1, scanUnsafe
+	k := keyFinder{doc: doc, child: child, name: chartName, at: -1, inEntries: true}
+	if !k.line(pos) {
+		return -1, scanUnsafe
+	}
+	i := pos
+	name0 := chartName[0]
+	for ; i+64 <= len(doc); i += 64 {
+		for m := newlines(doc[i : i+64]); m != 0; m &= m - 1 {
+			ls := i + bits.TrailingZeros64(m) + 1
+			// Most lines are deeper than the chart keys, or items of a
+			// chart's list: nothing to look at.
+			if ls+child < len(doc) && doc[ls] == ' ' {
+				if c := doc[ls+child]; (c == ' ' || c == '-') && c != name0 {
+					continue
 				}
 			}
+			if !k.line(ls) {
+				return -1, scanUnsafe
+			}
 		}
 	}
-	if at < 0 {
+	for ; i < len(doc); i++ {
+		if doc[i] == '\n' && !k.line(i+1) {
+			return -1, scanUnsafe
+		}
+	}
+	if k.at < 0 {
 		return -1, scanNotFound
 	}
-	return at, scanFound
+	return k.at, scanFound
+}
+
+// keyFinder is findChartKey's look at one line at a time.
+type keyFinder struct {
+	doc       []byte
+	child     int
+	name      string
+	at        int // start of the chart's key line, or -1
+	inEntries bool
+}
+
+// line looks at the line starting at ls; false means the document is not
+// safe to scan.
+func (k *keyFinder) line(ls int) bool {
+	doc, child := k.doc, k.child
+	if ls+child >= len(doc) {
+		return true
+	}
+	switch doc[ls] {
+	case ' ':
+	case '\n', '\r', '#':
+		return true
+	case '\t':
+		return false
+	default:
+		k.inEntries = false
+		return !bytes.HasPrefix(doc[ls:], []byte("entries:")) && !bytes.HasPrefix(doc[ls:], []byte("---")) &&
+			!bytes.HasPrefix(doc[ls:], []byte("..."))
+	}
+	if !k.inEntries {
+		return true
+	}
+	switch c := doc[ls+child]; {
+	case c == k.name[0]:
+		if !bytes.HasPrefix(doc[ls+child:], []byte(k.name)) || ls+child+len(k.name) >= len(doc) ||
+			doc[ls+child+len(k.name)] != ':' || !allSpaces(doc[ls:ls+child]) {
+			return true
+		}
+		if k.at >= 0 {
+			return false // duplicate key: strict parsing rejects it
+		}
+		k.at = ls
+	case c == '"' || c == '\'' || c == '\t':
+		if allSpaces(doc[ls : ls+child]) {
+			if c == '\t' || bytes.HasPrefix(doc[ls+child+1:], []byte(k.name+string(c))) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func allSpaces(b []byte) bool {
