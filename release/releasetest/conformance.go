@@ -66,7 +66,9 @@ func TestCluster(t *testing.T, c release.Cluster, opts ...Options) {
 	if o.Timeout == 0 {
 		o.Timeout = time.Minute
 	}
-	s := &suite{c: c, opts: o, id: randomID(t)}
+	helmCtx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &suite{c: c, opts: o, id: randomID(t), helmCtx: helmCtx}
 	s.objects = o.NamespacePrefix + "-" + s.id + "-a"
 	s.objects2 = o.NamespacePrefix + "-" + s.id + "-b"
 	s.storage = o.NamespacePrefix + "-" + s.id + "-helm"
@@ -94,6 +96,12 @@ type suite struct {
 	// Namespaces: objects and objects2 for object checks, storage for Helm
 	// records, apps for the release's objects.
 	objects, objects2, storage, apps string
+	// helmCtx bounds Helm's RunWithContext calls and lives as long as the
+	// whole suite: Helm v3's Upgrade.RunWithContext leaves a goroutine that
+	// selects between the context and its own end, so cancelling the
+	// context right after a successful upgrade (as a subtest's context is)
+	// may still mark that release failed.
+	helmCtx context.Context
 }
 
 func randomID(t *testing.T) string {
@@ -426,7 +434,7 @@ func (s *suite) testHelm(t *testing.T) {
 		install.ReleaseName = name
 		install.Namespace = s.apps
 		install.Timeout = s.opts.Timeout
-		rel, err := install.RunWithContext(s.ctx(t), ch, nil)
+		rel, err := install.RunWithContext(s.helmCtx, ch, nil)
 		require.NoError(t, err)
 		assert.Equal(t, 1, rel.Version)
 		assert.Equal(t, helmrelease.StatusDeployed, rel.Info.Status)
@@ -440,7 +448,7 @@ func (s *suite) testHelm(t *testing.T) {
 		upgrade := action.NewUpgrade(s.helm(t))
 		upgrade.Namespace = s.apps
 		upgrade.Timeout = s.opts.Timeout
-		rel, err := upgrade.RunWithContext(s.ctx(t), name, ch, map[string]any{"message": "upgraded", "replicas": 2})
+		rel, err := upgrade.RunWithContext(s.helmCtx, name, ch, map[string]any{"message": "upgraded", "replicas": 2})
 		require.NoError(t, err)
 		assert.Equal(t, 2, rel.Version)
 		assert.Equal(t, helmrelease.StatusDeployed, rel.Info.Status)
