@@ -149,8 +149,12 @@ type FleetEvent struct {
 // uninstalled, dependents first. A member that fails fails only its own
 // releases and their dependents. With a Rollout, waves follow each other
 // behind bake times, the new revisions' health, the gate and the failure
-// budget. A cancelled Apply leaves every release in a state the next
-// Apply continues from.
+// budget. A release whose reconcile asks to come back at once (it unlocked
+// a pending release, say) is reconciled again, up to a few times; one that
+// still has work to do later fails with *UnfinishedError, so that nothing
+// starts on it. A cancelled Apply leaves every release in a state the next
+// Apply continues from: a cancelled attempt takes nothing from a release's
+// retries.
 func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (*ApplyReport, error) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
