@@ -79,7 +79,22 @@ type ApplyOptions struct {
 	Force bool
 	// DryRun computes the result without storing it.
 	DryRun bool
+	// Subresource is what the apply writes, as on a real API server: ""
+	// is the object itself, and on kinds that have a status subresource
+	// (Deployment, Pod, Namespace, a custom resource whose CRD version
+	// declares subresources.status, …) such an apply leaves status as it
+	// is live (none on create), whatever status obj carries; on other kinds
+	// status is a field like any other. SubresourceStatus writes
+	// status only: everything else of obj is ignored and the live object
+	// keeps it; the object must exist (a *NotFoundError otherwise), and a
+	// kind without a status subresource is an error. Any other value is
+	// an error that names it.
+	Subresource string
 }
+
+// SubresourceStatus is the ApplyOptions.Subresource that writes an
+// object's status.
+const SubresourceStatus = "status"
 
 // DeleteOptions tune one delete.
 type DeleteOptions struct {

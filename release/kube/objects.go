@@ -33,10 +33,11 @@ const (
 // target is one resolved call: the resource client, the mapping and the
 // namespace actually used.
 type target struct {
-	client     dynamic.ResourceInterface
-	resource   schema.GroupResource
-	namespaced bool
-	namespace  string
+	client      dynamic.ResourceInterface
+	resource    schema.GroupResource
+	subresource string // "status" for a write to the status subresource
+	namespaced  bool
+	namespace   string
 }
 
 // resolve maps gvk to its resource, resetting the mapper once when the kind
@@ -130,9 +131,11 @@ func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, namespa
 }
 
 // Apply server-side applies obj (without its metadata.managedFields) as
-// opts.FieldManager, or the cluster's default manager when that is empty.
-// Fields another manager owns yield a *release.ConflictError unless
-// opts.Force is set.
+// opts.FieldManager, or the cluster's default manager when that is empty,
+// to the object or, with opts.Subresource "status", to its status
+// subresource (the verb the API server authorizes is then patch on
+// <resource>/status). Fields another manager owns yield a
+// *release.ConflictError unless opts.Force is set.
 func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
 	ref := release.RefOf(obj)
 	if err := ctx.Err(); err != nil {
@@ -141,10 +144,19 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 	if ref.Kind == "" || ref.Version == "" {
 		return nil, fmt.Errorf("cluster %s: apply %s: apiVersion and kind are required", c.name, ref)
 	}
+	var subresources []string
+	switch opts.Subresource {
+	case "":
+	case release.SubresourceStatus:
+		subresources = []string{opts.Subresource}
+	default:
+		return nil, fmt.Errorf("cluster %s: apply %s: subresource %q: not one of \"\" and %q", c.name, ref, opts.Subresource, release.SubresourceStatus)
+	}
 	t, err := c.resolveObject(verbPatch, ref)
 	if err != nil {
 		return nil, ctxError(ctx, err)
 	}
+	t.subresource = opts.Subresource
 	body := obj.DeepCopy()
 	body.SetManagedFields(nil)
 	data, err := body.MarshalJSON()
@@ -156,11 +168,24 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 	if opts.DryRun {
 		popts.DryRun = []string{metav1.DryRunAll}
 	}
-	out, err := t.client.Patch(ctx, ref.Name, types.ApplyPatchType, data, popts)
+	out, err := t.client.Patch(ctx, ref.Name, types.ApplyPatchType, data, popts, subresources...)
 	if err != nil {
+		if t.subresource != "" && apierrors.IsNotFound(err) {
+			return nil, c.subresourceNotFound(ctx, err, ref, t)
+		}
 		return nil, c.callError(ctx, err, verbPatch, ref.String(), ref, t)
 	}
 	return out, nil
+}
+
+// subresourceNotFound tells the two 404s of a write to a subresource
+// apart: the object is absent (a *release.NotFoundError), or it exists
+// and its kind serves no such subresource (an error that says so).
+func (c *Cluster) subresourceNotFound(ctx context.Context, err error, ref release.ObjectRef, t *target) error {
+	if _, getErr := t.client.Get(ctx, ref.Name, metav1.GetOptions{}); getErr == nil {
+		return fmt.Errorf("cluster %s: apply %s: %s has no %s subresource: %w", c.name, ref, t.resource, t.subresource, err)
+	}
+	return c.callError(ctx, err, verbPatch, ref.String(), ref, t)
 }
 
 // Delete removes the object ref names with opts.Propagation (background
@@ -214,12 +239,17 @@ func missingObject(s metav1.Status, ref release.ObjectRef) release.ObjectRef {
 }
 
 // resourceString names the resource of t the way kubectl does
-// (deployments.apps), with its namespace when there is one.
+// (deployments.apps, or deployments.apps/status for the subresource), with
+// its namespace when there is one.
 func resourceString(t *target) string {
-	if t.namespace == "" {
-		return t.resource.String()
+	s := t.resource.String()
+	if t.subresource != "" {
+		s += "/" + t.subresource
 	}
-	return t.resource.String() + " in namespace " + t.namespace
+	if t.namespace == "" {
+		return s
+	}
+	return s + " in namespace " + t.namespace
 }
 
 // fieldConflicts reads the field-manager conflicts out of an apply's
