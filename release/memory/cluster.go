@@ -227,7 +227,7 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 	if opts.FieldManager == "" {
 		return nil, fmt.Errorf("cluster %s: apply %s: field manager is required", c.name, release.RefOf(obj))
 	}
-	out, err := c.store.apply(obj, opts.FieldManager, opts.Force, opts.DryRun)
+	out, err := c.store.apply(obj, opts)
 	return out, c.wrap(release.RefOf(obj), err)
 }
 

@@ -36,10 +36,13 @@ type restMapper struct {
 	mu   sync.RWMutex
 	base *meta.DefaultRESTMapper // builtInMapper's, shared and only read
 	crds map[schema.GroupVersionKind]*meta.RESTMapping
+	// status holds the CRD kinds whose version declares
+	// subresources.status.
+	status map[schema.GroupVersionKind]bool
 }
 
 func newRESTMapper(base *meta.DefaultRESTMapper) *restMapper {
-	return &restMapper{base: base, crds: map[schema.GroupVersionKind]*meta.RESTMapping{}}
+	return &restMapper{base: base, crds: map[schema.GroupVersionKind]*meta.RESTMapping{}, status: map[schema.GroupVersionKind]bool{}}
 }
 
 // builtInMapper maps the built-in kinds of client-go's scheme and
@@ -110,14 +113,26 @@ func (m *restMapper) learnCRD(crd *unstructured.Unstructured, remove bool) {
 		gvk := schema.GroupVersionKind{Group: group, Version: name, Kind: kind}
 		if remove {
 			delete(m.crds, gvk)
+			delete(m.status, gvk)
 			continue
 		}
+		status, _, _ := unstructured.NestedFieldNoCopy(vm, "subresources", "status")
+		m.status[gvk] = status != nil
 		m.crds[gvk] = &meta.RESTMapping{
 			Resource:         schema.GroupVersionResource{Group: group, Version: name, Resource: plural},
 			GroupVersionKind: gvk,
 			Scope:            scope,
 		}
 	}
+}
+
+// crdStatus reports whether gvk is served by a stored CRD (crd) and
+// whether that CRD version declares a status subresource (status).
+func (m *restMapper) crdStatus(gvk schema.GroupVersionKind) (status, crd bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, crd = m.crds[gvk]
+	return m.status[gvk], crd
 }
 
 // kindFor returns the kind served as gvr.

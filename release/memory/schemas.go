@@ -43,9 +43,16 @@ type Schemas struct {
 
 	mu         sync.Mutex
 	converters map[schema.GroupVersionKind]managedfields.TypeConverter
-	managers   map[schema.GroupVersionKind]*managedfields.FieldManager
+	managers   map[managerKey]*managedfields.FieldManager
+	statuses   map[schema.GroupVersionKind]bool
 	shapes     map[shapeKey][]shapeEntry
 	kept       int
+}
+
+// managerKey finds the field manager of one kind and status mode.
+type managerKey struct {
+	gvk  schema.GroupVersionKind
+	mode statusMode
 }
 
 // shapeKey finds the memo entries of one kind and shape hash.
@@ -71,7 +78,8 @@ func NewSchemas() *Schemas {
 		mapper:     builtInMapper(),
 		seed:       maphash.MakeSeed(),
 		converters: map[schema.GroupVersionKind]managedfields.TypeConverter{},
-		managers:   map[schema.GroupVersionKind]*managedfields.FieldManager{},
+		managers:   map[managerKey]*managedfields.FieldManager{},
+		statuses:   map[schema.GroupVersionKind]bool{},
 		shapes:     map[shapeKey][]shapeEntry{},
 	}
 }
@@ -102,21 +110,45 @@ func (s *Schemas) converterLocked(gvk schema.GroupVersionKind) managedfields.Typ
 	return tc
 }
 
-// fieldManager returns Kubernetes' field manager for gvk, made with its
-// converter. A field manager holds no object state: an API server shares
-// one per resource between all requests.
-func (s *Schemas) fieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
+// fieldManager returns Kubernetes' field manager for writes of gvk in
+// mode, made with its converter and, as an API server makes it, with the
+// subresource and the fields the mode's strategy resets (see
+// resetFields). A field manager holds no object state: an API server
+// shares one per resource and subresource between all requests.
+func (s *Schemas) fieldManager(gvk schema.GroupVersionKind, mode statusMode) (*managedfields.FieldManager, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if fm, ok := s.managers[gvk]; ok {
+	k := managerKey{gvk, mode}
+	if fm, ok := s.managers[k]; ok {
 		return fm, nil
 	}
-	fm, err := managedfields.NewDefaultCRDFieldManager(s.converterLocked(gvk), unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultCRDFieldManager(s.converterLocked(gvk), unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), mode.subresource(), mode.resetFields(gvk))
 	if err != nil {
 		return nil, err
 	}
-	s.managers[gvk] = fm
+	s.managers[k] = fm
 	return fm, nil
+}
+
+// typedStatus reports whether client-go's schema gives gvk a status
+// field: how the in-memory cluster tells the built-in kinds that have a
+// status subresource (Deployment, Pod, Namespace, Service, Job, …) from
+// those that have none (ConfigMap, Secret, ServiceAccount, Role, …).
+func (s *Schemas) typedStatus(gvk schema.GroupVersionKind) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if has, ok := s.statuses[gvk]; ok {
+		return has
+	}
+	has := false
+	if s.converterLocked(gvk) == s.typed {
+		probe := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{}}}
+		probe.SetGroupVersionKind(gvk)
+		_, err := s.typed.ObjectToTyped(probe)
+		has = err == nil
+	}
+	s.statuses[gvk] = has
+	return has
 }
 
 // createdFields returns the FieldsV1 (as plain JSON values, shared: not

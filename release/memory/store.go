@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // key identifies a stored object independently of its API version, as an
@@ -61,11 +63,11 @@ func newStore(cluster string, now func() time.Time, schemas *Schemas) *store {
 	}
 }
 
-// fieldManager returns Kubernetes' field manager for gvk: typed (with the
-// merge keys of the built-in types) where client-go knows the kind,
-// deduced (as for a CRD without schema) elsewhere.
-func (s *store) fieldManager(gvk schema.GroupVersionKind) (*managedfields.FieldManager, error) {
-	return s.schemas.fieldManager(gvk)
+// fieldManager returns Kubernetes' field manager for writes of gvk in
+// mode: typed (with the merge keys of the built-in types) where client-go
+// knows the kind, deduced (as for a CRD without schema) elsewhere.
+func (s *store) fieldManager(gvk schema.GroupVersionKind, mode statusMode) (*managedfields.FieldManager, error) {
+	return s.schemas.fieldManager(gvk, mode)
 }
 
 // stripSet holds the fields an API server never records as owned: the
@@ -257,7 +259,7 @@ func (s *store) create(obj *unstructured.Unstructured, manager string) (*unstruc
 	if _, ok := s.objects[k]; ok {
 		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName())
 	}
-	return s.write(k, nil, obj, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, nil, obj, statusPlain, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
@@ -273,13 +275,14 @@ func (s *store) update(obj *unstructured.Unstructured, manager string) (*unstruc
 		return nil, err
 	}
 	k := keyOf(gvk, ns, obj.GetName())
-	return s.write(k, s.objects[k], obj, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, s.objects[k], obj, statusPlain, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
 
-// apply server-side applies obj for manager.
-func (s *store) apply(obj *unstructured.Unstructured, manager string, force, dryRun bool) (*unstructured.Unstructured, error) {
+// apply server-side applies obj for opts.FieldManager to the object or,
+// with opts.Subresource "status", to its status (see statusMode).
+func (s *store) apply(obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	gvk := obj.GroupVersionKind()
@@ -287,10 +290,19 @@ func (s *store) apply(obj *unstructured.Unstructured, manager string, force, dry
 	if err != nil {
 		return nil, err
 	}
+	mode, err := s.applyMode(gvk, opts.Subresource)
+	if err != nil {
+		return nil, err
+	}
+	manager, force := opts.FieldManager, opts.Force
 	k := keyOf(gvk, ns, obj.GetName())
 	live := s.objects[k]
-	if dryRun {
-		fm, err := s.fieldManager(gvk)
+	if live == nil && mode == statusOnly {
+		// A subresource is never created by a write to it.
+		return nil, s.notFound(gvk, obj.GetName())
+	}
+	if opts.DryRun {
+		fm, err := s.fieldManager(gvk, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -304,18 +316,19 @@ func (s *store) apply(obj *unstructured.Unstructured, manager string, force, dry
 			return nil, err
 		}
 		in.SetNamespace(ns)
+		mode.prepareIn(in)
 		out, err := fm.Apply(base.DeepCopy(), in, manager, force)
 		if err != nil {
 			return nil, err
 		}
-		return out.(*unstructured.Unstructured), nil
+		return mode.prepareOut(live, out.(*unstructured.Unstructured)), nil
 	}
 	if live == nil {
-		return s.write(k, nil, obj, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
+		return s.write(k, nil, obj, mode, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
 			return s.createByApply(gvk, in.(*unstructured.Unstructured), manager)
 		})
 	}
-	return s.write(k, live, obj, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, live, obj, mode, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
 		return fm.Apply(l, in, manager, force)
 	})
 }
@@ -384,11 +397,12 @@ func jsonCopy(v any) (any, bool) {
 	return nil, false
 }
 
-// write runs op (update or apply through the field manager) and stores the
-// result with the metadata an API server maintains. Callers hold s.mu.
-func (s *store) write(k key, live, in *unstructured.Unstructured, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
+// write runs op (update or apply through the field manager of mode) and
+// stores the result with the metadata an API server maintains. Callers
+// hold s.mu.
+func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMode, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
 	gvk := in.GroupVersionKind()
-	fm, err := s.fieldManager(gvk)
+	fm, err := s.fieldManager(gvk, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +410,7 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, op func(*manag
 		return nil, err
 	}
 	in.SetNamespace(k.Namespace)
+	mode.prepareIn(in)
 	base := live
 	if base == nil {
 		base = &unstructured.Unstructured{Object: map[string]any{}}
@@ -413,7 +428,7 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, op func(*manag
 	if err != nil {
 		return nil, err
 	}
-	out := res.(*unstructured.Unstructured)
+	out := mode.prepareOut(live, res.(*unstructured.Unstructured))
 	out.SetGroupVersionKind(gvk)
 	out.SetNamespace(k.Namespace)
 	s.serial++
