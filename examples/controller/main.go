@@ -257,12 +257,13 @@ func (c *Controller) summarize(r *release.Release, items []release.ItemReport, n
 	return cond, next
 }
 
-// writeStatus server-side applies the release's status on the hub as the
-// controller's field manager: only status.observedGeneration and the Ready
-// condition, so it never fights the team's writes of the spec. The
-// in-memory hub keeps status on the object itself; a real API server with
-// the CRD's status subresource enabled takes status only through
-// /status, which release.ObjectWriter cannot address yet.
+// writeStatus server-side applies the release's status to the hub's
+// status subresource as the controller's field manager: only
+// status.observedGeneration and the Ready condition. The HelmRelease CRD
+// enables the status subresource (as Flux's does), so an API server,
+// real or in-memory, takes status only there: an apply to the object
+// would drop it. Writing through the subresource also leaves the spec and
+// its generation alone, so it never fights the team's writes of the spec.
 func (c *Controller) writeStatus(ctx context.Context, r *release.Release, cond metav1.Condition) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(helmReleaseGVK)
@@ -277,7 +278,7 @@ func (c *Controller) writeStatus(ctx context.Context, r *release.Release, cond m
 		return err
 	}
 	u.Object["status"] = map[string]any{"observedGeneration": r.Generation, "conditions": []any{condMap}}
-	if _, err := c.Hub.Apply(ctx, u, release.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	if _, err := c.Hub.Apply(ctx, u, release.ApplyOptions{FieldManager: FieldManager, Force: true, Subresource: release.SubresourceStatus}); err != nil {
 		return fmt.Errorf("write status of %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return nil
