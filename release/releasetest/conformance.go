@@ -36,6 +36,7 @@ var (
 	namespaceGVK  = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	configMapGVK  = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	crdGVK        = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 )
 
 // Field managers the suite applies as.
@@ -84,6 +85,7 @@ func TestCluster(t *testing.T, c release.Cluster, opts ...Options) {
 		t.Run("delete", s.testDelete)
 		t.Run("not found", s.testNotFound)
 		t.Run("field ownership", s.testOwnership)
+		t.Run("status subresource", s.testStatusSubresource)
 		t.Run("cancellation", s.testCancel)
 	})
 	t.Run("helm", s.testHelm)
@@ -353,6 +355,132 @@ func (s *suite) testCancel(t *testing.T) {
 	}
 	_, err := s.c.Get(s.ctx(t), release.ObjectRef{GroupVersionKind: configMapGVK, Namespace: s.objects, Name: "cancelled"})
 	assert.ErrorIs(t, err, release.ErrNotFound, "a cancelled apply stores nothing")
+}
+
+// gadgetCRD is a CustomResourceDefinition of Gadget in group, with the
+// status subresource, as controllers' CRDs (Flux's HelmRelease) have it.
+func gadgetCRD(group string) *unstructured.Unstructured {
+	crd := newObject(crdGVK, "", "gadgets."+group)
+	object := func(props map[string]any) map[string]any {
+		return map[string]any{"type": "object", "properties": props}
+	}
+	crd.Object["spec"] = map[string]any{
+		"group": group, "scope": "Namespaced",
+		"names": map[string]any{"kind": "Gadget", "listKind": "GadgetList", "plural": "gadgets", "singular": "gadget"},
+		"versions": []any{map[string]any{
+			"name": "v1", "served": true, "storage": true,
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": object(map[string]any{
+				"spec":   object(map[string]any{"size": map[string]any{"type": "integer"}}),
+				"status": object(map[string]any{"phase": map[string]any{"type": "string"}, "observedGeneration": map[string]any{"type": "integer"}}),
+			})},
+		}},
+	}
+	return crd
+}
+
+// gadget is a Gadget of size size, with status when it is not nil.
+func gadget(gvk schema.GroupVersionKind, namespace, name string, size int64, status map[string]any) *unstructured.Unstructured {
+	obj := newObject(gvk, namespace, name)
+	obj.Object["spec"] = map[string]any{"size": size}
+	if status != nil {
+		obj.Object["status"] = status
+	}
+	return obj
+}
+
+// testStatusSubresource checks ApplyOptions.Subresource on a custom kind
+// whose CRD enables the status subresource, as an API server serves it:
+// an apply to the object leaves status alone, an apply to "status"
+// changes only status.
+func (s *suite) testStatusSubresource(t *testing.T) {
+	ctx := s.ctx(t)
+	group := "s" + s.id + ".releasetest.helmfleet.io"
+	crd := gadgetCRD(group)
+	_, err := s.c.Apply(ctx, crd, release.ApplyOptions{FieldManager: managerSetup})
+	require.NoError(t, err, "create CRD")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), s.opts.Timeout)
+		defer cancel()
+		if err := s.c.Delete(ctx, release.RefOf(crd), release.DeleteOptions{}); err != nil && !errors.Is(err, release.ErrNotFound) {
+			t.Errorf("delete CRD %s: %v", crd.GetName(), err)
+		}
+	})
+	gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Gadget"}
+	ref := release.ObjectRef{GroupVersionKind: gvk, Namespace: s.objects, Name: "gadget"}
+	status := func(phase string, gen int64) map[string]any {
+		return map[string]any{"phase": phase, "observedGeneration": gen}
+	}
+	toStatus := release.ApplyOptions{FieldManager: managerB, Subresource: release.SubresourceStatus}
+
+	// Created with a status: an API server serves a new kind after a
+	// moment, and drops the status.
+	var created *unstructured.Unstructured
+	for {
+		created, err = s.c.Apply(ctx, gadget(gvk, s.objects, "gadget", 1, status("Forged", 7)), release.ApplyOptions{FieldManager: managerA})
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	require.NoError(t, err, "create a Gadget once its CRD is served")
+	assert.NotContains(t, created.Object, "status", "status applied to the object on create")
+	assert.Equal(t, int64(1), created.GetGeneration())
+
+	// Status through the subresource: status set, spec and generation kept.
+	updated, err := s.c.Apply(ctx, gadget(gvk, s.objects, "gadget", 9, status("Ready", 1)), toStatus)
+	require.NoError(t, err, "apply status")
+	assert.Equal(t, status("Ready", 1), updated.Object["status"])
+	got, err := s.c.Get(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, status("Ready", 1), got.Object["status"])
+	size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
+	assert.Equal(t, int64(1), size, "spec sent to the status subresource is ignored")
+	assert.Equal(t, int64(1), got.GetGeneration(), "a status write keeps the generation")
+	var statusEntry bool
+	for _, e := range got.GetManagedFields() {
+		if e.Manager == managerB && e.Subresource == release.SubresourceStatus {
+			statusEntry = true
+			assert.Contains(t, string(e.FieldsV1.Raw), `"f:status"`)
+			assert.NotContains(t, string(e.FieldsV1.Raw), `"f:spec"`)
+		}
+	}
+	assert.True(t, statusEntry, "managedFields entry of %s with subresource status: %v", managerB, got.GetManagedFields())
+
+	// The object again, with another status: spec changes, status stays.
+	_, err = s.c.Apply(ctx, gadget(gvk, s.objects, "gadget", 2, status("Forged", 7)), release.ApplyOptions{FieldManager: managerA})
+	require.NoError(t, err, "apply the object")
+	got, err = s.c.Get(ctx, ref)
+	require.NoError(t, err)
+	assert.Equal(t, status("Ready", 1), got.Object["status"], "status applied to the object")
+	size, _, _ = unstructured.NestedInt64(got.Object, "spec", "size")
+	assert.Equal(t, int64(2), size)
+	assert.Equal(t, int64(2), got.GetGeneration())
+
+	// Status of an absent object: not found, and nothing created.
+	absent := release.ObjectRef{GroupVersionKind: gvk, Namespace: s.objects, Name: "gadget-absent"}
+	_, err = s.c.Apply(ctx, gadget(gvk, s.objects, absent.Name, 1, status("Ready", 1)), toStatus)
+	var nf *release.NotFoundError
+	require.ErrorAs(t, err, &nf, "apply status of an absent object")
+	assert.Equal(t, s.c.Name(), nf.Cluster)
+	assert.Equal(t, absent, nf.Object)
+	_, err = s.c.Get(ctx, absent)
+	assert.ErrorIs(t, err, release.ErrNotFound, "a status apply creates nothing")
+
+	// A kind without the status subresource has none to write to.
+	cm := configMap(s.objects, "no-status", map[string]string{"k": "v"})
+	_, err = s.c.Apply(ctx, cm, release.ApplyOptions{FieldManager: managerA})
+	require.NoError(t, err)
+	_, err = s.c.Apply(ctx, cm, release.ApplyOptions{FieldManager: managerA, Subresource: release.SubresourceStatus})
+	require.Error(t, err, "apply status of a ConfigMap")
+	assert.NotErrorIs(t, err, release.ErrNotFound)
+
+	// Any other subresource is an error that names it.
+	_, err = s.c.Apply(ctx, gadget(gvk, s.objects, "gadget", 1, nil), release.ApplyOptions{FieldManager: managerA, Subresource: "scale"})
+	assert.ErrorContains(t, err, `"scale"`)
 }
 
 func newObject(gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
