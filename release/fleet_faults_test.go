@@ -131,8 +131,6 @@ type fault struct {
 	tolerated bool
 	// every fails every matching call, not only the first.
 	every bool
-	// bug says why the subtest is skipped.
-	bug string
 	// hidden: Helm logs the cause and returns an error without it, which
 	// still names the member and the release.
 	hidden bool
@@ -210,17 +208,11 @@ func TestFleetFaultsConverge(t *testing.T) {
 	})
 }
 
-// forEachFault runs body as a subtest per fault and member, skipping the
-// faults a known bug breaks.
+// forEachFault runs body as a subtest per fault and member.
 func forEachFault(t *testing.T, faults []fault, members []string, body func(t *testing.T, f fault, member string)) {
 	for _, f := range faults {
 		for _, member := range members {
-			t.Run(f.name+"/"+member, func(t *testing.T) {
-				if f.bug != "" {
-					t.Skip(f.bug)
-				}
-				body(t, f, member)
-			})
+			t.Run(f.name+"/"+member, func(t *testing.T) { body(t, f, member) })
 		}
 	}
 }
@@ -354,7 +346,6 @@ func TestFleetCancelledApplyConverges(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		bug  string
 	}{
 		{
 			name: "default remediation",
@@ -405,9 +396,6 @@ func TestFleetCancelledApplyConverges(t *testing.T) {
 
 			_, err = applyInputs(context.Background(), t, tf, in)
 			assert.Empty(t, pendingReleases(t, tf.members), "the next apply unlocks what the cancel left pending")
-			if tt.bug != "" {
-				t.Skip(tt.bug)
-			}
 			require.NoError(t, err, "the next apply continues from where the cancelled one stopped")
 			assert.Equal(t, want, endState(t, tf.members), "cancelled apply: %s", rep.Table())
 		})
