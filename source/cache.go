@@ -54,13 +54,6 @@ func (c *IndexCache) sums(revision bool) *indexSums {
 	return h
 }
 
-// keyOf returns the key of index in c.
-func (c *IndexCache) keyOf(index []byte) string {
-	h := c.sums(false)
-	h.Write(index)
-	return h.cacheKey()
-}
-
 // Find is FindChartVersion with a cache: digest must identify index (the
 // digest of its raw bytes); index is read only on a miss. Failures are
 // not cached.

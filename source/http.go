@@ -194,19 +194,11 @@ func (r *HTTPResolver) IndexDigest(ctx context.Context, repoURL string) (string,
 	}
 	defer resp.Body.Close()
 	sums := r.cache.sums(true)
-	buf := make([]byte, 32<<10)
-	for {
-		m, err := resp.Body.Read(buf)
-		if sums.n+int64(m) > r.maxIndex {
-			return fail(status, errTooLarge(r.maxIndex))
-		}
-		sums.Write(buf[:m])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fail(status, r.readErr(ctx, u, err))
-		}
+	if _, err := io.Copy(sums, io.LimitReader(resp.Body, r.maxIndex+1)); err != nil {
+		return fail(status, r.readErr(ctx, u, err))
+	}
+	if sums.n > r.maxIndex {
+		return fail(status, errTooLarge(r.maxIndex))
 	}
 	// Keeping this index's state is safe even when it is not a valid index:
 	// the cache holds entries only for indexes that resolved, so a Resolve

@@ -26,13 +26,14 @@ type indexSums struct {
 	sha hash.Hash // nil when the revision is not wanted
 }
 
-// Write hashes the next bytes of the index.
-func (h *indexSums) Write(b []byte) {
+// Write hashes the next bytes of the index; it never fails.
+func (h *indexSums) Write(b []byte) (int, error) {
 	h.key.Write(b)
 	h.n += int64(len(b))
 	if h.sha != nil {
 		h.sha.Write(b)
 	}
+	return len(b), nil
 }
 
 // reset forgets what was hashed, for a document read again from the start.

@@ -261,5 +261,12 @@ func TestHTTPResolverJSONStream(t *testing.T) {
 	assert.Equal(t, 8, tr.count("/index.yaml"))
 }
 
+// keyOf returns the key of index in c.
+func (c *IndexCache) keyOf(index []byte) string {
+	h := c.sums(false)
+	h.Write(index)
+	return h.cacheKey()
+}
+
 // testSums returns fresh sums of a new cache.
 func testSums(revision bool) *indexSums { return NewIndexCache(1).sums(revision) }
