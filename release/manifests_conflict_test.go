@@ -52,6 +52,20 @@ func configMapOn(t *testing.T, f *distFleet, m string) (message, owner string) {
 	return msg, owner
 }
 
+// assertTakenOver checks m1's ConfigMap: the release's when takenOver,
+// else the one made by hand, untouched.
+func assertTakenOver(t *testing.T, f *distFleet, takenOver bool) {
+	t.Helper()
+	msg, owner := configMapOn(t, f, "m1")
+	if takenOver {
+		assert.Equal(t, "hello from helmfleet", msg)
+		assert.Equal(t, "apps/podinfo", owner)
+		return
+	}
+	assert.Equal(t, "made by hand", msg, "left as it is")
+	assert.Empty(t, owner)
+}
+
 // helmConfig is the Distributor's Helm configuration for namespace apps.
 func helmConfig(t *testing.T, f *distFleet) *action.Configuration {
 	t.Helper()
@@ -150,19 +164,15 @@ func TestDistributorConflictAnnotationBeatsPolicy(t *testing.T) {
 				rel = annotated(rel, tt.annotation)
 			}
 			_, err := newReconciler(t, nil).Reconcile(ctx, f.dist, rel)
-			msg, owner := configMapOn(t, f, "m1")
+			assertTakenOver(t, f, tt.takenOver)
 			if tt.takenOver {
 				require.NoError(t, err)
-				assert.Equal(t, "hello from helmfleet", msg)
-				assert.Equal(t, "apps/podinfo", owner)
 				return
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists on member m1")
 			assert.Contains(t, err.Error(), tt.err)
 			assert.NotContains(t, err.Error(), "member m2")
-			assert.Equal(t, "made by hand", msg)
-			assert.Empty(t, owner)
 			assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
 		})
 	}
@@ -273,11 +283,9 @@ func TestDistributorDriftCorrectionHonoursConflictResolution(t *testing.T) {
 			res, err := rec.Reconcile(ctx, f.dist, rel)
 			require.NotNil(t, res.Drift)
 			assert.Contains(t, res.Drift.String(), "ConfigMap/apps/podinfo: modified (member m1)")
-			msg, owner := configMapOn(t, f, "m1")
+			assertTakenOver(t, f, tt.corrected)
 			if tt.corrected {
 				require.NoError(t, err)
-				assert.Equal(t, "hello from helmfleet", msg)
-				assert.Equal(t, "apps/podinfo", owner)
 				return
 			}
 			require.Error(t, err)
@@ -285,8 +293,6 @@ func TestDistributorDriftCorrectionHonoursConflictResolution(t *testing.T) {
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "m1", ce.Member)
 			assert.Equal(t, configMapRef, ce.Object)
-			assert.Equal(t, "made by hand", msg, "left as it is")
-			assert.Empty(t, owner)
 		})
 	}
 }
