@@ -19,7 +19,8 @@
 //	   chart ref ──source──▶ chart (+version, digest)
 //	   valuesFrom/values ──values.Compose──▶ values (+provenance)
 //	   policies + clusters ──policy──▶ per-cluster placement and overrides
-//	   ──depgraph──▶ per cluster, in dependency order: release.Reconciler
+//	   ──fleet.Plan──▶ per cluster: action, values, manifest, diff
+//	   ──fleet.Apply (depgraph)──▶ per cluster, in dependency order: release.Reconciler
 //	   ──▶ Status per cluster; drift.Detect over live objects ──▶ report / correction
 //
 // # Packages
@@ -38,11 +39,16 @@
 //     and an executor that starts each node as soon as it can run.
 //
 // Composition and side effects:
-//   - [github.com/helmfleet/helmfleet/release]: the Release type (Flux
-//     HelmRelease v2 YAML), the multi-document decoder, the per-cluster
-//     reconciler (Flux's state machine), the fleet (plan, apply in
-//     dependency order and waves, drift across members), rendered-manifest
-//     distribution, and the cluster backend roles.
+//   - [github.com/helmfleet/helmfleet/release]: one release on one
+//     cluster: the Release type (Flux HelmRelease v2 YAML), the
+//     multi-document decoder, the cluster roles backends implement, and the
+//     reconciler (Flux's state machine) with its offline plan.
+//   - [github.com/helmfleet/helmfleet/release/fleet]: per-cluster releases
+//     across members: placement and overrides by policy, plan, apply in
+//     dependency order and waves, garbage collection, drift across members.
+//   - [github.com/helmfleet/helmfleet/release/distribute]: rendered-manifest
+//     mode: a cluster backend that renders a chart once and spreads its
+//     objects over members by policy.
 //   - [github.com/helmfleet/helmfleet/release/memory]: an in-memory cluster
 //     running Helm's real actions.
 //   - [github.com/helmfleet/helmfleet/release/kube]: real clusters through

@@ -1,38 +1,25 @@
 package release_test
 
 import (
+	"github.com/helmfleet/helmfleet/internal/fixture"
+
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// chart20 is the test chart grown to 20 objects: its five objects plus
-// fifteen more ConfigMaps.
-func chart20(b *testing.B) *chart.Chart {
-	ch := testchart.MustLoad("")
-	for i := 0; i < 15; i++ {
-		ch.Templates = append(ch.Templates, &chart.File{
-			Name: fmt.Sprintf("templates/extra-%02d.yaml", i),
-			Data: []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra-%02d\ndata:\n  index: %q\n", i, fmt.Sprint(i))),
-		})
-	}
-	return ch
-}
-
 // BenchmarkReconcile measures one install through the reconciler against
 // Helm's own action.Install on the same in-memory cluster and chart
 // (20 objects), and a no-op reconcile of an in-sync release.
 func BenchmarkReconcile(b *testing.B) {
 	ctx := context.Background()
-	ch := chart20(b)
+	ch := testchart.Grown(15)
 	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
 		return &release.Chart{Chart: ch}, nil
 	})
@@ -46,7 +33,7 @@ func BenchmarkReconcile(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			c := memory.New("m")
-			rel := testRelease()
+			rel := fixture.Release()
 			rel.Spec.Values = vals
 			if _, err := rec.Reconcile(ctx, c, rel); err != nil {
 				b.Fatal(err)
@@ -71,7 +58,7 @@ func BenchmarkReconcile(b *testing.B) {
 	})
 	b.Run("noop/helmfleet", func(b *testing.B) {
 		c := memory.New("m")
-		rel := testRelease()
+		rel := fixture.Release()
 		rel.Spec.Values = vals
 		if _, err := rec.Reconcile(ctx, c, rel); err != nil {
 			b.Fatal(err)

@@ -1,8 +1,7 @@
-// Package release runs Helm releases on one cluster and across a fleet:
-// the Release type and its decoding, the per-cluster reconciler (Flux's
-// helm-controller state machine), and the fleet layer that places
-// releases on member clusters with Karmada policies, plans and applies
-// them in dependency order and progressive waves.
+// Package release runs one Helm release on one cluster: the Release type
+// (Flux's HelmRelease) and its decoding, the cluster roles backends
+// implement, and the reconciler (Flux's helm-controller state machine)
+// with its offline Plan.
 //
 // # The Release type
 //
@@ -48,38 +47,19 @@
 // (ReconcilerConfig.UninstallHealthyRelease). Plan computes what Reconcile
 // would do, with the rendered objects and a diff, without writing anything.
 //
-// # Per-cluster releases across a fleet
+// # The layers above
 //
-// A Fleet (NewFleet) holds Members: a cluster backend and its placement
-// facts. Fleet.Plan places each Release with propagation policies, gives
-// each member its own copy through override policies (any field, e.g. a
-// pre-release chart version on dev; the values overrider for per-member
-// values) and plans each copy; releases a member no longer gets are
-// planned as uninstalls. Fleet.Apply runs the plan with package depgraph:
-// each release starts the moment its dependencies are ready, on the same
-// member or on others (a database on one member before the app on
-// another), within concurrency limits overall and per member; a Rollout
-// spreads it over waves gated on the new revision's health after a bake
-// time, a caller's gate and a failure budget, optionally rolling back the
-// failed members. Fleet.Drift checks and corrects every member. Each
-// member gets a real Helm release, visible with helm ls there.
+// This package is one release on one cluster. Two packages build on it
+// and are never imported by it:
+//   - release/fleet places Releases on many member clusters with Karmada
+//     policies, one real Helm release per member, and plans and applies
+//     them in dependency order and progressive waves;
+//   - release/distribute is rendered-manifest mode: a Cluster that renders
+//     a chart once and spreads its objects over members by policy, driven
+//     by this package's Reconciler unchanged.
 //
-// # Rendered manifests across a fleet
-//
-// NewDistributor returns a Cluster that spreads one Helm release over
-// member clusters the way the seed platform's first method does. Helm
-// renders the chart once and keeps the release's records on a hub (helm ls
-// there shows it). The Distributor's kube client places the manifest's
-// objects with propagation policies by kind, name and labels, so community
-// charts work unmodified. It divides replicas by weight, lets ConfigMaps,
-// Secrets, ServiceAccounts, Services and Ingresses follow their workloads,
-// and applies override policies per member. It server-side applies each
-// member's copies with inventory labels, and by those labels prunes what a
-// member should no longer hold and refuses another release's objects.
-// Policies the chart renders itself are used, never applied. Hooks run
-// where the release's workloads run, and waits judge every member's copy
-// with kstatus. The Reconciler drives a Distributor unchanged: install,
-// upgrade, test, rollback, uninstall and drift correction reach every
-// member, and a member that fails fails only its own part, named in the
-// error.
+// Member (a cluster backend and its placement facts), SortMembers and
+// FactsOf serve both. Reconciler.Health, RollbackToPrevious and Drift are
+// the per-release steps a rollout and a fleet-wide drift check are made
+// of.
 package release

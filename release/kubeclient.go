@@ -183,7 +183,7 @@ func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration,
 	defer cancel()
 	var refs []ObjectRef
 	for _, info := range resources {
-		ref := refOfInfo(info)
+		ref := RefOfInfo(info)
 		if ref.Kind == "Job" && ref.Group == "batch" && !jobs {
 			continue
 		}
@@ -221,8 +221,17 @@ func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration,
 // pending returns the objects that are not Current yet, and those that
 // Failed (kstatus Failed: no wait will help).
 func (c *contextClient) pending(ctx context.Context, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
+	return Unready(ctx, c.reader, refs)
+}
+
+// Unready reads refs through reader and judges each with kstatus: it
+// returns those not Current yet (an absent object counts as NotFound),
+// sorted, and those Failed, on which no wait will help. Each status says
+// why, with the messages of the object's unhappy conditions. It stops at
+// the first read error once ctx is done, returning that error.
+func Unready(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
 	for _, ref := range refs {
-		obj, gerr := c.reader.Get(ctx, ref)
+		obj, gerr := reader.Get(ctx, ref)
 		if gerr != nil {
 			if ctx.Err() != nil {
 				return pending, failed, ctx.Err()
@@ -282,7 +291,9 @@ func refsOf(st []ObjectStatus) []ObjectRef {
 	return out
 }
 
-func refOfInfo(info *resource.Info) ObjectRef {
+// RefOfInfo names the object of one of Helm's resource infos, with the
+// object's own group, version and kind where it has one.
+func RefOfInfo(info *resource.Info) ObjectRef {
 	gvk := info.Mapping.GroupVersionKind
 	if u, ok := info.Object.(*unstructured.Unstructured); ok {
 		gvk = u.GroupVersionKind()

@@ -18,9 +18,11 @@ type Member struct {
 	Facts policy.Cluster
 }
 
-// sortMembers validates members and returns them sorted by name, with
-// Facts.Name filled in.
-func sortMembers(members []Member) ([]Member, error) {
+// SortMembers validates members (each has a cluster; names are unique
+// and agree with their facts) and returns a sorted copy, by name, with
+// Facts.Name filled in: what a layer over several members (a fleet, a
+// distributor) starts from. The error names the index of the bad member.
+func SortMembers(members []Member) ([]Member, error) {
 	out := make([]Member, len(members))
 	seen := map[string]bool{}
 	for i, m := range members {
@@ -44,7 +46,9 @@ func sortMembers(members []Member) ([]Member, error) {
 	return out, nil
 }
 
-func factsOf(members []Member) []policy.Cluster {
+// FactsOf returns the placement facts of members, in their order, for
+// package policy.
+func FactsOf(members []Member) []policy.Cluster {
 	out := make([]policy.Cluster, len(members))
 	for i, m := range members {
 		out[i] = m.Facts

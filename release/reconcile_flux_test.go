@@ -1,6 +1,8 @@
 package release_test
 
 import (
+	"github.com/helmfleet/helmfleet/internal/fixture"
+
 	"context"
 	"errors"
 	"testing"
@@ -51,8 +53,8 @@ func TestRetriesExhaustedThenSpecChanges(t *testing.T) {
 	ctx := context.Background()
 	h := &health{notReady: map[string]string{"Deployment": "image pull back-off"}}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 
 	// Retries 0 (the default) and remediateLastFailure false: the failed
@@ -92,8 +94,8 @@ func TestResetRequestClearsStall(t *testing.T) {
 	ctx := context.Background()
 	h := &health{notReady: map[string]string{"Deployment": "pending"}}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 	_, err := rec.Reconcile(ctx, c, rel)
 	var stalled *release.StalledError
@@ -111,8 +113,8 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	ctx := context.Background()
 	h := &health{}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: time.Second}
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 1}}
 	_, err := rec.Reconcile(ctx, c, rel)
@@ -134,7 +136,7 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	assert.Equal(t, "False/UpgradeFailed", cond(rel, release.ConditionReleased))
 	assert.Equal(t, "True/ProgressingWithRetry", cond(rel, release.ConditionReconciling))
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.1 failed", "6.5.0 deployed"}, history(t, c))
-	assert.Equal(t, int64(2), replicas(t, c), "the rollback restored revision 1's objects")
+	assert.Equal(t, int64(2), fixture.Replicas(t, c), "the rollback restored revision 1's objects")
 
 	// The second attempt fails too: retries are exhausted after the
 	// rollback, and the release stalls on the good revision.
@@ -145,21 +147,21 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	assert.Equal(t, release.NextStalled, res.Next)
 	assert.Equal(t, int64(2), rel.Status.UpgradeFailures)
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.1 failed", "6.5.0 superseded", "6.5.1 failed", "6.5.0 deployed"}, history(t, c))
-	assert.Equal(t, int64(2), replicas(t, c))
+	assert.Equal(t, int64(2), fixture.Replicas(t, c))
 }
 
 func TestSafeRemediationRollsBackInsteadOfUninstall(t *testing.T) {
 	ctx := context.Background()
 	h := &health{}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 2, Strategy: ptr(release.UninstallRemediationStrategy)}}
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 
-	c.SetHealth(brokenVersion("6.5.1"))
+	c.SetHealth(fixture.BrokenVersion("6.5.1"))
 	rel.Spec.Chart.Spec.Version = "6.5.1"
 	rel.Generation = 2
 	res, err := rec.Reconcile(ctx, c, rel)
@@ -172,14 +174,14 @@ func TestSafeRemediationRollsBackInsteadOfUninstall(t *testing.T) {
 
 	// With the explicit opt-in, Flux's behaviour: uninstall.
 	c2 := newHealthyCluster(&health{})
-	unsafe, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), PollInterval: time.Millisecond, UninstallHealthyRelease: true})
+	unsafe, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond, UninstallHealthyRelease: true})
 	require.NoError(t, err)
-	rel2 := testRelease()
+	rel2 := fixture.Release()
 	rel2.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 	rel2.Spec.Upgrade = rel.Spec.Upgrade
 	_, err = unsafe.Reconcile(ctx, c2, rel2)
 	require.NoError(t, err)
-	c2.SetHealth(brokenVersion("6.5.1"))
+	c2.SetHealth(fixture.BrokenVersion("6.5.1"))
 	rel2.Spec.Chart.Spec.Version = "6.5.1"
 	rel2.Generation = 2
 	res, err = unsafe.Reconcile(ctx, c2, rel2)
@@ -192,8 +194,8 @@ func TestFailingTestIsRemediated(t *testing.T) {
 	ctx := context.Background()
 	h := &health{}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: time.Second}
 	rel.Spec.Test = &release.Test{Enable: true}
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 3}}
@@ -221,7 +223,7 @@ func TestFailingTestIsRemediated(t *testing.T) {
 	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionTest, release.ActionRollback}, res.Actions)
 	assert.Equal(t, "False/TestFailed", cond(rel, release.ConditionTestSuccess))
 	assert.Equal(t, "True/RollbackSucceeded", cond(rel, release.ConditionRemediated))
-	assert.Equal(t, int64(2), replicas(t, c))
+	assert.Equal(t, int64(2), fixture.Replicas(t, c))
 
 	// Ignored test failures do not remediate.
 	rel.Spec.Test.IgnoreFailures = true
@@ -231,14 +233,14 @@ func TestFailingTestIsRemediated(t *testing.T) {
 	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionTest}, res.Actions)
 	assert.Equal(t, "False/TestFailed", cond(rel, release.ConditionTestSuccess))
 	assert.Equal(t, metav1.ConditionTrue, rel.Status.GetCondition(release.ConditionReady).Status)
-	assert.Equal(t, int64(4), replicas(t, c))
+	assert.Equal(t, int64(4), fixture.Replicas(t, c))
 }
 
 func TestTestFilters(t *testing.T) {
 	ctx := context.Background()
 	c := newHealthyCluster(&health{failed: map[string]string{"Pod": "should not run"}})
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Test = &release.Test{Enable: true, Filters: []release.Filter{{Name: "podinfo-test-connection", Exclude: true}}}
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err, "the only (failing) test is excluded")
@@ -248,8 +250,8 @@ func TestTestFilters(t *testing.T) {
 
 func TestMissingRollbackTarget(t *testing.T) {
 	ctx := context.Background()
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 2}}
 	var c *memory.Cluster
@@ -286,8 +288,8 @@ func TestRetryOnFailure(t *testing.T) {
 	ctx := context.Background()
 	h := &health{notReady: map[string]string{"Deployment": "slow"}}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
 	rel.Spec.Install = &release.Install{
 		Strategy:    &release.InstallStrategy{Name: release.ActionStrategyRetryOnFailure, RetryInterval: &metav1.Duration{Duration: time.Minute}},
@@ -308,15 +310,15 @@ func TestRetryOnFailure(t *testing.T) {
 func TestDriftDetectionAndCorrection(t *testing.T) {
 	ctx := context.Background()
 	c := newHealthyCluster(&health{})
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 
 	// Another manager scales the Deployment and edits the ConfigMap.
 	drift := func() {
-		dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+		dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 		require.NoError(t, err)
 		delete(dep.Object, "status")
 		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
@@ -329,7 +331,7 @@ func TestDriftDetectionAndCorrection(t *testing.T) {
 	assert.Equal(t, []release.Action{release.ActionCorrectDrift}, res.Actions)
 	require.NotNil(t, res.Drift)
 	assert.Equal(t, 1, res.Drift.Count("Modified"))
-	assert.Equal(t, int64(2), replicas(t, c), "corrected back to the manifest")
+	assert.Equal(t, int64(2), fixture.Replicas(t, c), "corrected back to the manifest")
 	assert.Equal(t, "False/NoDrift", cond(rel, release.ConditionDrifted))
 
 	// Ignore /spec/replicas on Deployments (the seed's example): an HPA's
@@ -339,7 +341,7 @@ func TestDriftDetectionAndCorrection(t *testing.T) {
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Empty(t, res.Actions)
-	assert.Equal(t, int64(9), replicas(t, c))
+	assert.Equal(t, int64(9), fixture.Replicas(t, c))
 
 	// Warn mode reports without correcting.
 	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionWarn}
@@ -348,7 +350,7 @@ func TestDriftDetectionAndCorrection(t *testing.T) {
 	assert.Empty(t, res.Actions)
 	assert.Equal(t, release.StateDrifted, res.State)
 	assert.Equal(t, "True/DriftDetected", cond(rel, release.ConditionDrifted))
-	assert.Equal(t, int64(9), replicas(t, c))
+	assert.Equal(t, int64(9), fixture.Replicas(t, c))
 
 	// A deleted object is recreated.
 	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
@@ -362,8 +364,8 @@ func TestDriftDetectionAndCorrection(t *testing.T) {
 func TestTargetNamespaceChangeReinstalls(t *testing.T) {
 	ctx := context.Background()
 	c := newHealthyCluster(&health{})
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 
@@ -431,7 +433,7 @@ spec:
 		t.Run(tc.name, func(t *testing.T) {
 			desc = "v1"
 			c := newHealthyCluster(&health{})
-			rel := testRelease()
+			rel := fixture.Release()
 			rel.Spec.Install = &release.Install{CRDs: tc.policy}
 			rel.Spec.Upgrade = &release.Upgrade{CRDs: tc.policy}
 			_, err := rec.Reconcile(ctx, c, rel)
@@ -455,8 +457,8 @@ spec:
 func TestCancelledReconcileLeavesNothingPending(t *testing.T) {
 	h := &health{notReady: map[string]string{"Deployment": "never"}}
 	c := newHealthyCluster(h)
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -476,21 +478,11 @@ func TestCancelledReconcileLeavesNothingPending(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// brokenVersion makes the Deployments of one chart version crash.
-func brokenVersion(version string) memory.HealthFunc {
-	return func(u *unstructured.Unstructured) memory.Health {
-		if u.GetKind() == "Deployment" && u.GetLabels()["helm.sh/chart"] == "podinfo-"+version {
-			return memory.Health{Message: "crash loop"}
-		}
-		return memory.Health{Ready: true}
-	}
-}
-
 func TestPostRenderersAndCommonMetadata(t *testing.T) {
 	ctx := context.Background()
 	c := newHealthyCluster(&health{})
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.PostRenderers = []release.PostRenderer{{Kustomize: &release.Kustomize{
 		Patches: []release.Patch{{
 			Target: &release.Selector{Kind: "Deployment"},
@@ -501,7 +493,7 @@ func TestPostRenderersAndCommonMetadata(t *testing.T) {
 	rel.Spec.CommonMetadata = &release.CommonMetadata{Labels: map[string]string{"platform": "helmfleet"}}
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 	require.NoError(t, err)
 	assert.Equal(t, "payments", dep.GetAnnotations()["team"])
 	assert.Equal(t, "helmfleet", dep.GetLabels()["platform"])

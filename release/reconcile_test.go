@@ -1,6 +1,8 @@
 package release_test
 
 import (
+	"github.com/helmfleet/helmfleet/internal/fixture"
+
 	"context"
 	"errors"
 	"testing"
@@ -12,55 +14,11 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/values"
 )
-
-var deployGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-
-// testRelease is the podinfo release of the test chart in namespace apps.
-func testRelease() *release.Release {
-	return &release.Release{
-		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: "apps", Generation: 1},
-		Spec: release.Spec{
-			Interval: metav1.Duration{Duration: 10 * time.Minute},
-			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-				Chart: "podinfo", Version: "6.5.0",
-				SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"},
-			}},
-			Values: map[string]any{"replicaCount": 2},
-		},
-	}
-}
-
-func testCharts() release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-}
-
-func newReconciler(t *testing.T, reader values.Reader) *release.Reconciler {
-	t.Helper()
-	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), Values: reader, Now: func() time.Time { return now }, PollInterval: 2 * time.Millisecond})
-	require.NoError(t, err)
-	return r
-}
-
-func replicas(t *testing.T, c *memory.Cluster) int64 {
-	t.Helper()
-	dep, err := c.Get(context.Background(), release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
-	require.NoError(t, err)
-	n, _, err := unstructured.NestedInt64(dep.Object, "spec", "replicas")
-	require.NoError(t, err)
-	return n
-}
 
 func history(t *testing.T, c *memory.Cluster) []string {
 	t.Helper()
@@ -78,8 +36,8 @@ func history(t *testing.T, c *memory.Cluster) []string {
 func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	ctx := context.Background()
 	c := memory.New("member1")
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
@@ -91,7 +49,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 		"ConfigMap apps/podinfo", "Deployment apps/podinfo", "Ingress apps/podinfo",
 		"Secret apps/podinfo", "Service apps/podinfo",
 	}, c.Summary(), "release name podinfo contains the chart name, so objects are called podinfo")
-	assert.Equal(t, int64(2), replicas(t, c))
+	assert.Equal(t, int64(2), fixture.Replicas(t, c))
 	ready := rel.Status.GetCondition(release.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status)
@@ -114,7 +72,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Equal(t, release.ActionUpgrade, res.Action)
-	assert.Equal(t, int64(3), replicas(t, c))
+	assert.Equal(t, int64(3), fixture.Replicas(t, c))
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c))
 
 	// Chart version change: upgrade.
@@ -148,8 +106,8 @@ func TestReconcileFailedInstallThenRecovers(t *testing.T) {
 		}
 		return memory.Health{Ready: true}
 	}))
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Millisecond}
 	rel.Spec.Install = &release.Install{Remediation: &release.InstallRemediation{Retries: 1}}
 
@@ -182,8 +140,8 @@ func TestReconcileFailedInstallThenRecovers(t *testing.T) {
 func TestReconcileUnlocksPendingRelease(t *testing.T) {
 	ctx := context.Background()
 	c := memory.New("member1")
-	rec := newReconciler(t, nil)
-	rel := testRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 
@@ -206,10 +164,10 @@ func TestReconcileUnlocksPendingRelease(t *testing.T) {
 func TestReconcileValuesFromAndStageErrors(t *testing.T) {
 	ctx := context.Background()
 	c := memory.New("member1")
-	rel := testRelease()
+	rel := fixture.Release()
 	rel.Spec.ValuesFrom = []release.ValuesReference{{Kind: "ConfigMap", Name: "podinfo-values"}}
 
-	_, err := newReconciler(t, nil).Reconcile(ctx, c, rel)
+	_, err := fixture.Reconciler(t, nil).Reconcile(ctx, c, rel)
 	var se *release.StageError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, release.ReasonValuesError, se.Reason)
@@ -223,17 +181,17 @@ func TestReconcileValuesFromAndStageErrors(t *testing.T) {
 		return nil, values.ErrNotFound
 	})
 	rel.Spec.Values = nil
-	res, err := newReconciler(t, reader).Reconcile(ctx, c, rel)
+	res, err := fixture.Reconciler(t, reader).Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Equal(t, release.ActionInstall, res.Action)
-	assert.Equal(t, int64(5), replicas(t, c))
+	assert.Equal(t, int64(5), fixture.Replicas(t, c))
 
 	broken := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
 		return nil, errors.New("repository unreachable")
 	})
 	r2, err := release.NewReconciler(release.ReconcilerConfig{Charts: broken})
 	require.NoError(t, err)
-	_, err = r2.Reconcile(ctx, c, testRelease())
+	_, err = r2.Reconcile(ctx, c, fixture.Release())
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, release.ReasonArtifactFailed, se.Reason)
 	assert.Contains(t, err.Error(), "apps/podinfo")

@@ -1,6 +1,8 @@
 package release_test
 
 import (
+	"github.com/helmfleet/helmfleet/internal/fixture"
+
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -86,7 +88,7 @@ spec:
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Equal(t, "6.5.3", res.Helm.Chart.Metadata.Version, "6.5.* picks the newest 6.5 patch, no pre-releases")
-	assert.Equal(t, int64(3), replicas(t, c), "values-prod.yaml replaced the chart's values.yaml")
+	assert.Equal(t, int64(3), fixture.Replicas(t, c), "values-prod.yaml replaced the chart's values.yaml")
 	assert.EqualValues(t, 3, res.Helm.Config["replicaCount"])
 	assert.Equal(t, map[string]any{"color": "#aa0000", "message": "hi"}, res.Helm.Config["ui"])
 	assert.True(t, strings.HasPrefix(rel.Status.LastAttemptedRevisionDigest, "sha256:"), rel.Status.LastAttemptedRevisionDigest)

@@ -14,6 +14,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -112,7 +113,7 @@ func newHub(ctx context.Context, y string) (*memory.Cluster, error) {
 
 // newFleet returns a fleet of members labelled env=<value>, installing
 // the embedded test chart at the version each release asks for.
-func newFleet(now func() time.Time, envs map[*memory.Cluster]string) (*release.Fleet, error) {
+func newFleet(now func() time.Time, envs map[*memory.Cluster]string) (*fleet.Fleet, error) {
 	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
 		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
 		return &release.Chart{Chart: ch}, err
@@ -125,7 +126,7 @@ func newFleet(now func() time.Time, envs map[*memory.Cluster]string) (*release.F
 	for c, env := range envs {
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": env}}})
 	}
-	return release.NewFleet(release.FleetConfig{Reconciler: rec, Members: members})
+	return fleet.New(fleet.Config{Reconciler: rec, Members: members})
 }
 
 // run is the demo: a hub, two members, four polls, and changes between

@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 )
 
 func main() {
@@ -74,7 +75,7 @@ type Controller struct {
 	// Hub holds the HelmReleases and policies.
 	Hub release.ObjectClient
 	// Fleet runs them.
-	Fleet *release.Fleet
+	Fleet *fleet.Fleet
 	// Poll is the polling period.
 	Poll time.Duration
 	// Now is the clock of requeue times and conditions.
@@ -148,7 +149,7 @@ func (c *Controller) poll(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	plan, err := c.Fleet.Plan(ctx, release.InputsOf(objs))
+	plan, err := c.Fleet.Plan(ctx, fleet.InputsOf(objs))
 	if err != nil {
 		return err
 	}
@@ -160,11 +161,11 @@ func (c *Controller) poll(ctx context.Context, n int) error {
 			fmt.Fprintf(c.Log, "  plan %s %s/%s: %s %s@%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.Action, it.Chart, it.Version)
 		}
 	}
-	rep, applyErr := c.Fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	rep, applyErr := c.Fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	if rep == nil {
 		return applyErr
 	}
-	members := map[string][]release.ItemReport{}
+	members := map[string][]fleet.ItemReport{}
 	for _, it := range rep.Items {
 		ref := it.Key.Namespace + "/" + it.Key.Name
 		members[ref] = append(members[ref], it)
@@ -220,7 +221,7 @@ func decode(lists map[schema.GroupVersionKind][]*unstructured.Unstructured) (*re
 // summarize folds the members' statuses of one release into one Ready
 // condition and the Next hint of the least advanced member: stalled
 // anywhere stalls, not ready anywhere requeues, else done.
-func (c *Controller) summarize(r *release.Release, items []release.ItemReport, now time.Time) (metav1.Condition, release.Next) {
+func (c *Controller) summarize(r *release.Release, items []fleet.ItemReport, now time.Time) (metav1.Condition, release.Next) {
 	cond := metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionTrue, Reason: release.ReasonReconciliationSucceeded,
 		ObservedGeneration: r.Generation, LastTransitionTime: metav1.NewTime(now)}
 	next := release.NextDone

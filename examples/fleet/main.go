@@ -1,6 +1,6 @@
 // Command fleet runs a realistic platform fleet from a directory of YAML:
-// the layout of seed 003 (KARGO's Flux repository: cluster add-ons, then
-// apps, with dev clusters on pre-release charts) spread over dev and prod
+// the layout Flux's multi-cluster examples recommend (cluster add-ons,
+// then apps, with dev clusters on pre-release charts) spread over dev and prod
 // clusters with Karmada policies, and its manual "dev first, then prod"
 // workflow turned into one call.
 //
@@ -13,7 +13,7 @@
 //   - podinfo, which depends on both add-ons on its own cluster and on the
 //     database on the data cluster (a dependency across clusters);
 //   - override policies: dev clusters get pre-release chart versions (a
-//     plaintext override of /spec/chart/spec/version, what seed 003 does
+//     plaintext override of /spec/chart/spec/version, what a Flux repository does
 //     with a Kustomize patch per environment), prod clusters get more
 //     replicas and a host per region (helmfleet's valuesOverrider).
 //
@@ -48,6 +48,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -85,12 +86,12 @@ var members = []member{
 	{name: "prod-us-1", env: "prod", region: "us-east-1", role: "apps"},
 }
 
-// rollout is seed 003's workflow as data. The data cluster goes with the
+// rollout is a platform team's "dev first, then prod" workflow as data. The data cluster goes with the
 // first wave: every app depends on its database, and a release waits for
 // dependencies only in its own or an earlier wave.
-func rollout(gate func(context.Context, release.WaveReport) error) *release.Rollout {
-	return &release.Rollout{
-		Waves: []release.Wave{
+func rollout(gate func(context.Context, fleet.WaveReport) error) *fleet.Rollout {
+	return &fleet.Rollout{
+		Waves: []fleet.Wave{
 			{Name: "dev", Selector: "env in (dev,shared)"},
 			{Name: "prod", Selector: "env=prod"},
 		},
@@ -106,11 +107,11 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	in := release.InputsOf(objs)
+	in := fleet.InputsOf(objs)
 	fmt.Fprintf(out, "== fleet: %d releases, %d helm repositories, %d policies from %s\n",
 		len(objs.Releases), len(objs.HelmRepositories), policyCount(objs.Policies), strings.Join(files, ", "))
 
-	schemas := memory.NewSchemas() // one for the whole fleet
+	schemas := memory.NewSchemas() // one for the whole fl
 	clusters := map[string]*memory.Cluster{}
 	var ms []release.Member
 	for _, m := range members {
@@ -125,12 +126,12 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := release.NewFleet(release.FleetConfig{Members: ms, Reconciler: rec, Concurrency: 8, ClusterConcurrency: 2})
+	fl, err := fleet.New(fleet.Config{Members: ms, Reconciler: rec, Concurrency: 8, ClusterConcurrency: 2})
 	if err != nil {
 		return err
 	}
 
-	plan, err := fleet.Plan(ctx, in)
+	plan, err := fl.Plan(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "\n== rollout: wave dev, then wave prod after a bake time and a gate\n")
-	gate := func(ctx context.Context, w release.WaveReport) error {
+	gate := func(ctx context.Context, w fleet.WaveReport) error {
 		err := appAvailable(ctx, clusters, w.Clusters)
 		verdict := "go on"
 		if err != nil {
@@ -149,7 +150,7 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 		fmt.Fprintf(out, "gate after wave %s %v: %d succeeded, %d failed: %s\n", w.Name, w.Clusters, w.Succeeded, w.Failed, verdict)
 		return err
 	}
-	rep, applyErr := fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: rollout(gate)})
+	rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: rollout(gate)})
 	if rep != nil {
 		fmt.Fprintf(out, "\n%s", rep.Table())
 		fmt.Fprintf(out, "\n== dependency graph (Mermaid)\n%s", rep.Mermaid())

@@ -24,6 +24,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -118,25 +119,25 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fleet, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	fl, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	if err != nil {
 		return err
 	}
-	rollout := &release.Rollout{
-		Waves:    []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
+	rollout := &fleet.Rollout{
+		Waves:    []fleet.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
 		BakeTime: 50 * time.Millisecond,
 	}
 
 	step := func(title string) error {
-		plan, err := fleet.Plan(ctx, release.InputsOf(objs))
+		plan, err := fl.Plan(ctx, fleet.InputsOf(objs))
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "== %s\n-- plan\n%s", title, plan.Table())
-		if it, ok := plan.Item(release.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}); ok && it.State != release.StateAbsent && it.Diff != "" {
+		if it, ok := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}); ok && it.State != release.StateAbsent && it.Diff != "" {
 			fmt.Fprintf(out, "-- diff on dev-1 (Deployment)\n%s", deploymentDiff(it.Diff))
 		}
-		rep, err := fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: rollout})
+		rep, err := fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: rollout})
 		fmt.Fprintf(out, "-- apply, dev then prod\n%s", rep.Table())
 		return err
 	}
@@ -162,7 +163,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if _, err := c.Update(ctx, dep, "kubectl-scale"); err != nil {
 		return err
 	}
-	drift, err := fleet.Drift(ctx, true)
+	drift, err := fl.Drift(ctx, true)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/helmfleet/helmfleet/examples/unittest"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -34,7 +35,7 @@ func ExampleRolloutPlatform() {
 		fmt.Println(err)
 		return
 	}
-	fleet, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	fl, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -67,7 +68,7 @@ spec:
 		return
 	}
 
-	rep, err := unittest.RolloutPlatform(ctx, fleet, release.InputsOf(objs), 0)
+	rep, err := unittest.RolloutPlatform(ctx, fl, fleet.InputsOf(objs), 0)
 	for _, it := range rep.Items {
 		fmt.Printf("%-11s %-22s %-11s revision %d\n", it.Wave, it.Key, it.State, it.Revision)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -23,7 +24,7 @@ const bake = 5 * time.Millisecond
 // testFleet is the team's fleet in memory: one dev cluster, a prod
 // canary and one more prod cluster.
 type testFleet struct {
-	fleet   *release.Fleet
+	fleet   *fleet.Fleet
 	members map[string]*memory.Cluster
 }
 
@@ -51,7 +52,7 @@ func newTestFleet(t testing.TB, health map[string]memory.HealthFunc) *testFleet 
 	}
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	f, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec})
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	require.NoError(t, err)
 	tf.fleet = f
 	return tf
@@ -67,14 +68,14 @@ func charts() release.ChartGetter {
 }
 
 // platform decodes testdata/platform.yaml with podinfo at version.
-func platform(t testing.TB, version string) release.Inputs {
+func platform(t testing.TB, version string) fleet.Inputs {
 	t.Helper()
 	f, err := os.Open("testdata/platform.yaml")
 	require.NoError(t, err)
 	defer f.Close()
 	objs, err := release.Load(f)
 	require.NoError(t, err)
-	in := release.InputsOf(objs)
+	in := fleet.InputsOf(objs)
 	for _, r := range in.Releases {
 		r.Spec.Chart.Spec.Version = version
 	}
@@ -117,7 +118,7 @@ func replicas(t testing.TB, c *memory.Cluster) int64 {
 // ready is the status of the Ready condition of podinfo on a member, as the
 // fleet last recorded it; "" when the fleet never ran it there.
 func ready(tf *testFleet, cluster string) string {
-	st, ok := tf.fleet.Status(release.Key{Cluster: cluster, Namespace: "apps", Name: "podinfo"})
+	st, ok := tf.fleet.Status(fleet.Key{Cluster: cluster, Namespace: "apps", Name: "podinfo"})
 	if !ok {
 		return ""
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 )
 
 // Labels the team puts on its member clusters.
@@ -19,7 +19,7 @@ const (
 
 // Waves is the team's rollout order: dev, then the prod canary, then the
 // rest of prod.
-var Waves = []release.Wave{
+var Waves = []fleet.Wave{
 	{Name: "dev", Selector: EnvLabel + "=dev"},
 	{Name: "prod-canary", Selector: EnvLabel + "=prod," + CanaryLabel + "=true"},
 	{Name: "prod", Selector: EnvLabel + "=prod"},
@@ -44,15 +44,15 @@ func (e *PlanError) Unwrap() []error { return e.Errs }
 // failed members back to their previous revision. Nothing is applied
 // when the plan has errors (a *PlanError). The report says what happened
 // on every member, also when the error is not nil.
-func RolloutPlatform(ctx context.Context, fleet *release.Fleet, in release.Inputs, bake time.Duration) (*release.ApplyReport, error) {
-	plan, err := fleet.Plan(ctx, in)
+func RolloutPlatform(ctx context.Context, fl *fleet.Fleet, in fleet.Inputs, bake time.Duration) (*fleet.ApplyReport, error) {
+	plan, err := fl.Plan(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("platform rollout: %w", err)
 	}
 	if len(plan.Errors) > 0 {
 		return nil, &PlanError{Errs: plan.Errors}
 	}
-	return fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
+	return fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
 		Waves:          Waves,
 		BakeTime:       bake,
 		MaxFailures:    0,
@@ -63,12 +63,12 @@ func RolloutPlatform(ctx context.Context, fleet *release.Fleet, in release.Input
 // HealDrift checks every member for changes made outside the fleet and
 // puts the releases' objects back; it returns the releases it corrected,
 // sorted by member and name.
-func HealDrift(ctx context.Context, fleet *release.Fleet) ([]release.Key, error) {
-	d, err := fleet.Drift(ctx, true)
+func HealDrift(ctx context.Context, fl *fleet.Fleet) ([]fleet.Key, error) {
+	d, err := fl.Drift(ctx, true)
 	if err != nil {
 		return nil, fmt.Errorf("heal drift: %w", err)
 	}
-	var healed []release.Key
+	var healed []fleet.Key
 	var errs []error
 	for _, it := range d.Items {
 		if it.Err != nil {

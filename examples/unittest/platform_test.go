@@ -11,6 +11,7 @@ import (
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/examples/unittest"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -75,7 +76,7 @@ func TestRolloutPlatform(t *testing.T) {
 			wantReady:      map[string]string{"dev-1": "True", "prod-eu-1": "False", "prod-us-1": "True"},
 			wantRolledBack: []string{"prod-eu-1"},
 			then: func(t *testing.T, tf *testFleet) {
-				st, ok := tf.fleet.Status(release.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
+				st, ok := tf.fleet.Status(fleet.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
 				require.True(t, ok)
 				rem := st.GetCondition(release.ConditionRemediated)
 				require.NotNil(t, rem)
@@ -132,7 +133,7 @@ func TestRolloutPlatform(t *testing.T) {
 
 				healed, err := unittest.HealDrift(ctx, tf.fleet)
 				require.NoError(t, err)
-				assert.Equal(t, []release.Key{{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"}}, healed)
+				assert.Equal(t, []fleet.Key{{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"}}, healed)
 				assert.Equal(t, int64(3), replicas(t, c), "back to prod's value")
 				assert.Equal(t, []string{"6.5.0 deployed"}, history(t, c), "a drift correction makes no Helm revision")
 				assert.Equal(t, podinfoObjects, c.Summary())

@@ -14,6 +14,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 )
 
 // charts serves the embedded test chart at the version a release asks for.
@@ -145,7 +146,7 @@ spec:
 	m1, m2 := admin(t, "member1"), admin(t, "member2")
 	namespace(t, m1, "fleet")
 	namespace(t, m2, "fleet")
-	fleet, err := release.NewFleet(release.FleetConfig{
+	fl, err := fleet.New(fleet.Config{
 		Reconciler: newReconciler(t),
 		Members: []release.Member{
 			{Cluster: m1, Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
@@ -153,11 +154,11 @@ spec:
 		},
 	})
 	require.NoError(t, err)
-	plan, err := fleet.Plan(ctx(t), release.InputsOf(objs))
+	plan, err := fl.Plan(ctx(t), fleet.InputsOf(objs))
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors)
 	require.Len(t, plan.Items, 2)
-	rep, err := fleet.Apply(ctx(t), plan, release.FleetApplyOptions{})
+	rep, err := fl.Apply(ctx(t), plan, fleet.ApplyOptions{})
 	require.NoError(t, err, rep.Table())
 
 	for _, m := range []struct {
@@ -191,12 +192,12 @@ spec:
     clusterAffinity: {clusterNames: [member1, member2]}
 `))
 	require.NoError(t, err)
-	fleet, err := release.NewFleet(release.FleetConfig{Reconciler: newReconciler(t),
+	fl, err := fleet.New(fleet.Config{Reconciler: newReconciler(t),
 		Members: []release.Member{{Cluster: member1}, {Cluster: member2}}})
 	require.NoError(t, err)
-	plan, err := fleet.Plan(ctx(t), release.InputsOf(objs))
+	plan, err := fl.Plan(ctx(t), fleet.InputsOf(objs))
 	require.NoError(t, err)
-	rep, err := fleet.Apply(ctx(t), plan, release.FleetApplyOptions{})
+	rep, err := fl.Apply(ctx(t), plan, fleet.ApplyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "member2:away/podinfo")
 	assert.Contains(t, err.Error(), "cluster member2")

@@ -72,3 +72,16 @@ func relPath(base, p string) (string, error) {
 	}
 	return path.Clean(p[len(base)+1:]), nil
 }
+
+// Grown returns the chart with extra more ConfigMaps (extra-00, extra-01,
+// …) beside its own objects: a bigger release for benchmarks.
+func Grown(extra int) *chart.Chart {
+	ch := MustLoad("")
+	for i := 0; i < extra; i++ {
+		ch.Templates = append(ch.Templates, &chart.File{
+			Name: fmt.Sprintf("templates/extra-%02d.yaml", i),
+			Data: []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra-%02d\ndata:\n  index: %q\n", i, fmt.Sprint(i))),
+		})
+	}
+	return ch
+}

@@ -1,4 +1,4 @@
-package release
+package fleet
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"helm.sh/helm/v3/pkg/action"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/helmfleet/helmfleet/depgraph"
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // Rollout spreads an Apply over waves of members: each wave is applied,
@@ -50,8 +50,8 @@ type Wave struct {
 	Percent int
 }
 
-// FleetApplyOptions tune one Fleet.Apply.
-type FleetApplyOptions struct {
+// ApplyOptions tune one Fleet.Apply.
+type ApplyOptions struct {
 	// Rollout spreads the apply over waves; nil applies everywhere at
 	// once (still in dependency order).
 	Rollout *Rollout
@@ -66,7 +66,7 @@ type ItemReport struct {
 	// State is succeeded, failed, skipped or not-started.
 	State depgraph.State
 	// Actions are the reconciler's actions.
-	Actions []Action
+	Actions []release.Action
 	// Revision is the Helm revision after the apply.
 	Revision int
 	// Err says why it failed or was skipped.
@@ -76,7 +76,7 @@ type ItemReport struct {
 	// RolledBack is true when a halted rollout rolled it back.
 	RolledBack bool
 	// Next and RequeueAfter are the reconciler's hint for this release.
-	Next         Next
+	Next         release.Next
 	RequeueAfter time.Duration
 }
 
@@ -110,27 +110,27 @@ type ApplyReport struct {
 	result *depgraph.Result[Key]
 }
 
-// FleetEventKind says what happened.
-type FleetEventKind string
+// EventKind says what happened.
+type EventKind string
 
 // Fleet event kinds.
 const (
-	EventPlanned      FleetEventKind = "planned"
-	EventStarted      FleetEventKind = "started"
-	EventReady        FleetEventKind = "ready"
-	EventFailed       FleetEventKind = "failed"
-	EventSkipped      FleetEventKind = "skipped"
-	EventUninstalled  FleetEventKind = "uninstalled"
-	EventWaveStarted  FleetEventKind = "wave-started"
-	EventWaveFinished FleetEventKind = "wave-finished"
-	EventHalted       FleetEventKind = "halted"
-	EventRolledBack   FleetEventKind = "rolled-back"
+	EventPlanned      EventKind = "planned"
+	EventStarted      EventKind = "started"
+	EventReady        EventKind = "ready"
+	EventFailed       EventKind = "failed"
+	EventSkipped      EventKind = "skipped"
+	EventUninstalled  EventKind = "uninstalled"
+	EventWaveStarted  EventKind = "wave-started"
+	EventWaveFinished EventKind = "wave-finished"
+	EventHalted       EventKind = "halted"
+	EventRolledBack   EventKind = "rolled-back"
 )
 
-// FleetEvent is one step of an Apply, for progress bars and logs.
-type FleetEvent struct {
+// Event is one step of an Apply, for progress bars and logs.
+type Event struct {
 	// Kind says what happened.
-	Kind FleetEventKind
+	Kind EventKind
 	// Time it happened, by the fleet's clock.
 	Time time.Time
 	// Key is the release on its member (zero for wave events).
@@ -155,7 +155,7 @@ type FleetEvent struct {
 // starts on it. A cancelled Apply leaves every release in a state the next
 // Apply continues from: a cancelled attempt takes nothing from a release's
 // retries.
-func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (*ApplyReport, error) {
+func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*ApplyReport, error) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
 	if plan.graph == nil {
@@ -169,7 +169,7 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (
 		return nil, fmt.Errorf("fleet apply: %w", err)
 	}
 	for _, it := range plan.Items {
-		f.emit(FleetEvent{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: keyOfPlan(it)})
+		f.emit(Event{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: keyOfPlan(it)})
 	}
 	rep := &ApplyReport{graph: plan.graph}
 	items := map[Key]*ItemReport{}
@@ -186,7 +186,7 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (
 		}
 		wr := WaveReport{Name: w.name, Clusters: w.clusters}
 		start := f.cfg.Clock.Now()
-		f.emit(FleetEvent{Kind: EventWaveStarted, Time: start, Wave: w.name})
+		f.emit(Event{Kind: EventWaveStarted, Time: start, Wave: w.name})
 		res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
 		for _, n := range res.Nodes {
 			state[n.Key] = n.State
@@ -228,11 +228,11 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts FleetApplyOptions) (
 				f.rollbackFailed(ctx, plan, in, state, items, wr.Unhealthy)
 			}
 			rep.Waves = append(rep.Waves, wr)
-			f.emit(FleetEvent{Kind: EventHalted, Time: f.cfg.Clock.Now(), Wave: w.name, Err: wr.GateErr})
+			f.emit(Event{Kind: EventHalted, Time: f.cfg.Clock.Now(), Wave: w.name, Err: wr.GateErr})
 			break
 		}
 		rep.Waves = append(rep.Waves, wr)
-		f.emit(FleetEvent{Kind: EventWaveFinished, Time: f.cfg.Clock.Now(), Wave: w.name, Elapsed: since(f.cfg.Clock, start)})
+		f.emit(Event{Kind: EventWaveFinished, Time: f.cfg.Clock.Now(), Wave: w.name, Elapsed: since(f.cfg.Clock, start)})
 	}
 	rep.finish(items, plan)
 	var errs []error
@@ -284,7 +284,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		}
 		p := plan.items[k]
 		if p.Err != nil {
-			var se *StalledError
+			var se *release.StalledError
 			if !errors.As(p.Err, &se) {
 				item.Err = p.Err
 				return p.Err
@@ -297,7 +297,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		// interval) leaves the release unfinished, which is a failure here:
 		// dependents and waves must not start on it.
 		var (
-			res *Result
+			res *release.Result
 			err error
 		)
 		for pass := 0; pass < maxPasses; pass++ {
@@ -305,7 +305,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			if res != nil {
 				item.Actions = append(item.Actions, res.Actions...)
 			}
-			if err != nil || res == nil || res.Next != NextRequeue || res.RequeueAfter > 0 {
+			if err != nil || res == nil || res.Next != release.NextRequeue || res.RequeueAfter > 0 {
 				break
 			}
 		}
@@ -317,8 +317,8 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			if res.Helm != nil {
 				item.Revision = res.Helm.Version
 			}
-			if err == nil && res.Next == NextRequeue {
-				err = &UnfinishedError{Release: rel.ref(), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
+			if err == nil && res.Next == release.NextRequeue {
+				err = &UnfinishedError{Release: refOf(rel), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
 			}
 		}
 		item.Err = err
@@ -329,7 +329,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		GroupConcurrency: f.cfg.ClusterConcurrency,
 		Clock:            f.cfg.Clock,
 		Events: func(e depgraph.Event[Key]) {
-			fe := FleetEvent{Time: e.Time, Key: e.Key, Wave: wave, Elapsed: e.Elapsed, Err: e.Err}
+			fe := Event{Time: e.Time, Key: e.Key, Wave: wave, Elapsed: e.Elapsed, Err: e.Err}
 			switch e.Kind {
 			case depgraph.EventStarted:
 				fe.Kind = EventStarted
@@ -369,7 +369,7 @@ func (f *Fleet) readyNow(k Key) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.applied[k]
-	return ok && r.Status.IsConditionTrue(ConditionReady) && r.Status.ObservedGeneration == r.Generation
+	return ok && r.Status.IsConditionTrue(release.ConditionReady) && r.Status.ObservedGeneration == r.Generation
 }
 
 // uninstallWave removes, dependents first, the releases the wave's
@@ -394,7 +394,7 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
 		p := plan.items[k]
 		rel := p.Release.DeepCopy()
-		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []Action{ActionUninstall}}
+		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []release.Action{release.ActionUninstall}}
 		_, err := f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, rel)
 		item.Err = err
 		item.Finished = f.cfg.Clock.Now()
@@ -405,7 +405,7 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 			f.mu.Lock()
 			delete(f.applied, k)
 			f.mu.Unlock()
-			f.emit(FleetEvent{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
+			f.emit(Event{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
 		}
 		return err
 	}, depgraph.Options[Key]{Concurrency: f.cfg.Concurrency, GroupConcurrency: f.cfg.ClusterConcurrency, Clock: f.cfg.Clock})
@@ -452,7 +452,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 	}
 	for _, it := range plan.Items {
 		k := keyOfPlan(it)
-		if !in[k.Cluster] || it.Action == ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
+		if !in[k.Cluster] || it.Action == release.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
 			continue
 		}
 		f.mu.Lock()
@@ -471,7 +471,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			if ir, ok := items[k]; ok {
 				ir.RolledBack = true
 			}
-			f.emit(FleetEvent{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
+			f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 		}
 	}
 }
@@ -675,76 +675,6 @@ func (rep *ApplyReport) Mermaid() string {
 	return sb.String()
 }
 
-// Health checks that the release's latest revision is the one its status
-// records, is deployed, and that its objects are Current by kstatus: what
-// a rollout gate must look at (never the previous revision's health).
-func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) error {
-	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
-	if err != nil {
-		return err
-	}
-	last, err := lastRelease(cfg.Releases, rel.GetReleaseName())
-	if err != nil {
-		return errStorage(rel, cluster.Name(), err)
-	}
-	cur := rel.Status.History.Latest()
-	switch {
-	case last == nil:
-		return fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())
-	case cur == nil || cur.Version != last.Version:
-		return fmt.Errorf("release %s on cluster %s: revision %d is not the one applied", rel.ref(), cluster.Name(), last.Version)
-	case last.Info.Status.String() != SnapshotStatusDeployed:
-		return fmt.Errorf("release %s on cluster %s: revision %d is %s", rel.ref(), cluster.Name(), last.Version, last.Info.Status)
-	}
-	objs, err := objectsOf(cfg.KubeClient, last.Manifest)
-	if err != nil {
-		return err
-	}
-	refs := make([]ObjectRef, len(objs))
-	for i, o := range objs {
-		refs[i] = RefOf(o)
-	}
-	cc := cfg.KubeClient.(*contextClient)
-	pending, failed, err := cc.pending(ctx, refs)
-	if err != nil {
-		return err
-	}
-	if len(pending)+len(failed) > 0 {
-		return &NotReadyError{Cluster: cluster.Name(), Objects: append(failed, pending...)}
-	}
-	return nil
-}
-
-// RollbackToPrevious rolls the release back to the revision before its
-// latest (the previous good one in its history) and records it in the
-// status: what a halted rollout does to the members that failed.
-func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster Cluster, rel *Release) error {
-	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
-	if err != nil {
-		return err
-	}
-	ru.cfg = cfg
-	prev := rel.Status.History.Previous(true)
-	if prev == nil {
-		return ru.stalled(ReasonMissingRollbackTarget, "no previous revision to roll back to")
-	}
-	rb := action.NewRollback(cfg)
-	rb.Version = prev.Version
-	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
-	rb.Wait = !rel.GetRollback().DisableWait
-	rb.MaxHistory = rel.GetMaxHistory()
-	if err := rb.Run(rel.GetReleaseName()); err != nil {
-		return ru.actionErr(ActionRollback, err)
-	}
-	if last, err := lastRelease(cfg.Releases, rel.GetReleaseName()); err == nil && last != nil {
-		rel.Status.History = upsertSnapshot(rel.Status.History, snapshotOf(last, ""))
-	}
-	ru.setCondition(ConditionRemediated, "True", ReasonRollbackSucceeded, fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version))
-	return nil
-}
-
 // maxPasses bounds the reconciles Apply runs for one release in a row
 // while each asks to come back at once.
 const maxPasses = 4
@@ -758,7 +688,7 @@ type UnfinishedError struct {
 	// Cluster is the member.
 	Cluster string
 	// Actions are the actions the reconciles ran.
-	Actions []Action
+	Actions []release.Action
 	// RequeueAfter is when the reconciler asks to come back.
 	RequeueAfter time.Duration
 	// Message is the release's Ready condition message.
@@ -777,8 +707,8 @@ func (e *UnfinishedError) Error() string {
 }
 
 // readyMessage is rel's Ready condition message, or "".
-func readyMessage(rel *Release) string {
-	if c := rel.Status.GetCondition(ConditionReady); c != nil {
+func readyMessage(rel *release.Release) string {
+	if c := rel.Status.GetCondition(release.ConditionReady); c != nil {
 		return c.Message
 	}
 	return ""

@@ -1,4 +1,4 @@
-package release
+package fleet
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // DriftItem is the drift of one release on one member.
@@ -24,14 +25,14 @@ type DriftItem struct {
 	Err error
 }
 
-// FleetDrift is the drift of every release the fleet applied.
-type FleetDrift struct {
+// DriftReport is the drift of every release the fleet applied.
+type DriftReport struct {
 	// Items sorted by key.
 	Items []DriftItem
 }
 
 // Drifted returns the items with drift.
-func (d *FleetDrift) Drifted() []DriftItem {
+func (d *DriftReport) Drifted() []DriftItem {
 	var out []DriftItem
 	for _, it := range d.Items {
 		if it.Report != nil && it.Report.Drifted() {
@@ -42,7 +43,7 @@ func (d *FleetDrift) Drifted() []DriftItem {
 }
 
 // String summarises the drift per release and member.
-func (d *FleetDrift) String() string {
+func (d *DriftReport) String() string {
 	var sb strings.Builder
 	for _, it := range d.Items {
 		switch {
@@ -66,26 +67,26 @@ func (d *FleetDrift) String() string {
 // disabled counting as warn), listing each kind once per member and
 // namespace; with correct, it patches drifted objects back and recreates
 // missing ones. A member that fails fails only its own items.
-func (f *Fleet) Drift(ctx context.Context, correct bool) (*FleetDrift, error) {
+func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 	f.mu.Lock()
 	byCluster := map[string][]Key{}
-	rels := map[Key]*Release{}
+	rels := map[Key]*release.Release{}
 	for k, r := range f.applied {
 		byCluster[k.Cluster] = append(byCluster[k.Cluster], k)
 		rels[k] = r.DeepCopy()
 	}
 	f.mu.Unlock()
-	out := &FleetDrift{}
+	out := &DriftReport{}
 	results := make(chan DriftItem, len(rels))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.cfg.Concurrency)
 	for cluster, keys := range byCluster {
 		sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 		g.Go(func() error {
-			cache := liveCache{}
+			cache := release.NewListCache()
 			for _, k := range keys {
 				item := DriftItem{Key: k}
-				item.Report, item.Corrected, item.Err = f.rec.drift(gctx, f.byName[cluster].Cluster, rels[k], correct, cache)
+				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, f.byName[cluster].Cluster, rels[k], release.DriftOptions{Correct: correct, Cache: cache})
 				results <- item
 			}
 			return nil
@@ -108,42 +109,4 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*FleetDrift, error) {
 		return out, fmt.Errorf("fleet drift: %w", errors.Join(errs...))
 	}
 	return out, nil
-}
-
-// drift checks one release (and corrects it when asked), sharing cache
-// with the other releases of the same cluster.
-func (r *Reconciler) drift(ctx context.Context, cluster Cluster, rel *Release, correct bool, cache liveCache) (*drift.Report, bool, error) {
-	if rel.GetDriftDetection().GetMode() == DriftDetectionDisabled {
-		if rel.Spec.DriftDetection == nil {
-			rel.Spec.DriftDetection = &DriftDetection{}
-		}
-		rel.Spec.DriftDetection.Mode = DriftDetectionWarn
-	}
-	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}, lists: cache}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
-	if err != nil {
-		return nil, false, err
-	}
-	ru.cfg = cfg
-	last, err := lastRelease(cfg.Releases, rel.GetReleaseName())
-	if err != nil {
-		return nil, false, errStorage(rel, cluster.Name(), err)
-	}
-	if last == nil {
-		return nil, false, fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())
-	}
-	report, err := ru.driftReport(last)
-	if err != nil || !correct || !report.Drifted() {
-		return report, false, err
-	}
-	ru.res.Helm = last
-	// Corrections are planned only in mode enabled.
-	rel.Spec.DriftDetection.Mode = DriftDetectionEnabled
-	if report, err = ru.driftReport(last); err != nil {
-		return nil, false, err
-	}
-	if err := ru.correctDrift(report); err != nil {
-		return report, false, err
-	}
-	return report, true, nil
 }

@@ -1,4 +1,4 @@
-package release_test
+package fleet_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/helmfleet/helmfleet/depgraph"
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -103,21 +105,21 @@ var retriedYAML = strings.Replace(fleetYAML, "  values:\n    replicaCount: 2",
 // fleet: install; an upgrade that changes every member's values and drops
 // the Ingress (Helm deletes it); a placement that excludes member (its
 // release is uninstalled there).
-func fleetSteps(t *testing.T, member string) []release.Inputs {
+func fleetSteps(t *testing.T, member string) []fleet.Inputs {
 	t.Helper()
 	upgraded := strings.Replace(retriedYAML, "replicaCount: 2", "replicaCount: 3\n    ingress: {enabled: false}", 1)
 	upgraded = strings.Replace(upgraded, "merge: {replicaCount: 4}", "merge: {replicaCount: 5}", 1)
 	gone := strings.Replace(upgraded, "    clusterAffinity:\n", "    clusterAffinity:\n      exclude: ["+member+"]\n", 1)
-	return []release.Inputs{decodeInputs(t, retriedYAML), decodeInputs(t, upgraded), decodeInputs(t, gone)}
+	return []fleet.Inputs{decodeInputs(t, retriedYAML), decodeInputs(t, upgraded), decodeInputs(t, gone)}
 }
 
 // applyInputs plans and applies in on tf.
-func applyInputs(ctx context.Context, t *testing.T, tf *testFleet, in release.Inputs) (*release.ApplyReport, error) {
+func applyInputs(ctx context.Context, t *testing.T, tf *testFleet, in fleet.Inputs) (*fleet.ApplyReport, error) {
 	t.Helper()
 	plan, err := tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors)
-	return tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	return tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 }
 
 // fault is one injected failure: at which step, of which operation.
@@ -258,7 +260,7 @@ func assertNamesOnly(t *testing.T, err error, member string, op memory.Operation
 // failed install, rollback after a failed upgrade) would undo the members
 // that did not fail.
 func distSteps() []*release.Release {
-	install := fleetRelease()
+	install := fixture.DistRelease()
 	retry := &release.ActionStrategy{Name: release.ActionStrategyRetryOnFailure}
 	install.Spec.Install = &release.Install{Strategy: retry, Remediation: &release.InstallRemediation{Retries: 3}}
 	install.Spec.Upgrade = &release.Upgrade{Strategy: retry, Remediation: &release.UpgradeRemediation{Retries: 3}}
@@ -269,8 +271,8 @@ func distSteps() []*release.Release {
 	return []*release.Release{install, upgrade}
 }
 
-// everyMemberPolicies is fleetPolicies placing on m3 too, with weight 1.
-var everyMemberPolicies = strings.Replace(strings.Replace(fleetPolicies,
+// everyMemberPolicies is fixture.DistributorPolicies placing on m3 too, with weight 1.
+var everyMemberPolicies = strings.Replace(strings.Replace(fixture.DistributorPolicies,
 	"labelSelector: {matchLabels: {env: prod}}", "clusterNames: [m1, m2, m3]", 1),
 	"          - {targetCluster: {clusterNames: [m2]}, weight: 2}\n",
 	"          - {targetCluster: {clusterNames: [m2]}, weight: 2}\n          - {targetCluster: {clusterNames: [m3]}, weight: 1}\n", 1)
@@ -278,19 +280,19 @@ var everyMemberPolicies = strings.Replace(strings.Replace(fleetPolicies,
 var distMembers = []string{"m1", "m2", "m3"}
 
 // distClusters is the hub and the members of f, for endState.
-func distClusters(f *distFleet) map[string]*memory.Cluster {
-	out := map[string]*memory.Cluster{"hub": f.hub}
-	for name, c := range f.members {
+func distClusters(f *fixture.DistFleet) map[string]*memory.Cluster {
+	out := map[string]*memory.Cluster{"hub": f.Hub}
+	for name, c := range f.Members {
 		out[name] = c
 	}
 	return out
 }
 
 // reconcileSteps reconciles each of rels in turn, each from a copy.
-func reconcileSteps(ctx context.Context, t *testing.T, rec *release.Reconciler, f *distFleet, rels []*release.Release) {
+func reconcileSteps(ctx context.Context, t *testing.T, rec *release.Reconciler, f *fixture.DistFleet, rels []*release.Release) {
 	t.Helper()
 	for _, rel := range rels {
-		_, err := rec.Reconcile(ctx, f.dist, rel.DeepCopy())
+		_, err := rec.Reconcile(ctx, f.Dist, rel.DeepCopy())
 		require.NoError(t, err)
 	}
 }
@@ -310,16 +312,16 @@ func TestDistributorFaultsConverge(t *testing.T) {
 	ctx := context.Background()
 	forEachFault(t, faults, distMembers, func(t *testing.T, f fault, member string) {
 		steps := distSteps()[:f.step+1]
-		ref := newDistFleet(t, everyMemberPolicies)
-		reconcileSteps(ctx, t, newReconciler(t, nil), ref, steps)
+		ref := fixture.NewDistFleet(t, everyMemberPolicies)
+		reconcileSteps(ctx, t, fixture.Reconciler(t, nil), ref, steps)
 		want := endState(t, distClusters(ref))
 
-		df := newDistFleet(t, everyMemberPolicies)
-		rec := newReconciler(t, nil)
+		df := fixture.NewDistFleet(t, everyMemberPolicies)
+		rec := fixture.Reconciler(t, nil)
 		reconcileSteps(ctx, t, rec, df, steps[:f.step])
-		df.members[member].SetFaults(f.fault())
+		df.Members[member].SetFaults(f.fault())
 		rel := steps[f.step].DeepCopy()
-		_, err := rec.Reconcile(ctx, df.dist, rel)
+		_, err := rec.Reconcile(ctx, df.Dist, rel)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, errInjected)
 		assert.Contains(t, err.Error(), "member "+member+": ")
@@ -327,13 +329,13 @@ func TestDistributorFaultsConverge(t *testing.T) {
 		for _, other := range distMembers {
 			if other != member {
 				assert.NotContains(t, err.Error(), "member "+other, "only %s's part fails", member)
-				assert.Equal(t, want[other].Objects, endState(t, map[string]*memory.Cluster{other: df.members[other]})[other].Objects,
+				assert.Equal(t, want[other].Objects, endState(t, map[string]*memory.Cluster{other: df.Members[other]})[other].Objects,
 					"%s got its part", other)
 			}
 		}
 
-		df.members[member].SetFaults(nil)
-		_, err = rec.Reconcile(ctx, df.dist, rel)
+		df.Members[member].SetFaults(nil)
+		_, err = rec.Reconcile(ctx, df.Dist, rel)
 		require.NoError(t, err, "the next reconcile continues from where the failed one stopped")
 		assert.Equal(t, want, endState(t, distClusters(df)))
 	})
@@ -385,7 +387,7 @@ func TestFleetCancelledApplyConverges(t *testing.T) {
 			plan, err := tf.fleet.Plan(ctx, in)
 			require.NoError(t, err)
 			start := time.Now()
-			rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+			rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 			require.Error(t, err)
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.Less(t, time.Since(start), 10*time.Second, "Apply returns promptly once cancelled")
@@ -403,7 +405,7 @@ func TestFleetCancelledApplyConverges(t *testing.T) {
 }
 
 // dependentApp is appWithDatabase over the release YAML y.
-func dependentApp(t *testing.T, y string) release.Inputs {
+func dependentApp(t *testing.T, y string) fleet.Inputs {
 	t.Helper()
 	in := decodeInputs(t, y+databaseYAML)
 	for _, r := range in.Releases {

@@ -1,4 +1,4 @@
-package release_test
+package distribute_test
 
 import (
 	"context"
@@ -12,49 +12,51 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
 )
 
 var configMapRef = release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
 
-// withConflictResolution returns fleetPolicies with spec.conflictResolution
+// withConflictResolution returns fixture.DistributorPolicies with spec.conflictResolution
 // set on the podinfo policy (whose Deployment the ConfigMap follows).
 func withConflictResolution(value string) string {
-	return strings.Replace(fleetPolicies, "  propagateDeps: true\n", "  propagateDeps: true\n  conflictResolution: "+value+"\n", 1)
+	return strings.Replace(fixture.DistributorPolicies, "  propagateDeps: true\n", "  propagateDeps: true\n  conflictResolution: "+value+"\n", 1)
 }
 
 // foreignConfigMap creates, on member m, the release's ConfigMap as
 // kubectl would: no inventory labels.
-func foreignConfigMap(t *testing.T, f *distFleet, m string) {
+func foreignConfigMap(t *testing.T, f *fixture.DistFleet, m string) {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "podinfo", "namespace": "apps"},
 		"data":     map[string]any{"PODINFO_UI_MESSAGE": "made by hand"},
 	}}
-	_, err := f.members[m].Update(context.Background(), obj, "kubectl")
+	_, err := f.Members[m].Update(context.Background(), obj, "kubectl")
 	require.NoError(t, err)
 }
 
 // configMapOn returns the member's ConfigMap: its message and the release
 // named by its inventory labels ("" without them).
-func configMapOn(t *testing.T, f *distFleet, m string) (message, owner string) {
+func configMapOn(t *testing.T, f *fixture.DistFleet, m string) (message, owner string) {
 	t.Helper()
-	cm, err := f.members[m].Get(context.Background(), configMapRef)
+	cm, err := f.Members[m].Get(context.Background(), configMapRef)
 	require.NoError(t, err)
 	msg, _, _ := unstructured.NestedString(cm.Object, "data", "PODINFO_UI_MESSAGE")
 	l := cm.GetLabels()
-	if l[release.InventoryNameLabel] != "" {
-		owner = l[release.InventoryNamespaceLabel] + "/" + l[release.InventoryNameLabel]
+	if l[distribute.InventoryNameLabel] != "" {
+		owner = l[distribute.InventoryNamespaceLabel] + "/" + l[distribute.InventoryNameLabel]
 	}
 	return msg, owner
 }
 
 // assertTakenOver checks m1's ConfigMap: the release's when takenOver,
 // else the one made by hand, untouched.
-func assertTakenOver(t *testing.T, f *distFleet, takenOver bool) {
+func assertTakenOver(t *testing.T, f *fixture.DistFleet, takenOver bool) {
 	t.Helper()
 	msg, owner := configMapOn(t, f, "m1")
 	if takenOver {
@@ -67,9 +69,9 @@ func assertTakenOver(t *testing.T, f *distFleet, takenOver bool) {
 }
 
 // helmConfig is the Distributor's Helm configuration for namespace apps.
-func helmConfig(t *testing.T, f *distFleet) *action.Configuration {
+func helmConfig(t *testing.T, f *fixture.DistFleet) *action.Configuration {
 	t.Helper()
-	cfg, err := f.dist.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	cfg, err := f.Dist.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
 	return cfg
 }
@@ -87,10 +89,10 @@ func annotated(rel *release.Release, value string) *release.Release {
 
 func TestDistributorConflictAbortFailsOnlyThatMember(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies) // no conflictResolution: Abort
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies) // no conflictResolution: Abort
 	foreignConfigMap(t, f, "m1")
-	rec := newReconciler(t, nil)
-	_, err := rec.Reconcile(ctx, f.dist, fleetRelease())
+	rec := fixture.Reconciler(t, nil)
+	_, err := rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.Error(t, err, "Helm's action fails, as Helm refuses objects it does not own")
 	assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists on member m1 and no release manages it (it has no inventory labels); "+
 		"conflict resolution is Abort by default: PropagationPolicy apps/podinfo does not set spec.conflictResolution, so it is not taken over: "+
@@ -100,19 +102,19 @@ func TestDistributorConflictAbortFailsOnlyThatMember(t *testing.T) {
 	msg, owner := configMapOn(t, f, "m1")
 	assert.Equal(t, "made by hand", msg, "the foreign object is left as it was")
 	assert.Empty(t, owner)
-	assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0", "the member's other objects are written")
-	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet", "other members are written")
+	assert.Contains(t, view(t, f.Members["m1"]), "Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0", "the member's other objects are written")
+	assert.Contains(t, view(t, f.Members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet", "other members are written")
 
 	// Helm's own actions carry the typed error.
 	cfg := helmConfig(t, f)
 	_, err = action.NewUpgrade(cfg).Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
-	var ce *release.ConflictResolutionError
+	var ce *distribute.ConflictResolutionError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "m1", ce.Member)
 	assert.Equal(t, configMapRef, ce.Object)
 	assert.Equal(t, policy.Conflict{Resolution: policy.ConflictAbort, Source: policy.ConflictFromDefault,
 		Policy: policy.Ref{Kind: policy.KindPropagationPolicy, Namespace: "apps", Name: "podinfo"}}, ce.Conflict)
-	var me *release.MemberError
+	var me *distribute.MemberError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, "m1", me.Member)
 
@@ -123,20 +125,20 @@ func TestDistributorConflictAbortFailsOnlyThatMember(t *testing.T) {
 	msg, owner = configMapOn(t, f, "m1")
 	assert.Equal(t, "made by hand", msg)
 	assert.Empty(t, owner)
-	assert.Empty(t, view(t, f.members["m2"]))
-	assert.Equal(t, []string{"ConfigMap apps/podinfo message=made by hand"}, view(t, f.members["m1"]))
+	assert.Empty(t, view(t, f.Members["m2"]))
+	assert.Equal(t, []string{"ConfigMap apps/podinfo message=made by hand"}, view(t, f.Members["m1"]))
 }
 
 func TestDistributorConflictOverwriteTakesOver(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, withConflictResolution("Overwrite"))
+	f := fixture.NewDistFleet(t, withConflictResolution("Overwrite"))
 	foreignConfigMap(t, f, "m1")
-	_, err := newReconciler(t, nil).Reconcile(ctx, f.dist, fleetRelease())
+	_, err := fixture.Reconciler(t, nil).Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.NoError(t, err)
 	msg, owner := configMapOn(t, f, "m1")
 	assert.Equal(t, "hello from helmfleet", msg)
 	assert.Equal(t, "apps/podinfo", owner, "taken over, it is the release's now")
-	assert.Equal(t, view(t, f.members["m2"])[0], view(t, f.members["m1"])[0])
+	assert.Equal(t, view(t, f.Members["m2"])[0], view(t, f.Members["m1"])[0])
 }
 
 func TestDistributorConflictAnnotationBeatsPolicy(t *testing.T) {
@@ -157,13 +159,13 @@ func TestDistributorConflictAnnotationBeatsPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newDistFleet(t, withConflictResolution(tt.policy))
+			f := fixture.NewDistFleet(t, withConflictResolution(tt.policy))
 			foreignConfigMap(t, f, "m1")
-			rel := fleetRelease()
+			rel := fixture.DistRelease()
 			if tt.annotation != "" {
 				rel = annotated(rel, tt.annotation)
 			}
-			_, err := newReconciler(t, nil).Reconcile(ctx, f.dist, rel)
+			_, err := fixture.Reconciler(t, nil).Reconcile(ctx, f.Dist, rel)
 			assertTakenOver(t, f, tt.takenOver)
 			if tt.takenOver {
 				require.NoError(t, err)
@@ -173,7 +175,7 @@ func TestDistributorConflictAnnotationBeatsPolicy(t *testing.T) {
 			assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists on member m1")
 			assert.Contains(t, err.Error(), tt.err)
 			assert.NotContains(t, err.Error(), "member m2")
-			assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+			assert.Contains(t, view(t, f.Members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
 		})
 	}
 }
@@ -182,21 +184,21 @@ func TestDistributorConflictNotForItsOwnObjects(t *testing.T) {
 	// Under Abort, the release's own copies (its inventory labels) are
 	// upgraded, and changes made to them on a member are overwritten.
 	ctx := context.Background()
-	f := newDistFleet(t, withConflictResolution("Abort"))
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	f := fixture.NewDistFleet(t, withConflictResolution("Abort"))
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 
-	cm, err := f.members["m1"].Get(ctx, configMapRef)
+	cm, err := f.Members["m1"].Get(ctx, configMapRef)
 	require.NoError(t, err)
 	require.NoError(t, unstructured.SetNestedField(cm.Object, "edited on m1", "data", "PODINFO_UI_MESSAGE"))
-	_, err = f.members["m1"].Update(ctx, cm, "kubectl")
+	_, err = f.Members["m1"].Update(ctx, cm, "kubectl")
 	require.NoError(t, err)
 
 	rel.Generation++
 	rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
-	_, err = rec.Reconcile(ctx, f.dist, rel)
+	_, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	for _, m := range []string{"m1", "m2"} {
 		msg, owner := configMapOn(t, f, m)
@@ -210,7 +212,7 @@ func TestDistributorConflictChartNamespace(t *testing.T) {
 	// a conflict when a chart renders that Namespace itself; one made by
 	// someone else is.
 	ctx := context.Background()
-	f := newDistFleet(t, `
+	f := fixture.NewDistFleet(t, `
 apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterPropagationPolicy
 metadata: {name: all}
@@ -222,7 +224,7 @@ spec:
     clusterAffinity: {clusterNames: [m1, m2]}
 `)
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team"}}}
-	_, err := f.members["m2"].Update(ctx, ns, "kubectl")
+	_, err := f.Members["m2"].Update(ctx, ns, "kubectl")
 	require.NoError(t, err)
 	cfg := helmConfig(t, f)
 	install := action.NewInstall(cfg)
@@ -232,13 +234,13 @@ spec:
 	assert.Contains(t, err.Error(), "member m2: v1 Namespace team exists on member m2 and no release manages it")
 	assert.NotContains(t, err.Error(), "member m1")
 	for _, m := range []string{"m1", "m2"} {
-		got, gerr := f.members[m].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "team"})
+		got, gerr := f.Members[m].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "team"})
 		require.NoError(t, gerr)
-		assert.Equal(t, m == "m1", got.GetLabels()[release.InventoryNameLabel] == "ns", m)
+		assert.Equal(t, m == "m1", got.GetLabels()[distribute.InventoryNameLabel] == "ns", m)
 	}
-	cm, err := f.members["m2"].Get(ctx, release.ObjectRef{GroupVersionKind: configMapRef.GroupVersionKind, Namespace: "team", Name: "settings"})
+	cm, err := f.Members["m2"].Get(ctx, release.ObjectRef{GroupVersionKind: configMapRef.GroupVersionKind, Namespace: "team", Name: "settings"})
 	require.NoError(t, err, "the member's other objects are written")
-	assert.Equal(t, "ns", cm.GetLabels()[release.InventoryNameLabel])
+	assert.Equal(t, "ns", cm.GetLabels()[distribute.InventoryNameLabel])
 }
 
 // namespaceChart renders the Namespace team and a ConfigMap in it.
@@ -267,20 +269,20 @@ func TestDistributorDriftCorrectionHonoursConflictResolution(t *testing.T) {
 	}{{"", false}, {"Overwrite", true}} {
 		t.Run("resolution="+tt.resolution, func(t *testing.T) {
 			ctx := context.Background()
-			policies := fleetPolicies
+			policies := fixture.DistributorPolicies
 			if tt.resolution != "" {
 				policies = withConflictResolution(tt.resolution)
 			}
-			f := newDistFleet(t, policies)
-			rec := newReconciler(t, nil)
-			rel := fleetRelease()
+			f := fixture.NewDistFleet(t, policies)
+			rec := fixture.Reconciler(t, nil)
+			rel := fixture.DistRelease()
 			rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
-			_, err := rec.Reconcile(ctx, f.dist, rel)
+			_, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
 
-			require.NoError(t, f.members["m1"].Delete(ctx, configMapRef, release.DeleteOptions{}))
+			require.NoError(t, f.Members["m1"].Delete(ctx, configMapRef, release.DeleteOptions{}))
 			foreignConfigMap(t, f, "m1")
-			res, err := rec.Reconcile(ctx, f.dist, rel)
+			res, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NotNil(t, res.Drift)
 			assert.Contains(t, res.Drift.String(), "ConfigMap/apps/podinfo: modified (member m1)")
 			assertTakenOver(t, f, tt.corrected)
@@ -289,7 +291,7 @@ func TestDistributorDriftCorrectionHonoursConflictResolution(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			var ce *release.ConflictResolutionError
+			var ce *distribute.ConflictResolutionError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, "m1", ce.Member)
 			assert.Equal(t, configMapRef, ce.Object)

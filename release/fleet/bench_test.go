@@ -1,4 +1,4 @@
-package release_test
+package fleet_test
 
 import (
 	"context"
@@ -7,14 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
 // benchFleet builds n in-memory members sharing a Schemas, each with a
 // values override of its own (replicas by index).
-func benchFleet(b *testing.B, n int, rec *release.Reconciler) (*release.Fleet, release.Inputs) {
+func benchFleet(b *testing.B, n int, rec *release.Reconciler) (*fleet.Fleet, fleet.Inputs) {
 	b.Helper()
 	shared := memory.NewSchemas()
 	var members []release.Member
@@ -37,11 +39,11 @@ spec:
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec, Concurrency: 4, ClusterConcurrency: 1})
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Concurrency: 4, ClusterConcurrency: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return f, release.InputsOf(objs)
+	return f, fleet.InputsOf(objs)
 }
 
 // BenchmarkFleetPerClusterRelease installs the 20-object chart as one
@@ -50,7 +52,7 @@ spec:
 func BenchmarkFleetPerClusterRelease(b *testing.B) {
 	ctx := context.Background()
 	const n = 100
-	ch := chart20(b)
+	ch := testchart.Grown(15)
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
 		return &release.Chart{Chart: ch}, nil
 	}), PollInterval: time.Millisecond})
@@ -68,7 +70,7 @@ func BenchmarkFleetPerClusterRelease(b *testing.B) {
 		if err != nil || len(plan.Errors) > 0 {
 			b.Fatal(err, plan.Errors)
 		}
-		if _, err := f.Apply(ctx, plan, release.FleetApplyOptions{}); err != nil {
+		if _, err := f.Apply(ctx, plan, fleet.ApplyOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(start)

@@ -1,4 +1,4 @@
-package release_test
+package fleet_test
 
 import (
 	"context"
@@ -15,8 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmfleet/helmfleet/depgraph"
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -74,7 +76,7 @@ spec:
 
 // appWithDatabase is podinfo on every member depending on the database
 // on prod-eu-1.
-func appWithDatabase(t *testing.T) release.Inputs {
+func appWithDatabase(t *testing.T) fleet.Inputs {
 	t.Helper()
 	in := decodeInputs(t, fleetYAML+databaseYAML)
 	for _, r := range in.Releases {
@@ -114,9 +116,9 @@ spec:
 `
 
 type testFleet struct {
-	fleet   *release.Fleet
+	fleet   *fleet.Fleet
 	members map[string]*memory.Cluster
-	events  []release.FleetEvent
+	events  []fleet.Event
 	mu      sync.Mutex
 }
 
@@ -137,9 +139,9 @@ func newTestFleet(t *testing.T, health map[string]memory.HealthFunc) *testFleet 
 			Labels: map[string]string{"env": m.env, "tier": "apps"}, Region: m.region,
 		}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: testCharts(), PollInterval: time.Millisecond})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	f, err := release.NewFleet(release.FleetConfig{Members: members, Reconciler: rec, Events: func(e release.FleetEvent) {
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Events: func(e fleet.Event) {
 		tf.mu.Lock()
 		tf.events = append(tf.events, e)
 		tf.mu.Unlock()
@@ -149,11 +151,11 @@ func newTestFleet(t *testing.T, health map[string]memory.HealthFunc) *testFleet 
 	return tf
 }
 
-func decodeInputs(t *testing.T, y string) release.Inputs {
+func decodeInputs(t *testing.T, y string) fleet.Inputs {
 	t.Helper()
 	objs, err := release.Decode(strings.NewReader(y))
 	require.NoError(t, err)
-	return release.InputsOf(objs)
+	return fleet.InputsOf(objs)
 }
 
 func helmList(t *testing.T, c *memory.Cluster) []string {
@@ -173,7 +175,7 @@ func helmList(t *testing.T, c *memory.Cluster) []string {
 
 func memberReplicas(t *testing.T, c *memory.Cluster) int64 {
 	t.Helper()
-	return replicas(t, c)
+	return fixture.Replicas(t, c)
 }
 
 func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
@@ -190,9 +192,9 @@ func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
 		assert.Equal(t, release.StateAbsent, it.State)
 		assert.Contains(t, it.Diff, "+++ Deployment/apps/podinfo")
 	}
-	dev, _ := plan.Item(release.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"})
+	dev, _ := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"})
 	assert.Equal(t, "6.6.0-rc.1", dev.Version, "dev gets the pre-release chart through a plaintext override")
-	prod, _ := plan.Item(release.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
+	prod, _ := plan.Item(fleet.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
 	assert.Equal(t, "6.5.0", prod.Version)
 	assert.EqualValues(t, 4, prod.Values.Values["replicaCount"], "prod gets its own values through the values overrider")
 	assert.Contains(t, plan.Table(), "prod-eu-1  apps/podinfo  Absent  install  podinfo@6.5.0")
@@ -203,7 +205,7 @@ func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
 		assert.Empty(t, c.Summary(), "planning writes nothing")
 	}
 
-	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	require.Len(t, rep.Items, 3)
 	for _, it := range rep.Items {
@@ -214,7 +216,7 @@ func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
 	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
 	assert.Equal(t, int64(2), memberReplicas(t, tf.members["dev-1"]))
 	assert.Equal(t, int64(4), memberReplicas(t, tf.members["prod-eu-1"]))
-	st, ok := tf.fleet.Status(release.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
+	st, ok := tf.fleet.Status(fleet.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "podinfo"})
 	require.True(t, ok)
 	assert.Equal(t, "True", string(st.GetCondition(release.ConditionReady).Status))
 
@@ -239,18 +241,18 @@ func TestFleetGarbageCollection(t *testing.T) {
 	tf := newTestFleet(t, nil)
 	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
 	require.NoError(t, err)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 
 	// prod-us-1 leaves the app tier: its release is uninstalled there.
 	noUS := strings.Replace(fleetYAML, "matchLabels: {tier: apps}", "matchExpressions: [{key: env, operator: In, values: [dev]}, {key: tier, operator: In, values: [apps]}]", 1)
 	plan, err = tf.fleet.Plan(ctx, decodeInputs(t, noUS))
 	require.NoError(t, err)
-	gc, ok := plan.Item(release.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
+	gc, ok := plan.Item(fleet.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
 	require.True(t, ok)
 	assert.Equal(t, release.ActionUninstall, gc.Action)
 	assert.Equal(t, "no longer placed on this member", gc.Reason)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, tf.members["prod-us-1"].Summary())
 	assert.Empty(t, helmList(t, tf.members["prod-eu-1"]), "prod-eu-1 is not in env=dev either")
@@ -261,7 +263,7 @@ func TestFleetGarbageCollection(t *testing.T) {
 func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	ctx := context.Background()
 	// Chart 6.5.1 crashes on prod-eu-1 only.
-	tf := newTestFleet(t, map[string]memory.HealthFunc{"prod-eu-1": brokenVersion("6.5.1")})
+	tf := newTestFleet(t, map[string]memory.HealthFunc{"prod-eu-1": fixture.BrokenVersion("6.5.1")})
 	in := decodeInputs(t, strings.Replace(fleetYAML, "value: \"6.6.0-rc.1\"", "value: \"6.5.0\"", 1))
 	for _, r := range in.Releases {
 		r.Spec.Timeout = nil
@@ -269,7 +271,7 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	}
 	plan, err := tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 
 	in.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
@@ -280,11 +282,11 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
 	var gated []string
-	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
-		Waves:          []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod-eu", Clusters: []string{"prod-eu-1"}}, {Name: "prod-us", Clusters: []string{"prod-us-1"}}},
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
+		Waves:          []fleet.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod-eu", Clusters: []string{"prod-eu-1"}}, {Name: "prod-us", Clusters: []string{"prod-us-1"}}},
 		BakeTime:       time.Millisecond,
 		RollbackFailed: true,
-		Gate: func(_ context.Context, w release.WaveReport) error {
+		Gate: func(_ context.Context, w fleet.WaveReport) error {
 			gated = append(gated, w.Name)
 			return nil
 		},
@@ -295,7 +297,7 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	assert.Equal(t, []string{"dev"}, gated, "the gate is asked only after healthy waves")
 	require.Len(t, rep.Waves, 2)
 	assert.True(t, rep.Waves[1].Halted)
-	byKey := map[string]release.ItemReport{}
+	byKey := map[string]fleet.ItemReport{}
 	for _, it := range rep.Items {
 		byKey[it.Key.Cluster] = it
 	}
@@ -315,16 +317,16 @@ func TestFleetCrossClusterDependency(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors)
 	assert.Contains(t, plan.Mermaid(), "database")
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 
 	started := map[string]time.Time{}
 	ready := map[string]time.Time{}
 	for _, e := range tf.events {
 		switch e.Kind {
-		case release.EventStarted:
+		case fleet.EventStarted:
 			started[e.Key.String()] = e.Time
-		case release.EventReady:
+		case fleet.EventReady:
 			ready[e.Key.String()] = e.Time
 		}
 	}
@@ -342,7 +344,7 @@ func TestFleetMemberFailureIsIsolated(t *testing.T) {
 	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
 	require.NoError(t, err)
 	tf.members["prod-us-1"].SetUnreachable(errors.New("connection refused"))
-	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "prod-us-1:apps/podinfo")
 	assert.Contains(t, err.Error(), "connection refused")
@@ -358,7 +360,7 @@ func TestFleetMemberFailureIsIsolated(t *testing.T) {
 	tf.members["prod-us-1"].SetUnreachable(nil)
 	plan, err = tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
 	require.NoError(t, err)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
 	assert.Equal(t, int64(4), memberReplicas(t, tf.members["prod-us-1"]))
@@ -371,12 +373,12 @@ func TestFleetDrift(t *testing.T) {
 	tf := newTestFleet(t, nil)
 	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
 	require.NoError(t, err)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 
 	// Someone scales the Deployment on prod-eu-1 by hand.
 	c := tf.members["prod-eu-1"]
-	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 	require.NoError(t, err)
 	delete(dep.Object, "status")
 	dep.Object["spec"].(map[string]any)["replicas"] = int64(1)
@@ -390,12 +392,12 @@ func TestFleetDrift(t *testing.T) {
 	require.Len(t, drifted, 1)
 	assert.Equal(t, "prod-eu-1", drifted[0].Key.Cluster)
 	assert.Contains(t, d.String(), "prod-eu-1:apps/podinfo: drifted: 1 modified, 0 missing")
-	assert.Equal(t, int64(1), replicas(t, c), "reporting changes nothing")
+	assert.Equal(t, int64(1), fixture.Replicas(t, c), "reporting changes nothing")
 
 	d, err = tf.fleet.Drift(ctx, true)
 	require.NoError(t, err)
 	assert.Contains(t, d.String(), "prod-eu-1:apps/podinfo: corrected")
-	assert.Equal(t, int64(4), replicas(t, c), "corrected back to prod's value")
+	assert.Equal(t, int64(4), fixture.Replicas(t, c), "corrected back to prod's value")
 }
 
 // A dependency in a later wave that is already ready from an earlier
@@ -406,15 +408,15 @@ func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
 	in := appWithDatabase(t)
 	plan, err := tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
-	_, err = tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{})
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 
 	in.Releases[0].Spec.Values["replicaCount"] = 3
 	in.Releases[0].Generation = 2
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
-	rep, err := tf.fleet.Apply(ctx, plan, release.FleetApplyOptions{Rollout: &release.Rollout{
-		Waves: []release.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
+		Waves: []fleet.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
 	}})
 	require.NoError(t, err, rep.Table())
 	for _, it := range rep.Items {

@@ -1,4 +1,4 @@
-package release
+package distribute
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // DetectDrift compares what every member holds of a release with what it
@@ -63,16 +64,16 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 // listLive lists, with one List per kind, the live objects of a member
 // that desired names (in desired's namespace when all of a kind's objects
 // share one, else in all namespaces).
-func listLive(ctx context.Context, m Cluster, desired []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+func listLive(ctx context.Context, m release.Cluster, desired []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	type kindNS struct {
 		gvk schema.GroupVersionKind
 		ns  string
 	}
-	want := map[ObjectRef]bool{}
+	want := map[release.ObjectRef]bool{}
 	var order []schema.GroupKind
 	byKind := map[schema.GroupKind]*kindNS{}
 	for _, o := range desired {
-		want[RefOf(o).groupKindRef()] = true
+		want[groupKindRef(release.RefOf(o))] = true
 		gvk := o.GroupVersionKind()
 		k, ok := byKind[gvk.GroupKind()]
 		switch {
@@ -91,8 +92,8 @@ func listLive(ctx context.Context, m Cluster, desired []*unstructured.Unstructur
 			return nil, fmt.Errorf("list %s: %w", k.gvk.Kind, err)
 		}
 		for _, it := range items {
-			ref := ObjectRef{GroupVersionKind: k.gvk, Namespace: it.GetNamespace(), Name: it.GetName()}
-			if want[ref.groupKindRef()] {
+			ref := release.ObjectRef{GroupVersionKind: k.gvk, Namespace: it.GetNamespace(), Name: it.GetName()}
+			if want[groupKindRef(ref)] {
 				live = append(live, it)
 			}
 		}
@@ -130,34 +131,34 @@ func (d *Distributor) CorrectDrift(ctx context.Context, report *drift.Report, _ 
 
 func (d *Distributor) correctMember(ctx context.Context, i int, part *memberReport) error {
 	m := d.members[i].Cluster
-	patcher, canPatch := m.(Patcher)
+	patcher, canPatch := m.(release.Patcher)
 	var errs []error
 	for _, c := range part.report.Corrections() {
 		ref := refOfDrift(c.Object)
-		if err := d.checkConflict(ctx, i, ref, part.conflicts[ref.groupKindRef()], part.rel); err != nil {
+		if err := d.checkConflict(ctx, i, ref, part.conflicts[groupKindRef(ref)], part.rel); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		switch {
 		case c.Action == drift.ActionCreate:
-			if _, err := m.Apply(ctx, c.Create, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, c.Create, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("create %s: %w", c.Object, err))
 			}
 		case c.Action == drift.ActionPatch && canPatch:
 			data, err := json.Marshal(c.Patch)
 			if err == nil {
-				_, err = patcher.Patch(ctx, ref, data, PatchOptions{FieldManager: d.fieldManager})
+				_, err = patcher.Patch(ctx, ref, data, release.PatchOptions{FieldManager: d.fieldManager})
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("patch %s: %w", c.Object, err))
 			}
 		case c.Action == drift.ActionPatch:
-			desired := part.desired[ref.groupKindRef()]
+			desired := part.desired[groupKindRef(ref)]
 			if desired == nil {
 				errs = append(errs, fmt.Errorf("patch %s: no desired copy", c.Object))
 				continue
 			}
-			if _, err := m.Apply(ctx, desired, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, desired, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", c.Object, err))
 			}
 		}
@@ -168,9 +169,9 @@ func (d *Distributor) correctMember(ctx context.Context, i int, part *memberRepo
 // memberReport is one member's part of a merged report.
 type memberReport struct {
 	report  *drift.Report
-	desired map[ObjectRef]*unstructured.Unstructured
+	desired map[release.ObjectRef]*unstructured.Unstructured
 	// conflicts are the desired copies' conflict resolutions.
-	conflicts map[ObjectRef]policy.Conflict
+	conflicts map[release.ObjectRef]policy.Conflict
 	rel       releaseID
 }
 
@@ -184,7 +185,7 @@ type reportIndex struct {
 
 // merge returns one report of every member's results and remembers which
 // member each result came from.
-func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.Report, sp *spread, rel releaseID) *drift.Report {
+func (x *reportIndex) merge(mode drift.Mode, members []release.Member, reports []*drift.Report, sp *spread, rel releaseID) *drift.Report {
 	out := &drift.Report{Mode: mode}
 	parts := make([]*memberReport, len(members))
 	rules := map[string]*drift.RuleReport{}
@@ -194,9 +195,9 @@ func (x *reportIndex) merge(mode drift.Mode, members []Member, reports []*drift.
 			continue
 		}
 		name := members[i].Facts.Name
-		parts[i] = &memberReport{report: r, desired: map[ObjectRef]*unstructured.Unstructured{}, conflicts: map[ObjectRef]policy.Conflict{}, rel: rel}
+		parts[i] = &memberReport{report: r, desired: map[release.ObjectRef]*unstructured.Unstructured{}, conflicts: map[release.ObjectRef]policy.Conflict{}, rel: rel}
 		for _, o := range sp.objects[i] {
-			ref := RefOf(o).groupKindRef()
+			ref := groupKindRef(release.RefOf(o))
 			parts[i].desired[ref] = o
 			parts[i].conflicts[ref] = conflictOf(sp.placement, o)
 		}
@@ -260,6 +261,6 @@ func dedupRefs(refs []drift.ObjectRef) []drift.ObjectRef {
 	return out
 }
 
-func refOfDrift(r drift.ObjectRef) ObjectRef {
-	return ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}, Namespace: r.Namespace, Name: r.Name}
+func refOfDrift(r drift.ObjectRef) release.ObjectRef {
+	return release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}, Namespace: r.Namespace, Name: r.Name}
 }

@@ -1,4 +1,4 @@
-package release_test
+package distribute_test
 
 import (
 	"context"
@@ -17,8 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -32,7 +35,7 @@ func benchPolicies(b *testing.B) policy.Set {
 	for g := 0; g < benchGroups; g++ {
 		fmt.Fprintf(&rules, "    - targetCluster: {labelSelector: {matchLabels: {group: g%d}}}\n      overriders:\n        imageOverrider:\n          - {component: Tag, operator: replace, value: 6.5.0-g%d}\n", g, g)
 	}
-	return policySet(b, `
+	return fixture.PolicySet(b, `
 apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: all, namespace: apps}
@@ -67,7 +70,7 @@ spec:
 func BenchmarkFleetApply(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
-	ch := chart20(b)
+	ch := testchart.Grown(15)
 	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
 		return &release.Chart{Chart: ch}, nil
 	})
@@ -93,11 +96,11 @@ func BenchmarkFleetApply(b *testing.B) {
 				for j, m := range ms {
 					members[j] = release.Member{Cluster: m, Facts: policy.Cluster{Labels: map[string]string{"group": fmt.Sprintf("g%d", j%benchGroups)}}}
 				}
-				d, err := release.NewDistributor(release.DistributorConfig{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
+				d, err := distribute.New(distribute.Config{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
 				if err != nil {
 					b.Fatal(err)
 				}
-				rel := testRelease()
+				rel := fixture.Release()
 				rel.Spec.Install = &release.Install{DisableWait: true}
 				b.StartTimer()
 				start := time.Now()

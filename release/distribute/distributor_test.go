@@ -1,4 +1,4 @@
-package release_test
+package distribute_test
 
 import (
 	"context"
@@ -18,84 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
-
-// fleetPolicies places the podinfo Deployment on the prod members, 1:2
-// by weight, lets its dependencies follow, and gives member m2 its own
-// image tag.
-const fleetPolicies = `
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: podinfo, namespace: apps}
-spec:
-  propagateDeps: true
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment, name: podinfo}
-  placement:
-    clusterAffinity:
-      labelSelector: {matchLabels: {env: prod}}
-    replicaScheduling:
-      replicaSchedulingType: Divided
-      replicaDivisionPreference: Weighted
-      weightPreference:
-        staticWeightList:
-          - {targetCluster: {clusterNames: [m1]}, weight: 1}
-          - {targetCluster: {clusterNames: [m2]}, weight: 2}
----
-apiVersion: policy.karmada.io/v1alpha1
-kind: OverridePolicy
-metadata: {name: m2-image, namespace: apps}
-spec:
-  resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment}
-  overrideRules:
-    - targetCluster: {clusterNames: [m2]}
-      overriders:
-        imageOverrider:
-          - {component: Tag, operator: replace, value: 6.5.0-m2}
-`
-
-func policySet(t testing.TB, docs string) policy.Set {
-	t.Helper()
-	var set policy.Set
-	for _, doc := range strings.Split(docs, "\n---\n") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		p, err := policy.Decode([]byte(doc))
-		require.NoError(t, err)
-		require.NoError(t, set.Add(p))
-	}
-	return set
-}
-
-type distFleet struct {
-	hub     *memory.Cluster
-	members map[string]*memory.Cluster
-	dist    *release.Distributor
-}
-
-// newDistFleet returns a hub and three members: m1 (prod, eu), m2 (prod,
-// us) and m3 (dev, ap).
-func newDistFleet(t testing.TB, policies string) *distFleet {
-	t.Helper()
-	poll := memory.WithPollInterval(time.Millisecond)
-	f := &distFleet{hub: memory.New("hub", poll), members: map[string]*memory.Cluster{}}
-	var members []release.Member
-	for _, m := range []struct{ name, env, region string }{{"m1", "prod", "eu"}, {"m2", "prod", "us"}, {"m3", "dev", "ap"}} {
-		c := memory.New(m.name, poll)
-		f.members[m.name] = c
-		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}, Region: m.region}})
-	}
-	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, policies), PollInterval: time.Millisecond})
-	require.NoError(t, err)
-	f.dist = d
-	return f
-}
 
 // view describes a member's objects but namespaces: kind, name and what
 // the tests look at (replicas and image of Deployments, data of
@@ -123,15 +52,9 @@ func view(t testing.TB, c *memory.Cluster) []string {
 	return out
 }
 
-func fleetRelease() *release.Release {
-	rel := testRelease()
-	rel.Spec.Values = map[string]any{"replicaCount": 3, "ingress": map[string]any{"enabled": true}}
-	return rel
-}
-
-func helmHistory(t testing.TB, f *distFleet) []string {
+func helmHistory(t testing.TB, f *fixture.DistFleet) []string {
 	t.Helper()
-	cfg, err := f.hub.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	cfg, err := f.Hub.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
 	hist, err := action.NewHistory(cfg).Run("podinfo")
 	if err != nil {
@@ -146,92 +69,92 @@ func helmHistory(t testing.TB, f *distFleet) []string {
 
 func TestDistributorLifecycle(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 
-	res, err := rec.Reconcile(ctx, f.dist, rel)
+	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	assert.Equal(t, release.ActionInstall, res.Action)
 	assert.Equal(t, []string{"1 deployed"}, helmHistory(t, f), "helm ls on the hub shows the release")
-	assert.Empty(t, f.hub.Objects(), "the hub holds no objects of the release")
+	assert.Empty(t, f.Hub.Objects(), "the hub holds no objects of the release")
 	assert.Equal(t, []string{
 		"ConfigMap apps/podinfo message=hello from helmfleet",
 		"Secret apps/podinfo",
 		"Service apps/podinfo",
 		"Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0",
 		"Ingress apps/podinfo",
-	}, view(t, f.members["m1"]))
+	}, view(t, f.Members["m1"]))
 	assert.Equal(t, []string{
 		"ConfigMap apps/podinfo message=hello from helmfleet",
 		"Secret apps/podinfo",
 		"Service apps/podinfo",
 		"Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2",
 		"Ingress apps/podinfo",
-	}, view(t, f.members["m2"]))
-	assert.Empty(t, f.members["m3"].Objects(), "m3 is not prod")
+	}, view(t, f.Members["m2"]))
+	assert.Empty(t, f.Members["m3"].Objects(), "m3 is not prod")
 	nsRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "apps"}
-	_, err = f.members["m1"].Get(ctx, nsRef)
+	_, err = f.Members["m1"].Get(ctx, nsRef)
 	assert.NoError(t, err, "the release's namespace is created on the members it goes to")
-	dep, err := f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	dep, err := f.Members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 	require.NoError(t, err)
-	assert.Equal(t, "podinfo", dep.GetLabels()[release.InventoryNameLabel])
-	assert.Equal(t, "apps", dep.GetLabels()[release.InventoryNamespaceLabel])
-	assert.Equal(t, "apps/podinfo", dep.GetAnnotations()[release.InventoryAnnotation])
+	assert.Equal(t, "podinfo", dep.GetLabels()[distribute.InventoryNameLabel])
+	assert.Equal(t, "apps", dep.GetLabels()[distribute.InventoryNamespaceLabel])
+	assert.Equal(t, "apps/podinfo", dep.GetAnnotations()[distribute.InventoryAnnotation])
 
 	t.Run("upgrade changes every member", func(t *testing.T) {
 		rel.Generation++
 		rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
-		res, err := rec.Reconcile(ctx, f.dist, rel)
+		res, err := rec.Reconcile(ctx, f.Dist, rel)
 		require.NoError(t, err)
 		assert.Equal(t, release.ActionUpgrade, res.Action)
 		for _, m := range []string{"m1", "m2"} {
-			assert.Contains(t, view(t, f.members[m]), "ConfigMap apps/podinfo message=v2", m)
+			assert.Contains(t, view(t, f.Members[m]), "ConfigMap apps/podinfo message=v2", m)
 		}
 	})
 
 	t.Run("an object dropped from the chart is pruned", func(t *testing.T) {
 		rel.Generation++
 		rel.Spec.Values["ingress"] = map[string]any{"enabled": false}
-		_, err := rec.Reconcile(ctx, f.dist, rel)
+		_, err := rec.Reconcile(ctx, f.Dist, rel)
 		require.NoError(t, err)
 		for _, m := range []string{"m1", "m2"} {
-			assert.NotContains(t, view(t, f.members[m]), "Ingress apps/podinfo", m)
-			assert.Len(t, view(t, f.members[m]), 4, m)
+			assert.NotContains(t, view(t, f.Members[m]), "Ingress apps/podinfo", m)
+			assert.Len(t, view(t, f.Members[m]), 4, m)
 		}
 	})
 
 	t.Run("rollback restores every member", func(t *testing.T) {
-		cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+		cfg, err := f.Dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 		require.NoError(t, err)
 		rb := action.NewRollback(cfg)
 		rb.Version = 2
 		require.NoError(t, rb.Run("podinfo"))
 		for _, m := range []string{"m1", "m2"} {
-			assert.Contains(t, view(t, f.members[m]), "Ingress apps/podinfo", m)
-			assert.Contains(t, view(t, f.members[m]), "ConfigMap apps/podinfo message=v2", m)
+			assert.Contains(t, view(t, f.Members[m]), "Ingress apps/podinfo", m)
+			assert.Contains(t, view(t, f.Members[m]), "ConfigMap apps/podinfo message=v2", m)
 		}
 		assert.Equal(t, []string{"1 superseded", "2 superseded", "3 superseded", "4 deployed"}, helmHistory(t, f))
 	})
 
 	t.Run("a member no longer placed is pruned", func(t *testing.T) {
 		// m2 leaves prod: everything of the release moves to m1.
-		f2 := f.withFacts(t, "m2", map[string]string{"env": "staging"})
+		f2 := withFacts(t, f, "m2", map[string]string{"env": "staging"})
 		rel.Generation++
 		rel.Spec.Values["ui"] = map[string]any{"message": "v3"}
-		_, err := rec.Reconcile(ctx, f2.dist, rel)
+		_, err := rec.Reconcile(ctx, f2.Dist, rel)
 		require.NoError(t, err)
-		assert.Empty(t, view(t, f.members["m2"]))
-		assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+		assert.Empty(t, view(t, f.Members["m2"]))
+		assert.Contains(t, view(t, f.Members["m1"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
 	})
 
 	t.Run("uninstall removes the release from every member", func(t *testing.T) {
-		_, err := rec.Uninstall(ctx, f.dist, rel)
+		_, err := rec.Uninstall(ctx, f.Dist, rel)
 		require.NoError(t, err)
-		for name, m := range f.members {
+		for name, m := range f.Members {
 			assert.Empty(t, view(t, m), name)
 		}
-		_, err = f.members["m1"].Get(ctx, nsRef)
+		_, err = f.Members["m1"].Get(ctx, nsRef)
 		assert.NoError(t, err, "namespaces are never pruned: other releases may live there")
 		assert.Empty(t, helmHistory(t, f))
 	})
@@ -239,18 +162,18 @@ func TestDistributorLifecycle(t *testing.T) {
 
 // withFacts returns a Distributor over the same hub and members with one
 // member's labels changed.
-func (f *distFleet) withFacts(t testing.TB, member string, labels map[string]string) *distFleet {
+func withFacts(t testing.TB, f *fixture.DistFleet, member string, labels map[string]string) *fixture.DistFleet {
 	t.Helper()
 	var members []release.Member
-	for _, m := range f.dist.Members() {
+	for _, m := range f.Dist.Members() {
 		if m.Facts.Name == member {
 			m.Facts.Labels = labels
 		}
 		members = append(members, m)
 	}
-	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, fleetPolicies), PollInterval: time.Millisecond})
+	d, err := distribute.New(distribute.Config{Hub: f.Hub, Members: members, Policies: fixture.PolicySet(t, fixture.DistributorPolicies), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	return &distFleet{hub: f.hub, members: f.members, dist: d}
+	return &fixture.DistFleet{Hub: f.Hub, Members: f.Members, Dist: d}
 }
 
 // seen records, per member, the hook objects its health func was asked
@@ -276,28 +199,28 @@ func (s *seen) health(member string) memory.HealthFunc {
 
 func TestDistributorHooksFollowWorkloads(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
 	s := &seen{objs: map[string]map[string]bool{}}
-	for name, m := range f.members {
+	for name, m := range f.Members {
 		m.SetHealth(s.health(name))
 	}
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Test = &release.Test{Enable: true}
 	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
 
-	res, err := rec.Reconcile(ctx, f.dist, rel)
+	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	assert.Equal(t, []release.Action{release.ActionInstall, release.ActionTest}, res.Actions)
 	// The test Pod stays (its delete policy is before-hook-creation) on the
 	// members that run the Deployment.
 	for name, want := range map[string]bool{"m1": true, "m2": true, "m3": false} {
-		assert.Equal(t, want, contains(view(t, f.members[name]), "Pod apps/podinfo-test-connection"), name)
+		assert.Equal(t, want, contains(view(t, f.Members[name]), "Pod apps/podinfo-test-connection"), name)
 	}
 
 	rel.Generation++
 	rel.Spec.Values["replicaCount"] = 6
-	res, err = rec.Reconcile(ctx, f.dist, rel)
+	res, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionTest}, res.Actions)
 	s.mu.Lock()
@@ -306,17 +229,17 @@ func TestDistributorHooksFollowWorkloads(t *testing.T) {
 	assert.True(t, s.objs["m2"]["Job podinfo-migrate"], "pre-upgrade Job ran on m2")
 	assert.Empty(t, s.objs["m3"], "no hook ran on m3")
 	for _, name := range []string{"m1", "m2"} {
-		assert.NotContains(t, view(t, f.members[name]), "Job apps/podinfo-migrate", "hook-succeeded deletes the Job on %s", name)
+		assert.NotContains(t, view(t, f.Members[name]), "Job apps/podinfo-migrate", "hook-succeeded deletes the Job on %s", name)
 	}
-	assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0")
-	assert.Contains(t, view(t, f.members["m2"]), "Deployment apps/podinfo replicas=4 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2")
+	assert.Contains(t, view(t, f.Members["m1"]), "Deployment apps/podinfo replicas=2 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Contains(t, view(t, f.Members["m2"]), "Deployment apps/podinfo replicas=4 image=ghcr.io/stefanprodan/podinfo:6.5.0-m2")
 }
 
 // A hook that a propagation policy selects itself goes where the policy
 // puts it, not where the workloads are.
 func TestDistributorHookWithOwnPolicy(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies+`
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies+`
 ---
 apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
@@ -328,17 +251,17 @@ spec:
     clusterAffinity: {clusterNames: [m3]}
 `)
 	s := &seen{objs: map[string]map[string]bool{}}
-	for name, m := range f.members {
+	for name, m := range f.Members {
 		m.SetHealth(s.health(name))
 	}
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	rel.Generation++
 	rel.Spec.Values["replicaCount"] = 4
-	_, err = rec.Reconcile(ctx, f.dist, rel)
+	_, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -347,21 +270,21 @@ spec:
 
 func TestDistributorHookFailsOnOneMember(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
-	f.members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	f.Members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
 		if o.GetKind() == "Job" {
 			return memory.Health{Failed: true, Message: "migration failed"}
 		}
 		return memory.Health{Ready: true}
 	})
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Values["hooks"] = map[string]any{"preUpgrade": true}
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 	rel.Generation++
 	rel.Spec.Values["replicaCount"] = 4
-	_, err = rec.Reconcile(ctx, f.dist, rel)
+	_, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "pre-upgrade hooks failed")
 	assert.Contains(t, err.Error(), "cluster m2: timed out")
@@ -374,16 +297,16 @@ type patchless struct{ release.Cluster }
 
 func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
 	var members []release.Member
-	for _, m := range f.dist.Members() {
+	for _, m := range f.Dist.Members() {
 		m.Cluster = patchless{m.Cluster}
 		members = append(members, m)
 	}
-	d, err := release.NewDistributor(release.DistributorConfig{Hub: f.hub, Members: members, Policies: policySet(t, fleetPolicies), PollInterval: time.Millisecond})
+	d, err := distribute.New(distribute.Config{Hub: f.Hub, Members: members, Policies: fixture.PolicySet(t, fixture.DistributorPolicies), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled, Ignore: []release.IgnoreRule{
 		{Paths: []string{"/data"}, Target: &release.Selector{Kind: "ConfigMap"}},
 		{Paths: []string{"/spec/template/spec/containers/0/image"}},
@@ -392,8 +315,8 @@ func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, name := range []string{"m1", "m2"} {
-		m := f.members[name]
-		dep, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+		m := f.Members[name]
+		dep, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 		require.NoError(t, err)
 		delete(dep.Object, "status")
 		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(7), "spec", "replicas"))
@@ -411,38 +334,38 @@ func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	assert.Equal(t, 2, res.Drift.Count("Modified"), res.Drift.String())
 	require.Len(t, res.Drift.Rules, 2)
 	assert.Len(t, res.Drift.Rules[0].Objects, 1, "one ConfigMap, on two members, listed once")
-	assert.Equal(t, int64(1), replicasOf(t, f.members["m1"]), "corrected by a server-side apply")
-	assert.Equal(t, int64(2), replicasOf(t, f.members["m2"]))
-	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=edited", "ignored paths stay as they are")
+	assert.Equal(t, int64(1), replicasOf(t, f.Members["m1"]), "corrected by a server-side apply")
+	assert.Equal(t, int64(2), replicasOf(t, f.Members["m2"]))
+	assert.Contains(t, view(t, f.Members["m1"]), "ConfigMap apps/podinfo message=edited", "ignored paths stay as they are")
 }
 
 // An object a member holds for another release is not taken over; the
 // other members and objects are still written.
 func TestDistributorDoesNotTakeOverAnotherReleasesObject(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
 	foreign := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "podinfo", "namespace": "apps", "labels": map[string]any{
-			release.InventoryNameLabel: "other", release.InventoryNamespaceLabel: "team-b"}},
+			distribute.InventoryNameLabel: "other", distribute.InventoryNamespaceLabel: "team-b"}},
 		"data": map[string]any{"owner": "team-b"},
 	}}
-	_, err := f.members["m1"].Update(ctx, foreign, "helmfleet")
+	_, err := f.Members["m1"].Update(ctx, foreign, "helmfleet")
 	require.NoError(t, err)
-	rec := newReconciler(t, nil)
-	_, err = rec.Reconcile(ctx, f.dist, fleetRelease())
+	rec := fixture.Reconciler(t, nil)
+	_, err = rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists and belongs to release team-b/other; it is not taken over")
 	assert.NotContains(t, err.Error(), "member m2")
-	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=", "left as the other release has it")
-	assert.Contains(t, view(t, f.members["m1"]), "Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0")
-	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+	assert.Contains(t, view(t, f.Members["m1"]), "ConfigMap apps/podinfo message=", "left as the other release has it")
+	assert.Contains(t, view(t, f.Members["m1"]), "Deployment apps/podinfo replicas=1 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Contains(t, view(t, f.Members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
 
 	// Helm's own actions keep the typed error.
-	cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	cfg, err := f.Dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
 	_, err = action.NewUpgrade(cfg).Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
-	var oe *release.OwnerError
+	var oe *distribute.OwnerError
 	require.ErrorAs(t, err, &oe)
 	assert.Equal(t, "team-b/other", oe.Owner)
 	assert.Equal(t, "ConfigMap", oe.Object.Kind)
@@ -461,17 +384,17 @@ func TestDistributorDrift(t *testing.T) {
 	ctx := context.Background()
 	cmRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
 	secretRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Namespace: "apps", Name: "podinfo"}
-	depRef := release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"}
-	tamper := func(t *testing.T, f *distFleet) {
+	depRef := release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"}
+	tamper := func(t *testing.T, f *fixture.DistFleet) {
 		t.Helper()
-		m2 := f.members["m2"]
+		m2 := f.Members["m2"]
 		dep, err := m2.Get(ctx, depRef)
 		require.NoError(t, err)
 		delete(dep.Object, "status")
 		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
 		_, err = m2.Update(ctx, dep, "kubectl-edit")
 		require.NoError(t, err)
-		require.NoError(t, f.members["m1"].Delete(ctx, secretRef, release.DeleteOptions{}))
+		require.NoError(t, f.Members["m1"].Delete(ctx, secretRef, release.DeleteOptions{}))
 	}
 	tests := []struct {
 		name      string
@@ -483,21 +406,21 @@ func TestDistributorDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newDistFleet(t, fleetPolicies)
-			rec := newReconciler(t, nil)
-			rel := fleetRelease()
+			f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+			rec := fixture.Reconciler(t, nil)
+			rel := fixture.DistRelease()
 			rel.Spec.DriftDetection = &release.DriftDetection{Mode: tt.mode}
-			_, err := rec.Reconcile(ctx, f.dist, rel)
+			_, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
-			res, err := rec.Reconcile(ctx, f.dist, rel)
+			res, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
 			assert.Equal(t, release.ActionNone, res.Action, "no drift right after install")
 
 			tamper(t, f)
 			// A new Distributor over the same hub and members (a restarted
 			// process) learns the release from the hub's records.
-			f = f.withFacts(t, "m3", map[string]string{"env": "dev"})
-			res, err = rec.Reconcile(ctx, f.dist, rel)
+			f = withFacts(t, f, "m3", map[string]string{"env": "dev"})
+			res, err = rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
 			require.NotNil(t, res.Drift)
 			assert.Equal(t, 1, res.Drift.Count("Missing"))
@@ -509,19 +432,19 @@ func TestDistributorDrift(t *testing.T) {
 			assert.Contains(t, report, "missing (member m1)")
 			assert.Equal(t, tt.corrected, res.Did(release.ActionCorrectDrift))
 
-			_, serr := f.members["m1"].Get(ctx, secretRef)
-			n := replicasOf(t, f.members["m2"])
+			_, serr := f.Members["m1"].Get(ctx, secretRef)
+			n := replicasOf(t, f.Members["m2"])
 			if tt.corrected {
 				assert.NoError(t, serr)
 				assert.Equal(t, int64(2), n)
-				res, err = rec.Reconcile(ctx, f.dist, rel)
+				res, err = rec.Reconcile(ctx, f.Dist, rel)
 				require.NoError(t, err)
 				assert.False(t, res.Drift.Drifted(), res.Drift.String())
 			} else {
 				assert.ErrorIs(t, serr, release.ErrNotFound)
 				assert.Equal(t, int64(9), n)
 			}
-			_, err = f.members["m1"].Get(ctx, cmRef)
+			_, err = f.Members["m1"].Get(ctx, cmRef)
 			assert.NoError(t, err)
 		})
 	}
@@ -529,7 +452,7 @@ func TestDistributorDrift(t *testing.T) {
 
 func replicasOf(t testing.TB, c *memory.Cluster) int64 {
 	t.Helper()
-	dep, err := c.Get(context.Background(), release.ObjectRef{GroupVersionKind: deployGVK, Namespace: "apps", Name: "podinfo"})
+	dep, err := c.Get(context.Background(), release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
 	require.NoError(t, err)
 	n, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
 	return n
@@ -537,47 +460,47 @@ func replicasOf(t testing.TB, c *memory.Cluster) int64 {
 
 func TestDistributorUnreachableMember(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
 
-	f.members["m2"].SetUnreachable(errors.New("connection refused"))
+	f.Members["m2"].SetUnreachable(errors.New("connection refused"))
 	rel.Generation++
 	rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
-	_, err = rec.Reconcile(ctx, f.dist, rel)
+	_, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "member m2: namespace apps: cluster m2 unreachable: connection refused")
 	assert.NotContains(t, err.Error(), "member m1")
-	assert.Contains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=v2", "m1 was still upgraded")
+	assert.Contains(t, view(t, f.Members["m1"]), "ConfigMap apps/podinfo message=v2", "m1 was still upgraded")
 
 	// Once m2 is back, the next reconciles bring it in line.
-	f.members["m2"].SetUnreachable(nil)
+	f.Members["m2"].SetUnreachable(nil)
 	rel.Annotations = map[string]string{release.ResetRequestAnnotation: "1"}
 	for i := 0; i < 3; i++ {
-		if _, err = rec.Reconcile(ctx, f.dist, rel); err == nil {
+		if _, err = rec.Reconcile(ctx, f.Dist, rel); err == nil {
 			break
 		}
 	}
 	require.NoError(t, err)
-	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=v2")
-	assert.Equal(t, view(t, f.members["m1"])[0], view(t, f.members["m2"])[0])
+	assert.Contains(t, view(t, f.Members["m2"]), "ConfigMap apps/podinfo message=v2")
+	assert.Equal(t, view(t, f.Members["m1"])[0], view(t, f.Members["m2"])[0])
 }
 
 func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
-	f.members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	f.Members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
 		if o.GetKind() == "Deployment" {
 			return memory.Health{Message: "image pull back-off"}
 		}
 		return memory.Health{Ready: true}
 	})
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 50 * time.Millisecond}
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cluster m2: timed out after 50ms waiting for 1 object(s): Deployment apps/podinfo InProgress")
 	assert.Contains(t, err.Error(), "image pull back-off")
@@ -585,7 +508,7 @@ func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 
 	// Helm's own actions on the Distributor's configuration keep the
 	// typed errors.
-	cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	cfg, err := f.Dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
 	up := action.NewUpgrade(cfg)
 	up.Wait, up.Timeout = true, 50*time.Millisecond
@@ -597,24 +520,24 @@ func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 	assert.Equal(t, "Deployment", nr.Objects[0].Object.Kind)
 	assert.Contains(t, nr.Objects[0].Message, "image pull back-off")
 
-	f.members["m1"].SetUnreachable(errors.New("connection refused"))
+	f.Members["m1"].SetUnreachable(errors.New("connection refused"))
 	_, err = action.NewUpgrade(cfg).Run("podinfo", testchart.MustLoad(""), map[string]any{"replicaCount": 3})
-	var me *release.MemberError
+	var me *distribute.MemberError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, "m1", me.Member)
 	assert.ErrorContains(t, me, "connection refused")
 }
 
 func TestDistributorWaitObservesContext(t *testing.T) {
-	f := newDistFleet(t, fleetPolicies)
-	f.members["m1"].SetHealth(func(*unstructured.Unstructured) memory.Health { return memory.Health{Message: "starting"} })
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	f.Members["m1"].SetHealth(func(*unstructured.Unstructured) memory.Health { return memory.Health{Message: "starting"} })
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second)
@@ -624,7 +547,7 @@ func TestDistributorWaitObservesContext(t *testing.T) {
 // they are used for placement and never applied anywhere.
 func TestDistributorPoliciesFromChart(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, "")
+	f := fixture.NewDistFleet(t, "")
 	ch := testchart.MustLoad("")
 	ch.Templates = append(ch.Templates, &chart.File{Name: "templates/policies.yaml", Data: []byte(`
 apiVersion: policy.karmada.io/v1alpha1
@@ -645,13 +568,13 @@ spec:
 	})
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	_, err = rec.Reconcile(ctx, f.dist, fleetRelease())
+	_, err = rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.NoError(t, err)
-	assert.Len(t, view(t, f.members["m3"]), 5)
-	assert.Contains(t, view(t, f.members["m3"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
-	assert.Empty(t, view(t, f.members["m1"]))
-	assert.Empty(t, f.hub.Objects())
-	for _, m := range f.members {
+	assert.Len(t, view(t, f.Members["m3"]), 5)
+	assert.Contains(t, view(t, f.Members["m3"]), "Deployment apps/podinfo replicas=3 image=ghcr.io/stefanprodan/podinfo:6.5.0")
+	assert.Empty(t, view(t, f.Members["m1"]))
+	assert.Empty(t, f.Hub.Objects())
+	for _, m := range f.Members {
 		for _, o := range m.Objects() {
 			assert.NotEqual(t, "policy.karmada.io", o.GroupVersionKind().Group)
 		}
@@ -660,7 +583,7 @@ spec:
 
 func TestDistributorOverrideFailsOneMember(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies+`
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies+`
 ---
 apiVersion: policy.karmada.io/v1alpha1
 kind: OverridePolicy
@@ -674,13 +597,13 @@ spec:
         plaintext:
           - {path: /data/missing/deeper, operator: replace, value: x}
 `)
-	rec := newReconciler(t, nil)
-	_, err := rec.Reconcile(ctx, f.dist, fleetRelease())
+	rec := fixture.Reconciler(t, nil)
+	_, err := rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `ConfigMap apps/podinfo on cluster m1: OverridePolicy apps/broken spec.overrideRules[0].overriders.plaintext[0] at "/data/missing/deeper"`)
-	assert.NotContains(t, view(t, f.members["m1"]), "ConfigMap apps/podinfo message=hello from helmfleet")
-	assert.Contains(t, view(t, f.members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
-	assert.Len(t, view(t, f.members["m1"]), 4)
+	assert.NotContains(t, view(t, f.Members["m1"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+	assert.Contains(t, view(t, f.Members["m2"]), "ConfigMap apps/podinfo message=hello from helmfleet")
+	assert.Len(t, view(t, f.Members["m1"]), 4)
 }
 
 func TestNewDistributorErrors(t *testing.T) {
@@ -688,18 +611,18 @@ func TestNewDistributorErrors(t *testing.T) {
 	m1 := release.Member{Cluster: memory.New("m1")}
 	tests := []struct {
 		name string
-		cfg  release.DistributorConfig
+		cfg  distribute.Config
 		want string
 	}{
-		{name: "no hub", cfg: release.DistributorConfig{Members: []release.Member{m1}}, want: "Hub is required"},
-		{name: "no members", cfg: release.DistributorConfig{Hub: hub}, want: "Members is empty"},
-		{name: "duplicate member", cfg: release.DistributorConfig{Hub: hub, Members: []release.Member{m1, m1}}, want: `duplicate cluster name "m1"`},
-		{name: "invalid policy", cfg: release.DistributorConfig{Hub: hub, Members: []release.Member{m1},
+		{name: "no hub", cfg: distribute.Config{Members: []release.Member{m1}}, want: "Hub is required"},
+		{name: "no members", cfg: distribute.Config{Hub: hub}, want: "Members is empty"},
+		{name: "duplicate member", cfg: distribute.Config{Hub: hub, Members: []release.Member{m1, m1}}, want: `duplicate cluster name "m1"`},
+		{name: "invalid policy", cfg: distribute.Config{Hub: hub, Members: []release.Member{m1},
 			Policies: policy.Set{Propagation: []policy.PropagationPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "apps"}}}}}, want: "policies"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := release.NewDistributor(tt.cfg)
+			_, err := distribute.New(tt.cfg)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
@@ -719,7 +642,7 @@ func TestDistributorHubObjects(t *testing.T) {
 	m1 := release.Member{Cluster: memory.New("m1")}
 
 	hub := memory.New("hub")
-	d, err := release.NewDistributor(release.DistributorConfig{Hub: hub, Members: []release.Member{m1}})
+	d, err := distribute.New(distribute.Config{Hub: hub, Members: []release.Member{m1}})
 	require.NoError(t, err)
 	assert.Equal(t, "fleet", d.Name())
 	_, err = d.Apply(ctx, cm, release.ApplyOptions{FieldManager: "t"})
@@ -730,59 +653,59 @@ func TestDistributorHubObjects(t *testing.T) {
 	assert.Len(t, hub.Objects(), 1, "written to the hub")
 	assert.Empty(t, m1.Cluster.(*memory.Cluster).Objects(), "not to members")
 
-	d, err = release.NewDistributor(release.DistributorConfig{Name: "eu", Hub: hubOnly{hub}, Members: []release.Member{m1}})
+	d, err = distribute.New(distribute.Config{Name: "eu", Hub: hubOnly{hub}, Members: []release.Member{m1}})
 	require.NoError(t, err)
 	assert.Equal(t, "eu", d.Name())
 	_, err = d.Get(ctx, release.RefOf(cm))
-	assert.ErrorIs(t, err, release.ErrNoHubObjects)
+	assert.ErrorIs(t, err, distribute.ErrNoHubObjects)
 	_, err = d.List(ctx, release.RefOf(cm).GroupVersionKind, "", nil)
-	assert.ErrorIs(t, err, release.ErrNoHubObjects)
-	assert.ErrorIs(t, d.Delete(ctx, release.RefOf(cm), release.DeleteOptions{}), release.ErrNoHubObjects)
+	assert.ErrorIs(t, err, distribute.ErrNoHubObjects)
+	assert.ErrorIs(t, d.Delete(ctx, release.RefOf(cm), release.DeleteOptions{}), distribute.ErrNoHubObjects)
 }
 
 func TestDistributorRemediationRollbackRestoresMembers(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
 	bad := func(o *unstructured.Unstructured) memory.Health {
 		if o.GetKind() == "Deployment" && strings.Contains(fmt.Sprint(o.Object["spec"]), ":broken") {
 			return memory.Health{Message: "image pull back-off"}
 		}
 		return memory.Health{Ready: true}
 	}
-	for _, m := range f.members {
+	for _, m := range f.Members {
 		m.SetHealth(bad)
 	}
-	rec := newReconciler(t, nil)
-	rel := fleetRelease()
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.DistRelease()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 50 * time.Millisecond}
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 1}}
-	_, err := rec.Reconcile(ctx, f.dist, rel)
+	_, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
-	before := map[string][]string{"m1": view(t, f.members["m1"]), "m2": view(t, f.members["m2"])}
+	before := map[string][]string{"m1": view(t, f.Members["m1"]), "m2": view(t, f.Members["m2"])}
 
 	rel.Generation++
 	rel.Spec.Values["image"] = map[string]any{"tag": "broken"}
-	res, err := rec.Reconcile(ctx, f.dist, rel)
+	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
 	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionRollback}, res.Actions)
 	msg := rel.Status.GetCondition(release.ConditionReleased).Message
 	assert.Contains(t, msg, "cluster m1: timed out after 50ms waiting for 1 object(s): Deployment apps/podinfo")
 	assert.NotContains(t, msg, "cluster m2", "m2's override replaces the broken tag")
 	for name, want := range before {
-		assert.Equal(t, want, view(t, f.members[name]), "rollback restored %s", name)
+		assert.Equal(t, want, view(t, f.Members[name]), "rollback restored %s", name)
 	}
 	assert.Equal(t, []string{"1 superseded", "2 failed", "3 deployed"}, helmHistory(t, f))
 }
 
 func TestDistributorDriftNeedsKnownRelease(t *testing.T) {
 	ctx := context.Background()
-	f := newDistFleet(t, fleetPolicies)
-	_, err := f.dist.DetectDrift(ctx, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	_, err := f.Dist.DetectDrift(ctx, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
 	assert.ErrorContains(t, err, "not one of a release record")
-	assert.ErrorContains(t, f.dist.CorrectDrift(ctx, &drift.Report{Mode: drift.ModeEnabled}, "helm"), "not made by this distributor")
+	assert.ErrorContains(t, f.Dist.CorrectDrift(ctx, &drift.Report{Mode: drift.ModeEnabled}, "helm"), "not made by this distributor")
 }
 
-func buildWith(t testing.TB, d *release.Distributor, manifest string) ([]string, error) {
+func buildWith(t testing.TB, d *distribute.Distributor, manifest string) ([]string, error) {
 	t.Helper()
 	cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
 	require.NoError(t, err)
@@ -798,7 +721,7 @@ func buildWith(t testing.TB, d *release.Distributor, manifest string) ([]string,
 }
 
 func TestDistributorBuild(t *testing.T) {
-	f := newDistFleet(t, "")
+	f := fixture.NewDistFleet(t, "")
 	tests := []struct {
 		name     string
 		manifest string
@@ -856,7 +779,7 @@ metadata: {name: p}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := buildWith(t, f.dist, tt.manifest)
+			got, err := buildWith(t, f.Dist, tt.manifest)
 			if tt.err != "" {
 				assert.ErrorContains(t, err, tt.err)
 				return
@@ -873,9 +796,9 @@ func FuzzDistributorBuild(f *testing.F) {
 	f.Add("{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}}")
 	f.Add("apiVersion: example.com/v1\nkind: Gadget\n")
 	f.Add("kind: ConfigMap\nmetadata:") // once mapped without a name or namespace
-	df := newDistFleet(f, "")
+	df := fixture.NewDistFleet(f, "")
 	f.Fuzz(func(t *testing.T, manifest string) {
-		got, err := buildWith(t, df.dist, manifest)
+		got, err := buildWith(t, df.Dist, manifest)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package release
+package distribute
 
 import (
 	"context"
@@ -20,13 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
 )
-
-// Rendered-manifest mode (the seed platform's first way to spread a Helm
-// application): Helm renders the chart once and keeps the release records
-// on a hub; the Distributor stands in for the cluster Helm writes to and
-// spreads every object over the member clusters with propagation and
-// override policies.
 
 // Labels and annotation the Distributor puts on every copy it applies to a
 // member. They are its inventory: pruning lists a release's objects back
@@ -45,18 +40,18 @@ const (
 // ObjectWriter methods when its hub is not an ObjectClient.
 var ErrNoHubObjects = errors.New("the distributor's hub has no object client")
 
-// DistributorConfig is what a Distributor needs. Hub and Members are
+// Config is what a Distributor needs. Hub and Members are
 // required.
-type DistributorConfig struct {
+type Config struct {
 	// Name is the Distributor's name as a Cluster, in errors and
 	// statuses; default "fleet".
 	Name string
 	// Hub is where Helm keeps the release records (helm ls there shows
 	// the release). If it is also an ObjectClient, the Distributor's own
 	// Get, List, Apply and Delete act on it.
-	Hub HelmConfigurer
+	Hub release.HelmConfigurer
 	// Members are the clusters the release's objects are spread over.
-	Members []Member
+	Members []release.Member
 	// Policies are propagation and override policies from outside the
 	// chart. Policies the chart renders itself are taken out of its
 	// manifest on every build and used as well; they are never applied to
@@ -119,8 +114,8 @@ type DistributorConfig struct {
 // A Distributor is safe for concurrent use.
 type Distributor struct {
 	name         string
-	hub          HelmConfigurer
-	members      []Member
+	hub          release.HelmConfigurer
+	members      []release.Member
 	facts        []policy.Cluster
 	policies     policy.Set
 	engine       *policy.Engine // engine of policies alone
@@ -134,29 +129,29 @@ type Distributor struct {
 }
 
 var (
-	_ Cluster       = (*Distributor)(nil)
-	_ DriftDetector = (*Distributor)(nil)
+	_ release.Cluster       = (*Distributor)(nil)
+	_ release.DriftDetector = (*Distributor)(nil)
 )
 
-// NewDistributor validates cfg (members, policies) and returns a
+// New validates cfg (members, policies) and returns a
 // Distributor.
-func NewDistributor(cfg DistributorConfig) (*Distributor, error) {
+func New(cfg Config) (*Distributor, error) {
 	if cfg.Hub == nil {
-		return nil, errors.New("release: distributor config: Hub is required")
+		return nil, errors.New("distribute: config: Hub is required")
 	}
 	if len(cfg.Members) == 0 {
-		return nil, errors.New("release: distributor config: Members is empty")
+		return nil, errors.New("distribute: config: Members is empty")
 	}
-	members, err := sortMembers(cfg.Members)
+	members, err := release.SortMembers(cfg.Members)
 	if err != nil {
-		return nil, fmt.Errorf("release: distributor config: %w", err)
+		return nil, fmt.Errorf("distribute: config: %w", err)
 	}
 	engine, err := policy.NewEngine(cfg.Policies)
 	if err != nil {
-		return nil, fmt.Errorf("release: distributor config: policies: %w", err)
+		return nil, fmt.Errorf("distribute: config: policies: %w", err)
 	}
 	d := &Distributor{
-		name: cfg.Name, hub: cfg.Hub, members: members, facts: factsOf(members),
+		name: cfg.Name, hub: cfg.Hub, members: members, facts: release.FactsOf(members),
 		policies: cfg.Policies, engine: engine, fieldManager: cfg.FieldManager,
 		poll: cfg.PollInterval, limit: cfg.Concurrency, mapper: newManifestMapper(cfg.RESTMapper),
 	}
@@ -179,13 +174,13 @@ func NewDistributor(cfg DistributorConfig) (*Distributor, error) {
 func (d *Distributor) Name() string { return d.name }
 
 // Members returns the members, sorted by name.
-func (d *Distributor) Members() []Member { return append([]Member(nil), d.members...) }
+func (d *Distributor) Members() []release.Member { return append([]release.Member(nil), d.members...) }
 
 // HelmConfig returns the hub's action configuration for scope with its
 // kube client replaced by one that spreads objects over the members, and
 // its storage observed so that the client knows which release it works
 // for. The client observes ctx: after cancellation it writes nothing more.
-func (d *Distributor) HelmConfig(ctx context.Context, scope HelmScope) (*action.Configuration, error) {
+func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
 	hubCfg, err := d.hub.HelmConfig(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("distributor %s: hub: %w", d.name, err)
@@ -194,7 +189,7 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope HelmScope) (*action.
 	if ns == "" {
 		ns = scope.StorageNamespace
 	}
-	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, hooks: map[ObjectRef][]string{}}
+	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, hooks: map[release.ObjectRef][]string{}}
 	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
 	kc.releases = hubCfg.Releases.Driver
 	st := storage.Init(obs)
@@ -208,8 +203,8 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope HelmScope) (*action.
 	return &cfg, nil
 }
 
-func (d *Distributor) hubObjects() (ObjectClient, error) {
-	oc, ok := d.hub.(ObjectClient)
+func (d *Distributor) hubObjects() (release.ObjectClient, error) {
+	oc, ok := d.hub.(release.ObjectClient)
 	if !ok {
 		return nil, fmt.Errorf("distributor %s: %w", d.name, ErrNoHubObjects)
 	}
@@ -217,7 +212,7 @@ func (d *Distributor) hubObjects() (ObjectClient, error) {
 }
 
 // Get reads one object of the hub.
-func (d *Distributor) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
+func (d *Distributor) Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
 	oc, err := d.hubObjects()
 	if err != nil {
 		return nil, err
@@ -235,7 +230,7 @@ func (d *Distributor) List(ctx context.Context, gvk schema.GroupVersionKind, nam
 }
 
 // Apply server-side applies obj to the hub.
-func (d *Distributor) Apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*unstructured.Unstructured, error) {
+func (d *Distributor) Apply(ctx context.Context, obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
 	oc, err := d.hubObjects()
 	if err != nil {
 		return nil, err
@@ -244,7 +239,7 @@ func (d *Distributor) Apply(ctx context.Context, obj *unstructured.Unstructured,
 }
 
 // Delete deletes one object of the hub.
-func (d *Distributor) Delete(ctx context.Context, ref ObjectRef, opts DeleteOptions) error {
+func (d *Distributor) Delete(ctx context.Context, ref release.ObjectRef, opts release.DeleteOptions) error {
 	oc, err := d.hubObjects()
 	if err != nil {
 		return err
@@ -279,7 +274,7 @@ type spread struct {
 	objects [][]*unstructured.Unstructured
 	// unknown per member: refs whose copy could not be computed (a
 	// placement or override error); pruning leaves them alone.
-	unknown []map[ObjectRef]bool
+	unknown []map[release.ObjectRef]bool
 	// errs are placement and override errors, naming object and member.
 	errs []error
 	// placement is the policy engine's placement of the objects.
@@ -318,9 +313,9 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 	if placement == nil {
 		return nil, perr
 	}
-	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[ObjectRef]bool, len(d.members)), placement: placement, engine: engine}
+	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[release.ObjectRef]bool, len(d.members)), placement: placement, engine: engine}
 	for i := range d.members {
-		sp.unknown[i] = map[ObjectRef]bool{}
+		sp.unknown[i] = map[release.ObjectRef]bool{}
 	}
 	for _, op := range placement.Objects {
 		if op.Err == nil {
@@ -351,8 +346,8 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 	return sp, nil
 }
 
-func refOfKey(k policy.ObjectKey) ObjectRef {
-	return ObjectRef{GroupVersionKind: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind), Namespace: k.Namespace, Name: k.Name}
+func refOfKey(k policy.ObjectKey) release.ObjectRef {
+	return release.ObjectRef{GroupVersionKind: schema.FromAPIVersionAndKind(k.APIVersion, k.Kind), Namespace: k.Namespace, Name: k.Name}
 }
 
 // stamp writes the inventory labels and annotation of rel on obj, in
@@ -418,14 +413,14 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 			return errors.Join(errs...)
 		}
 		owners, errs := inventory(ctx, m, kinds)
-		keep := map[ObjectRef]bool{}
+		keep := map[release.ObjectRef]bool{}
 		for ref := range sp.unknown[i] {
-			keep[ref.groupKindRef()] = true
+			keep[groupKindRef(ref)] = true
 		}
 		for _, obj := range sp.objects[i] {
-			ref := RefOf(obj)
-			keep[ref.groupKindRef()] = true
-			owner, ok := owners[ref.groupKindRef()]
+			ref := release.RefOf(obj)
+			keep[groupKindRef(ref)] = true
+			owner, ok := owners[groupKindRef(ref)]
 			if ok && owner != rel {
 				errs = append(errs, &OwnerError{Object: ref, Owner: owner.String()})
 				continue
@@ -436,12 +431,12 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 					continue
 				}
 			}
-			if _, err := m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", ref, err))
 			}
 		}
 		// Prune what this release applied before and no longer wants.
-		refs := make([]ObjectRef, 0, len(owners))
+		refs := make([]release.ObjectRef, 0, len(owners))
 		for ref, owner := range owners {
 			if owner == rel && !keep[ref] {
 				refs = append(refs, ref)
@@ -450,7 +445,7 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 		sort.Slice(refs, func(i, j int) bool { return refs[i].String() < refs[j].String() })
 		for _, ref := range refs {
 			ref.Version = versionOf(kinds, ref.GroupVersionKind.GroupKind())
-			if err := m.Delete(ctx, ref, DeleteOptions{}); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := m.Delete(ctx, ref, release.DeleteOptions{}); err != nil && !errors.Is(err, release.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("prune %s: %w", ref, err))
 			}
 		}
@@ -464,7 +459,7 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 // Helm refuses to adopt another release's objects.
 type OwnerError struct {
 	// Object is the object.
-	Object ObjectRef
+	Object release.ObjectRef
 	// Owner is namespace/name of the release that holds it.
 	Owner string
 }
@@ -485,7 +480,7 @@ type ConflictResolutionError struct {
 	// Member is the member cluster's name.
 	Member string
 	// Object is the object.
-	Object ObjectRef
+	Object release.ObjectRef
 	// Conflict is the object's conflict resolution and where it came from
 	// (the policy that governs the object, or its annotation).
 	Conflict policy.Conflict
@@ -532,13 +527,13 @@ func conflictOf(p *policy.Placement, obj *unstructured.Unstructured) policy.Conf
 // Namespace the Distributor created for a release's objects (its field
 // manager wrote it) is not a conflict: a chart's own Namespace object
 // takes it over.
-func (d *Distributor) checkConflict(ctx context.Context, i int, ref ObjectRef, c policy.Conflict, rel releaseID) error {
+func (d *Distributor) checkConflict(ctx context.Context, i int, ref release.ObjectRef, c policy.Conflict, rel releaseID) error {
 	if c.Resolution == policy.ConflictOverwrite {
 		return nil
 	}
 	live, err := d.members[i].Cluster.Get(ctx, ref)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, release.ErrNotFound):
 		return nil
 	case err != nil:
 		return fmt.Errorf("get %s: %w", ref, err)
@@ -576,10 +571,10 @@ func writtenBy(obj *unstructured.Unstructured, manager string) bool {
 // inventory lists, one List per kind, the objects of kinds on m that any
 // release of a Distributor applied, with the release that owns each (by
 // group, kind, namespace and name).
-func inventory(ctx context.Context, m Cluster, kinds []schema.GroupVersionKind) (map[ObjectRef]releaseID, []error) {
+func inventory(ctx context.Context, m release.Cluster, kinds []schema.GroupVersionKind) (map[release.ObjectRef]releaseID, []error) {
 	owned, _ := labels.NewRequirement(InventoryNameLabel, selection.Exists, nil)
 	sel := labels.NewSelector().Add(*owned)
-	out := map[ObjectRef]releaseID{}
+	out := map[release.ObjectRef]releaseID{}
 	var errs []error
 	for _, gvk := range kinds {
 		live, err := m.List(ctx, gvk, "", sel)
@@ -588,9 +583,9 @@ func inventory(ctx context.Context, m Cluster, kinds []schema.GroupVersionKind) 
 			continue
 		}
 		for _, obj := range live {
-			ref := ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			ref := release.ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 			l := obj.GetLabels()
-			out[ref.groupKindRef()] = releaseID{Namespace: l[InventoryNamespaceLabel], Name: l[InventoryNameLabel]}
+			out[groupKindRef(ref)] = releaseID{Namespace: l[InventoryNamespaceLabel], Name: l[InventoryNameLabel]}
 		}
 	}
 	return out, errs
@@ -611,7 +606,7 @@ var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 // Karmada propagates namespaces to every member. They carry no inventory
 // labels: a namespace may hold more than one release, so it is never
 // pruned.
-func (d *Distributor) ensureNamespaces(ctx context.Context, m Cluster, objs []*unstructured.Unstructured) []error {
+func (d *Distributor) ensureNamespaces(ctx context.Context, m release.Cluster, objs []*unstructured.Unstructured) []error {
 	var errs []error
 	done := map[string]bool{}
 	for _, o := range objs {
@@ -620,12 +615,12 @@ func (d *Distributor) ensureNamespaces(ctx context.Context, m Cluster, objs []*u
 			continue
 		}
 		done[ns] = true
-		_, err := m.Get(ctx, ObjectRef{GroupVersionKind: namespaceGVK, Name: ns})
-		if errors.Is(err, ErrNotFound) {
+		_, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: namespaceGVK, Name: ns})
+		if errors.Is(err, release.ErrNotFound) {
 			obj := &unstructured.Unstructured{}
 			obj.SetGroupVersionKind(namespaceGVK)
 			obj.SetName(ns)
-			_, err = m.Apply(ctx, obj, ApplyOptions{FieldManager: d.fieldManager})
+			_, err = m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager})
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
@@ -635,7 +630,7 @@ func (d *Distributor) ensureNamespaces(ctx context.Context, m Cluster, objs []*u
 }
 
 // groupKindRef drops the version: the same object is served under several.
-func (r ObjectRef) groupKindRef() ObjectRef {
+func groupKindRef(r release.ObjectRef) release.ObjectRef {
 	r.Version = ""
 	return r
 }
@@ -668,7 +663,7 @@ func kindsOf(objs ...[]*unstructured.Unstructured) []schema.GroupVersionKind {
 // carries owner's inventory labels (found with one List per kind):
 // objects another release holds and objects nobody's release manages
 // (left alone under conflict resolution Abort) stay as they are.
-func (d *Distributor) deleteEverywhere(ctx context.Context, refs []ObjectRef, opts DeleteOptions, owner *releaseID) error {
+func (d *Distributor) deleteEverywhere(ctx context.Context, refs []release.ObjectRef, opts release.DeleteOptions, owner *releaseID) error {
 	var kinds []schema.GroupVersionKind
 	if owner != nil {
 		seen := map[schema.GroupKind]bool{}
@@ -682,15 +677,15 @@ func (d *Distributor) deleteEverywhere(ctx context.Context, refs []ObjectRef, op
 	}
 	return d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		var errs []error
-		var owners map[ObjectRef]releaseID
+		var owners map[release.ObjectRef]releaseID
 		if owner != nil {
 			owners, errs = inventory(ctx, d.members[i].Cluster, kinds)
 		}
 		for _, ref := range refs {
-			if o, ok := owners[ref.groupKindRef()]; owner != nil && (!ok || o != *owner) {
+			if o, ok := owners[groupKindRef(ref)]; owner != nil && (!ok || o != *owner) {
 				continue
 			}
-			if err := d.members[i].Cluster.Delete(ctx, ref, opts); err != nil && !errors.Is(err, ErrNotFound) {
+			if err := d.members[i].Cluster.Delete(ctx, ref, opts); err != nil && !errors.Is(err, release.ErrNotFound) {
 				errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
 			}
 		}

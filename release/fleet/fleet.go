@@ -1,4 +1,4 @@
-package release
+package fleet
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // Key names one release on one member cluster.
@@ -39,18 +40,18 @@ func keyLess(a, b Key) bool {
 	return a.Name < b.Name
 }
 
-// FleetConfig is what a Fleet needs. Members and Reconciler are required.
-type FleetConfig struct {
+// Config is what a Fleet needs. Members and Reconciler are required.
+type Config struct {
 	// Members are the member clusters.
-	Members []Member
+	Members []release.Member
 	// Reconciler reconciles each release on each member.
-	Reconciler *Reconciler
+	Reconciler *release.Reconciler
 	// Concurrency bounds the releases reconciled at once; default 8.
 	Concurrency int
 	// ClusterConcurrency bounds them per member; default 2.
 	ClusterConcurrency int
 	// Events receives progress events, one at a time; may be nil.
-	Events func(FleetEvent)
+	Events func(Event)
 	// Clock times events and bake times; default the system clock.
 	Clock depgraph.Clock
 }
@@ -63,24 +64,24 @@ type FleetConfig struct {
 // reconciler's history and the garbage collection need); Inventory and
 // Restore persist it. Safe for concurrent use, one Apply at a time.
 type Fleet struct {
-	members []Member
-	byName  map[string]Member
-	rec     *Reconciler
-	cfg     FleetConfig
+	members []release.Member
+	byName  map[string]release.Member
+	rec     *release.Reconciler
+	cfg     Config
 	applyMu sync.Mutex
 
 	mu      sync.Mutex
-	applied map[Key]*Release
+	applied map[Key]*release.Release
 }
 
-// NewFleet returns a Fleet for cfg.
-func NewFleet(cfg FleetConfig) (*Fleet, error) {
+// New returns a Fleet for cfg.
+func New(cfg Config) (*Fleet, error) {
 	if cfg.Reconciler == nil {
-		return nil, errors.New("release: fleet config: Reconciler is required")
+		return nil, errors.New("fleet: config: Reconciler is required")
 	}
-	members, err := sortMembers(cfg.Members)
+	members, err := release.SortMembers(cfg.Members)
 	if err != nil {
-		return nil, fmt.Errorf("release: fleet config: %w", err)
+		return nil, fmt.Errorf("fleet: config: %w", err)
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 8
@@ -91,7 +92,7 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = depgraph.SystemClock()
 	}
-	f := &Fleet{members: members, byName: map[string]Member{}, rec: cfg.Reconciler, cfg: cfg, applied: map[Key]*Release{}}
+	f := &Fleet{members: members, byName: map[string]release.Member{}, rec: cfg.Reconciler, cfg: cfg, applied: map[Key]*release.Release{}}
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
 	}
@@ -99,18 +100,18 @@ func NewFleet(cfg FleetConfig) (*Fleet, error) {
 }
 
 // Members returns the members, sorted by name.
-func (f *Fleet) Members() []Member { return append([]Member(nil), f.members...) }
+func (f *Fleet) Members() []release.Member { return append([]release.Member(nil), f.members...) }
 
 // Inputs are what a fleet should run.
 type Inputs struct {
 	// Releases to run.
-	Releases []*Release
+	Releases []*release.Release
 	// Policies place the Releases and override them per member.
 	Policies policy.Set
 }
 
 // InputsOf takes the inputs out of decoded objects.
-func InputsOf(objs *Objects) Inputs {
+func InputsOf(objs *release.Objects) Inputs {
 	return Inputs{Releases: objs.Releases, Policies: objs.Policies}
 }
 
@@ -118,7 +119,7 @@ func InputsOf(objs *Objects) Inputs {
 type Plan struct {
 	// Items are the per-member release plans (garbage collection
 	// included, as uninstalls), sorted by cluster, namespace and name.
-	Items []*ReleasePlan
+	Items []*release.ReleasePlan
 	// Warnings are the policy engine's (a policy that matches nothing, an
 	// override of a path a kind lacks, …).
 	Warnings []policy.Warning
@@ -128,11 +129,11 @@ type Plan struct {
 
 	graph *depgraph.Graph[Key]
 	gc    *depgraph.Graph[Key]
-	items map[Key]*ReleasePlan
+	items map[Key]*release.ReleasePlan
 }
 
 // Item returns the plan of one release on one member.
-func (p *Plan) Item(k Key) (*ReleasePlan, bool) {
+func (p *Plan) Item(k Key) (*release.ReleasePlan, bool) {
 	it, ok := p.items[k]
 	return it, ok
 }
@@ -148,7 +149,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		return nil, fmt.Errorf("fleet plan: policies: %w", err)
 	}
 	objs := make([]*unstructured.Unstructured, 0, len(in.Releases))
-	byRef := map[string]*Release{}
+	byRef := map[string]*release.Release{}
 	for i, rel := range in.Releases {
 		r := rel.DeepCopy()
 		r.Default()
@@ -157,16 +158,16 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		}
 		u, err := toUnstructured(r)
 		if err != nil {
-			return nil, fmt.Errorf("fleet plan: releases[%d] %s: %w", i, r.ref(), err)
+			return nil, fmt.Errorf("fleet plan: releases[%d] %s: %w", i, refOf(r), err)
 		}
-		byRef[r.ref()] = r
+		byRef[refOf(r)] = r
 		objs = append(objs, u)
 	}
-	placement, err := engine.Place(objs, factsOf(f.members))
+	placement, err := engine.Place(objs, release.FactsOf(f.members))
 	if err != nil {
 		return nil, fmt.Errorf("fleet plan: %w", err)
 	}
-	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*ReleasePlan{}}
+	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
 			plan.Errors = append(plan.Errors, fmt.Errorf("release %s/%s: %w", op.Object.Namespace, op.Object.Name, op.Err))
@@ -174,7 +175,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	type todo struct {
 		key Key
-		rel *Release
+		rel *release.Release
 	}
 	var work []todo
 	for _, co := range engine.Materialize(placement) {
@@ -201,7 +202,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		}
 	}
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
-	plan.Items = make([]*ReleasePlan, len(work))
+	plan.Items = make([]*release.ReleasePlan, len(work))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.cfg.Concurrency)
 	for i, w := range work {
@@ -232,12 +233,12 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	sort.Slice(gone, func(i, j int) bool { return keyLess(gone[i], gone[j]) })
 	for _, k := range gone {
 		prev := f.applied[k].DeepCopy()
-		item := &ReleasePlan{Cluster: k.Cluster, Release: prev, State: StateInSync, Action: ActionUninstall, Reason: "no longer placed on this member"}
+		item := &release.ReleasePlan{Cluster: k.Cluster, Release: prev, State: release.StateInSync, Action: release.ActionUninstall, Reason: "no longer placed on this member"}
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
 		}
 		if prev.Spec.Suspend {
-			item.Action, item.Reason = ActionNone, item.Reason+"; suspended, so left installed"
+			item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left installed"
 		}
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
@@ -252,7 +253,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	return plan, nil
 }
 
-func keyOfPlan(p *ReleasePlan) Key {
+func keyOfPlan(p *release.ReleasePlan) Key {
 	return Key{Cluster: p.Cluster, Namespace: p.Release.Namespace, Name: p.Release.Name}
 }
 
@@ -261,16 +262,16 @@ func keyOfPlan(p *ReleasePlan) Key {
 // satisfied by the same release on the same member when it is placed
 // there, else by every member running it (a dependency across clusters:
 // the database on member A ready before the app on member B).
-func (f *Fleet) graphs(plan *Plan, byRef map[string]*Release) (*depgraph.Graph[Key], *depgraph.Graph[Key]) {
+func (f *Fleet) graphs(plan *Plan, byRef map[string]*release.Release) (*depgraph.Graph[Key], *depgraph.Graph[Key]) {
 	where := map[string][]Key{}
 	for _, it := range plan.Items {
-		if it.Action == ActionUninstall {
+		if it.Action == release.ActionUninstall {
 			continue
 		}
 		k := keyOfPlan(it)
 		where[k.Namespace+"/"+k.Name] = append(where[k.Namespace+"/"+k.Name], k)
 	}
-	deps := func(k Key, rel *Release) []Key {
+	deps := func(k Key, rel *release.Release) []Key {
 		var out []Key
 		for _, d := range rel.Spec.DependsOn {
 			ns := d.Namespace
@@ -279,7 +280,7 @@ func (f *Fleet) graphs(plan *Plan, byRef map[string]*Release) (*depgraph.Graph[K
 			}
 			ref := ns + "/" + d.Name
 			same := Key{Cluster: k.Cluster, Namespace: ns, Name: d.Name}
-			if _, ok := plan.items[same]; ok && plan.items[same].Action != ActionUninstall {
+			if _, ok := plan.items[same]; ok && plan.items[same].Action != release.ActionUninstall {
 				out = append(out, same)
 				continue
 			}
@@ -294,7 +295,7 @@ func (f *Fleet) graphs(plan *Plan, byRef map[string]*Release) (*depgraph.Graph[K
 	g, gc := depgraph.New[Key](), depgraph.New[Key]()
 	for _, it := range plan.Items {
 		k := keyOfPlan(it)
-		if it.Action == ActionUninstall {
+		if it.Action == release.ActionUninstall {
 			gc.AddNode(depgraph.Node[Key]{Key: k, Group: k.Cluster})
 			continue
 		}
@@ -302,7 +303,7 @@ func (f *Fleet) graphs(plan *Plan, byRef map[string]*Release) (*depgraph.Graph[K
 	}
 	// Uninstall dependents before what they depend on.
 	for _, it := range plan.Items {
-		if it.Action != ActionUninstall {
+		if it.Action != release.ActionUninstall {
 			continue
 		}
 		k := keyOfPlan(it)
@@ -312,7 +313,7 @@ func (f *Fleet) graphs(plan *Plan, byRef map[string]*Release) (*depgraph.Graph[K
 				ns = it.Release.Namespace
 			}
 			dk := Key{Cluster: k.Cluster, Namespace: ns, Name: d.Name}
-			if p, ok := plan.items[dk]; ok && p.Action == ActionUninstall {
+			if p, ok := plan.items[dk]; ok && p.Action == release.ActionUninstall {
 				// dk must wait for k: add k as a dependency of dk.
 				gc.AddNode(depgraph.Node[Key]{Key: dk, Deps: []Key{k}, Group: dk.Cluster})
 			}
@@ -342,7 +343,7 @@ func mergeDuplicateNodes(g *depgraph.Graph[Key]) *depgraph.Graph[Key] {
 	return out
 }
 
-func toUnstructured(r *Release) (*unstructured.Unstructured, error) {
+func toUnstructured(r *release.Release) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
@@ -352,17 +353,17 @@ func toUnstructured(r *Release) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	delete(u.Object, "status")
-	u.SetAPIVersion(APIVersion)
-	u.SetKind(Kind)
+	u.SetAPIVersion(release.APIVersion)
+	u.SetKind(release.Kind)
 	return u, nil
 }
 
-func fromUnstructured(u *unstructured.Unstructured) (*Release, error) {
+func fromUnstructured(u *unstructured.Unstructured) (*release.Release, error) {
 	data, err := u.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	r := &Release{}
+	r := &release.Release{}
 	if err := json.Unmarshal(data, r); err != nil {
 		return nil, err
 	}
@@ -413,8 +414,8 @@ type planJSON struct {
 	Cluster   string         `json:"cluster"`
 	Namespace string         `json:"namespace"`
 	Name      string         `json:"name"`
-	State     State          `json:"state"`
-	Action    Action         `json:"action"`
+	State     release.State  `json:"state"`
+	Action    release.Action `json:"action"`
 	Reason    string         `json:"reason,omitempty"`
 	Chart     string         `json:"chart,omitempty"`
 	Version   string         `json:"version,omitempty"`
@@ -440,7 +441,7 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 			j.Values = it.Values.Redacted()
 		}
 		for _, o := range it.Objects {
-			j.Objects = append(j.Objects, objectKey(o))
+			j.Objects = append(j.Objects, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
 		}
 		if it.Err != nil {
 			j.Error = it.Err.Error()
@@ -462,7 +463,7 @@ func (p *Plan) Mermaid() string { return p.graph.Mermaid(nil) }
 // Inventory returns the per-member releases the fleet applied, with their
 // status, sorted by key: what a caller persists to continue after a
 // restart (see Restore).
-func (f *Fleet) Inventory() []*Release {
+func (f *Fleet) Inventory() []*release.Release {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	keys := make([]Key, 0, len(f.applied))
@@ -470,7 +471,7 @@ func (f *Fleet) Inventory() []*Release {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
-	out := make([]*Release, len(keys))
+	out := make([]*release.Release, len(keys))
 	for i, k := range keys {
 		r := f.applied[k].DeepCopy()
 		if r.Annotations == nil {
@@ -486,12 +487,12 @@ func (f *Fleet) Inventory() []*Release {
 const MemberAnnotation = "helmfleet.io/member"
 
 // Restore replaces the fleet's inventory with one Inventory returned.
-func (f *Fleet) Restore(inventory []*Release) error {
-	applied := map[Key]*Release{}
+func (f *Fleet) Restore(inventory []*release.Release) error {
+	applied := map[Key]*release.Release{}
 	for i, r := range inventory {
 		c := r.Annotations[MemberAnnotation]
 		if _, ok := f.byName[c]; !ok {
-			return fmt.Errorf("fleet restore: inventory[%d] %s: annotation %s: unknown member %q", i, r.ref(), MemberAnnotation, c)
+			return fmt.Errorf("fleet restore: inventory[%d] %s: annotation %s: unknown member %q", i, refOf(r), MemberAnnotation, c)
 		}
 		cp := r.DeepCopy()
 		delete(cp.Annotations, MemberAnnotation)
@@ -505,21 +506,24 @@ func (f *Fleet) Restore(inventory []*Release) error {
 
 // Status returns the status of one release on one member, as last
 // applied.
-func (f *Fleet) Status(k Key) (Status, bool) {
+func (f *Fleet) Status(k Key) (release.Status, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.applied[k]
 	if !ok {
-		return Status{}, false
+		return release.Status{}, false
 	}
 	return *r.Status.DeepCopy(), true
 }
 
-func (f *Fleet) emit(e FleetEvent) {
+func (f *Fleet) emit(e Event) {
 	if f.cfg.Events != nil {
 		f.cfg.Events(e)
 	}
 }
+
+// refOf names a release as namespace/name.
+func refOf(r *release.Release) string { return r.Namespace + "/" + r.Name }
 
 // since is the time from t to now by c.
 func since(c depgraph.Clock, t time.Time) time.Duration { return c.Now().Sub(t) }

@@ -1,4 +1,4 @@
-package release_test
+package distribute_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -66,7 +67,7 @@ spec:
 		{Cluster: members[1], Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
 		{Cluster: members[2], Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
 	}
-	dist, err := release.NewDistributor(release.DistributorConfig{Hub: hub, Members: fleet, Policies: policies})
+	dist, err := distribute.New(distribute.Config{Hub: hub, Members: fleet, Policies: policies})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package release
+package distribute
 
 import (
 	"bytes"
@@ -30,6 +30,7 @@ import (
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // distClient is the Helm kube client of a Distributor's action
@@ -43,15 +44,15 @@ type distClient struct {
 	releases  driver.Driver // the hub's storage, unobserved
 
 	mu    sync.Mutex
-	cur   releaseID              // the release Helm works on, from storage
-	hooks map[ObjectRef][]string // members each hook object went to
+	cur   releaseID                      // the release Helm works on, from storage
+	hooks map[release.ObjectRef][]string // members each hook object went to
 }
 
 var (
 	_ kube.Interface                    = (*distClient)(nil)
 	_ kube.InterfaceExt                 = (*distClient)(nil)
 	_ kube.InterfaceDeletionPropagation = (*distClient)(nil)
-	_ ContextWaiter                     = (*distClient)(nil)
+	_ release.ContextWaiter             = (*distClient)(nil)
 )
 
 // hookAnnotation marks Helm's hook objects.
@@ -287,9 +288,9 @@ func (k *distClient) Delete(resources kube.ResourceList) (*kube.Result, []error)
 // with policy; absent copies count as deleted, as in Helm. It runs after
 // cancellation too: Helm deletes to clean up.
 func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
-	refs := make([]ObjectRef, 0, len(resources))
+	refs := make([]release.ObjectRef, 0, len(resources))
 	for _, info := range resources {
-		refs = append(refs, refOfInfo(info))
+		refs = append(refs, release.RefOfInfo(info))
 	}
 	// The release's objects are deleted only where they carry its
 	// inventory labels; hooks carry none and are deleted by name.
@@ -299,7 +300,7 @@ func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 			owner = &rel
 		}
 	}
-	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, DeleteOptions{Propagation: policy}, owner); err != nil {
+	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, release.DeleteOptions{Propagation: policy}, owner); err != nil {
 		return nil, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
 	}
 	return &kube.Result{Deleted: resources}, nil
@@ -332,35 +333,35 @@ func (k *distClient) WaitContext(ctx context.Context, resources kube.ResourceLis
 	if err != nil {
 		return fmt.Errorf("distributor %s: wait: %w", k.d.name, err)
 	}
-	refs := make([][]ObjectRef, len(k.d.members))
+	refs := make([][]release.ObjectRef, len(k.d.members))
 	for i, list := range sp.objects {
 		for _, o := range list {
-			ref := RefOf(o)
+			ref := release.RefOf(o)
 			if ref.Kind == "Job" && ref.Group == "batch" && !jobs {
 				continue
 			}
 			refs[i] = append(refs[i], ref)
 		}
 	}
-	return k.d.waitMembers(ctx, refs, timeout, func(reader ObjectReader, member string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
-		return (&contextClient{reader: reader, cluster: member}).pending(ctx, refs)
+	return k.d.waitMembers(ctx, refs, timeout, func(reader release.ObjectReader, _ string, refs []release.ObjectRef) ([]release.ObjectStatus, []release.ObjectStatus, error) {
+		return release.Unready(ctx, reader, refs)
 	})
 }
 
 // checkFunc reports, for one member, the objects still pending and those
 // that failed.
-type checkFunc func(reader ObjectReader, member string, refs []ObjectRef) (pending, failed []ObjectStatus, err error)
+type checkFunc func(reader release.ObjectReader, member string, refs []release.ObjectRef) (pending, failed []release.ObjectStatus, err error)
 
 // waitMembers polls every member with refs until check finds nothing
 // pending, a member fails, or ctx or timeout ends the wait. Errors are
 // *NotReadyError (or the member's read error) per member, joined.
-func (d *Distributor) waitMembers(ctx context.Context, refs [][]ObjectRef, timeout time.Duration, check checkFunc) error {
+func (d *Distributor) waitMembers(ctx context.Context, refs [][]release.ObjectRef, timeout time.Duration, check checkFunc) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(d.poll)
 	defer ticker.Stop()
 	errs := make([]error, len(d.members))
-	last := make([][]ObjectStatus, len(d.members))
+	last := make([][]release.ObjectStatus, len(d.members))
 	for {
 		open := 0
 		for i, r := range refs {
@@ -371,11 +372,11 @@ func (d *Distributor) waitMembers(ctx context.Context, refs [][]ObjectRef, timeo
 			pending, failed, err := check(d.members[i].Cluster, name, r)
 			switch {
 			case err != nil && ctx.Err() != nil:
-				return &NotReadyError{Cluster: name, Timeout: timeout, Objects: last[i], Err: ctx.Err()}
+				return &release.NotReadyError{Cluster: name, Timeout: timeout, Objects: last[i], Err: ctx.Err()}
 			case err != nil:
 				errs[i] = &MemberError{Member: name, Err: err}
 			case len(failed) > 0:
-				errs[i] = &NotReadyError{Cluster: name, Timeout: timeout, Objects: append(failed, pending...)}
+				errs[i] = &release.NotReadyError{Cluster: name, Timeout: timeout, Objects: append(failed, pending...)}
 			default:
 				refs[i], last[i] = refsOf(pending), pending
 				if len(pending) > 0 {
@@ -390,7 +391,7 @@ func (d *Distributor) waitMembers(ctx context.Context, refs [][]ObjectRef, timeo
 		case <-wctx.Done():
 			for i, st := range last {
 				if len(st) > 0 && errs[i] == nil {
-					e := &NotReadyError{Cluster: d.members[i].Facts.Name, Timeout: timeout, Objects: st}
+					e := &release.NotReadyError{Cluster: d.members[i].Facts.Name, Timeout: timeout, Objects: st}
 					if ctx.Err() != nil {
 						e.Err = ctx.Err()
 					}
@@ -401,6 +402,15 @@ func (d *Distributor) waitMembers(ctx context.Context, refs [][]ObjectRef, timeo
 		case <-ticker.C:
 		}
 	}
+}
+
+// refsOf returns the objects of st.
+func refsOf(st []release.ObjectStatus) []release.ObjectRef {
+	out := make([]release.ObjectRef, len(st))
+	for i, s := range st {
+		out[i] = s.Object
+	}
+	return out
 }
 
 // createHooks runs hook objects on the members the release's workloads
@@ -425,7 +435,7 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 	}
 	for i, list := range placed.objects {
 		for _, o := range list {
-			ref := RefOf(o)
+			ref := release.RefOf(o)
 			k.hooks[ref] = append(k.hooks[ref], k.d.members[i].Facts.Name)
 		}
 	}
@@ -436,8 +446,8 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 			return errors.Join(errs...)
 		}
 		for _, o := range placed.objects[i] {
-			if _, err := k.d.members[i].Cluster.Apply(ctx, o, ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
-				errs = append(errs, fmt.Errorf("apply hook %s: %w", RefOf(o), err))
+			if _, err := k.d.members[i].Cluster.Apply(ctx, o, release.ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
+				errs = append(errs, fmt.Errorf("apply hook %s: %w", release.RefOf(o), err))
 			}
 		}
 		return errors.Join(errs...)
@@ -479,7 +489,7 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 		// Place; only the manifest's copy matters for the union.
 		dup := false
 		for _, o := range objs[:inManifest] {
-			if RefOf(o) == RefOf(h) {
+			if release.RefOf(o) == release.RefOf(h) {
 				dup = true
 			}
 		}
@@ -557,7 +567,7 @@ func hookNames(hooks []*unstructured.Unstructured) string {
 }
 
 // hookMembers returns the member indexes a hook object went to.
-func (k *distClient) hookMembers(ref ObjectRef) []int {
+func (k *distClient) hookMembers(ref release.ObjectRef) []int {
 	k.mu.Lock()
 	names := k.hooks[ref]
 	k.mu.Unlock()
@@ -579,28 +589,28 @@ func (k *distClient) WatchUntilReady(resources kube.ResourceList, timeout time.D
 	if err := k.check(); err != nil {
 		return err
 	}
-	refs := make([][]ObjectRef, len(k.d.members))
+	refs := make([][]release.ObjectRef, len(k.d.members))
 	for _, info := range resources {
-		ref := refOfInfo(info)
+		ref := release.RefOfInfo(info)
 		for _, i := range k.hookMembers(ref) {
 			refs[i] = append(refs[i], ref)
 		}
 	}
-	return k.d.waitMembers(k.ctx, refs, timeout, func(reader ObjectReader, _ string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
+	return k.d.waitMembers(k.ctx, refs, timeout, func(reader release.ObjectReader, _ string, refs []release.ObjectRef) ([]release.ObjectStatus, []release.ObjectStatus, error) {
 		return hookPending(k.ctx, reader, refs)
 	})
 }
 
 // hookPending judges hook objects as Helm does: a Job must complete, a Pod
 // must succeed, anything else only exist.
-func hookPending(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
+func hookPending(ctx context.Context, reader release.ObjectReader, refs []release.ObjectRef) (pending, failed []release.ObjectStatus, err error) {
 	for _, ref := range refs {
 		obj, gerr := reader.Get(ctx, ref)
 		if gerr != nil {
-			if ctx.Err() != nil || !errors.Is(gerr, ErrNotFound) {
+			if ctx.Err() != nil || !errors.Is(gerr, release.ErrNotFound) {
 				return nil, nil, gerr
 			}
-			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.NotFoundStatus), Message: gerr.Error()})
+			pending = append(pending, release.ObjectStatus{Object: ref, Status: string(kstatus.NotFoundStatus), Message: gerr.Error()})
 			continue
 		}
 		switch {
@@ -608,11 +618,11 @@ func hookPending(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pe
 			res, cerr := kstatus.Compute(obj)
 			switch {
 			case cerr != nil:
-				pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.UnknownStatus), Message: cerr.Error()})
+				pending = append(pending, release.ObjectStatus{Object: ref, Status: string(kstatus.UnknownStatus), Message: cerr.Error()})
 			case res.Status == kstatus.FailedStatus:
-				failed = append(failed, ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
+				failed = append(failed, release.ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
 			case res.Status != kstatus.CurrentStatus:
-				pending = append(pending, ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
+				pending = append(pending, release.ObjectStatus{Object: ref, Status: string(res.Status), Message: res.Message})
 			}
 		case ref.Kind == "Pod" && ref.Group == "":
 			phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
@@ -620,9 +630,9 @@ func hookPending(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pe
 			case corev1.PodSucceeded:
 			case corev1.PodFailed:
 				msg, _, _ := unstructured.NestedString(obj.Object, "status", "message")
-				failed = append(failed, ObjectStatus{Object: ref, Status: string(kstatus.FailedStatus), Message: "pod failed: " + msg})
+				failed = append(failed, release.ObjectStatus{Object: ref, Status: string(kstatus.FailedStatus), Message: "pod failed: " + msg})
 			default:
-				pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.InProgressStatus), Message: "pod phase " + phase})
+				pending = append(pending, release.ObjectStatus{Object: ref, Status: string(kstatus.InProgressStatus), Message: "pod phase " + phase})
 			}
 		}
 	}
@@ -634,15 +644,15 @@ func hookPending(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pe
 // namespace on every member it went to: Failed if it failed on any,
 // Succeeded once it succeeded on all.
 func (k *distClient) WaitAndGetCompletedPodPhase(name string, timeout time.Duration) (corev1.PodPhase, error) {
-	ref := ObjectRef{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: k.namespace, Name: name}
-	refs := make([][]ObjectRef, len(k.d.members))
+	ref := release.ObjectRef{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: k.namespace, Name: name}
+	refs := make([][]release.ObjectRef, len(k.d.members))
 	for _, i := range k.hookMembers(ref) {
-		refs[i] = []ObjectRef{ref}
+		refs[i] = []release.ObjectRef{ref}
 	}
-	err := k.d.waitMembers(k.ctx, refs, timeout, func(reader ObjectReader, _ string, refs []ObjectRef) ([]ObjectStatus, []ObjectStatus, error) {
+	err := k.d.waitMembers(k.ctx, refs, timeout, func(reader release.ObjectReader, _ string, refs []release.ObjectRef) ([]release.ObjectStatus, []release.ObjectStatus, error) {
 		return hookPending(k.ctx, reader, refs)
 	})
-	var nr *NotReadyError
+	var nr *release.NotReadyError
 	switch {
 	case err == nil:
 		return corev1.PodSucceeded, nil
