@@ -21,8 +21,9 @@ type Cluster struct {
 	// Region is matched by fieldSelector key "region" and grouped by
 	// spreadByField: region.
 	Region string
-	// Zones are matched by fieldSelector key "zone" (In: every zone listed;
-	// NotIn: none listed); spreadByField: zone groups by the smallest zone.
+	// Zones are matched by fieldSelector key "zone" (In: the cluster has at
+	// least one listed zone; NotIn: it has none); spreadByField: zone groups
+	// by the smallest zone.
 	Zones []string
 	// Taints keep objects away unless the policy tolerates them; only the
 	// NoSchedule and NoExecute effects filter.
@@ -116,8 +117,8 @@ func (c *compiledAffinity) matches(cl *Cluster) bool {
 }
 
 // fieldMatches evaluates one In/NotIn requirement on provider, region or zone.
-// A cluster with several zones matches In only if every zone is listed and
-// NotIn only if none is.
+// As in Karmada v1.18 and later, a cluster with several zones matches In when
+// any of its zones is listed and NotIn when none is.
 func fieldMatches(r *corev1.NodeSelectorRequirement, cl *Cluster) bool {
 	var have []string
 	switch r.Key {
@@ -136,15 +137,12 @@ func fieldMatches(r *corev1.NodeSelectorRequirement, cl *Cluster) bool {
 	}
 	switch r.Operator {
 	case corev1.NodeSelectorOpIn:
-		if len(have) == 0 {
-			return false
-		}
 		for _, h := range have {
-			if !slices.Contains(r.Values, h) {
-				return false
+			if slices.Contains(r.Values, h) {
+				return true
 			}
 		}
-		return true
+		return false
 	case corev1.NodeSelectorOpNotIn:
 		for _, h := range have {
 			if slices.Contains(r.Values, h) {

@@ -67,10 +67,9 @@ func Decode(doc []byte) (any, error) {
 	return out, nil
 }
 
-// FromObjects separates the policies among rendered objects (the seed
-// platform's scenario one: a chart that ships its own PropagationPolicy and
-// OverridePolicy templates) from the objects to place. Policies are decoded
-// strictly; a namespaced policy without a namespace gets defaultNamespace
+// FromObjects separates the policies among rendered objects (a chart
+// that ships its own PropagationPolicy and OverridePolicy templates) from
+// the objects to place. Policies are decoded strictly; a namespaced policy without a namespace gets defaultNamespace
 // (the release's target namespace), as kubectl or Helm would when applying.
 // The returned objects keep their order. All decoding problems are returned
 // joined, each wrapping ErrDecode.

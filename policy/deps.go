@@ -73,7 +73,8 @@ func list(m map[string]any, key string) []map[string]any {
 
 // podDependencies lists what Karmada's dependency interpreter finds in a pod
 // spec: Secrets, ConfigMaps, the ServiceAccount and PVCs, across containers,
-// initContainers and ephemeralContainers.
+// initContainers and ephemeralContainers. A StatefulSet's own claim
+// templates are removed by withoutClaimTemplates.
 func podDependencies(spec map[string]any) []depRef {
 	var out []depRef
 	add := func(kind, name, via string) {
@@ -112,6 +113,28 @@ func podDependencies(spec map[string]any) []depRef {
 	}
 	if sa := str(spec, "serviceAccountName"); sa != "default" {
 		add("ServiceAccount", sa, "serviceAccountName")
+	}
+	return out
+}
+
+// withoutClaimTemplates drops the PVCs a StatefulSet's volumeClaimTemplates
+// create: the StatefulSet makes them in each member cluster, so, as in
+// Karmada, a pod volume that names one is not a dependency.
+func withoutClaimTemplates(deps []depRef, sts *unstructured.Unstructured) []depRef {
+	templates := list(nested(sts.Object, "spec"), "volumeClaimTemplates")
+	if len(templates) == 0 {
+		return deps
+	}
+	names := make(map[string]bool, len(templates))
+	for _, t := range templates {
+		names[str(t, "metadata", "name")] = true
+	}
+	out := deps[:0:0]
+	for _, d := range deps {
+		if d.kind == "PersistentVolumeClaim" && names[d.name] {
+			continue
+		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -36,8 +36,9 @@
 // ClusterPropagationPolicy; then higher spec.priority; then the better match
 // (name > labelSelector > kind); then the smaller name.
 //
-// Binding by label (the seed platform's "specify the policy name by label")
-// beats all of that:
+// Binding by label (naming the policy in a label of the object, as a
+// platform that ships its own policies with a chart does) beats all of
+// that:
 //
 //	propagationpolicy.karmada.io/name: <PropagationPolicy in the object's namespace>
 //	clusterpropagationpolicy.karmada.io/name: <ClusterPropagationPolicy>
@@ -54,7 +55,9 @@
 //
 // Placement filters clusters by taints (NoSchedule and NoExecute need a
 // toleration) and clusterAffinity (exclude first, then names, label selector
-// and provider/region/zone field selector ANDed); clusterAffinities are
+// and provider/region/zone field selector ANDed; as in Karmada v1.18 and
+// later, zone In matches a cluster with any listed zone and NotIn one with
+// none); clusterAffinities are
 // fallback groups tried in order until one schedules. Spread constraints by
 // cluster and by region (also zone, provider or label) pick the clusters with
 // the most available replicas, one per group first; they are ignored under
@@ -77,8 +80,9 @@
 // With propagateDeps, what a workload's pod template names follows it to the
 // same clusters: Secrets (imagePullSecrets, envFrom, env secretKeyRef, secret,
 // projected, CSI and volume-plugin secretRefs), ConfigMaps, the
-// ServiceAccount (not "default") and PVCs, across containers, init and
-// ephemeral containers, and an Ingress's TLS Secrets. helmfleet adds:
+// ServiceAccount (not "default") and PVCs (not those a StatefulSet's
+// volumeClaimTemplates create), across containers, init and ephemeral
+// containers, and an Ingress's TLS Secrets. helmfleet adds:
 // Services whose selector matches a followed workload's pod labels, and
 // Ingresses that name a followed Service as a backend (with their TLS
 // Secrets). A follower with its own policy gets the union of both.
@@ -128,8 +132,33 @@
 // override rules applied in order and the resulting RFC 6902 diff.
 // Placement.Warnings reports policies that match nothing or never win,
 // overriders that target a path absent from a kind their policy selects
-// (Karmada issues 4650 and 6103), and dependencies that are not among the
-// objects. Placement.Table prints the placement for people.
+// (Karmada issues 4650 and 6103), image overriders that would write an
+// invalid reference, and dependencies that are not among the objects. Placement.Table prints the placement for people.
+//
+// # Fidelity to Karmada
+//
+// The semantics follow karmada-io/karmada at commit f8fdd02df376 (v1.19.0-rc.0
+// and 18 commits, 21 August 2026). peer_karmada_test.go runs the data-driven
+// cases of Karmada's own unit tests (Webster division, dispenser, cluster
+// affinity, taints, spread filters, selector priority, overriders, native
+// dependencies, image parsing) from testdata/peer/karmada, with Karmada's
+// expected results as the oracle. Documented differences:
+//
+//   - an image overrider never writes an invalid reference: removing the
+//     repository leaves the image unchanged, with a WarnImageOverrideInvalid
+//     warning (Karmada writes "registry/:tag");
+//   - Validate rejects label selectors that do not parse (Karmada admits the
+//     policy and the selector matches nothing), and, like Karmada's webhook
+//     and CRD, field selectors with other keys or operators than
+//     provider/region/zone and In/NotIn, and propagation policies without
+//     resourceSelectors;
+//   - command and args overriders also reach the pod template of a
+//     CronJob's jobTemplate (Karmada: Pod, ReplicaSet, Deployment,
+//     DaemonSet, StatefulSet and Job);
+//   - Services and Ingresses follow workloads (see Dependencies);
+//   - replicas are divided from scratch on every evaluation, not on top of
+//     a previous assignment, and clusters are ranked by available replicas
+//     rather than by scheduler plugin scores.
 //
 // Everything returned as a list is sorted: objects by namespace, kind and
 // name; clusters by name; warnings by code, policy, object and path.

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -91,35 +92,76 @@ func isDigest(s string) bool {
 	return true
 }
 
-// overrideImage applies one image overrider to a reference. For Tag, a value
-// that is a digest sets the digest (and clears the tag), like Karmada.
+// Karmada's image parser accepts a new tag or digest only when it matches
+// these (distribution's TagRegexp and DigestRegexp, anchored).
+var (
+	tagPattern    = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+	digestPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[[:xdigit:]]{32,}$`)
+)
+
+// overrideImage applies one image overrider to a reference, as Karmada does:
+// for Tag, the new text becomes the tag if it is a valid tag, the digest if
+// it is a valid digest, and is ignored otherwise; remove drops the tag, or
+// the digest when there is no tag. An override whose result is not a valid
+// reference (a removed repository, a registry that no longer parses) leaves
+// the image unchanged rather than writing it; rejectedImage tells which.
 func overrideImage(s string, o *ImageOverrider) (string, error) {
+	out, _, err := imageOverride(s, o)
+	return out, err
+}
+
+// rejectedImage returns the reference an overrider would make of s when
+// helmfleet refuses to write it because it is not valid ("" when the
+// override applies or is a no-op by Karmada's own rules).
+func rejectedImage(s string, o *ImageOverrider) string {
+	_, rejected, _ := imageOverride(s, o)
+	return rejected
+}
+
+func imageOverride(s string, o *ImageOverrider) (out, rejected string, err error) {
 	im, err := ParseImage(s)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	switch o.Component {
 	case ImageRegistry:
 		im.Registry = applyText(o.Operator, im.Registry, o.Value)
 	case ImageRepository:
 		im.Repository = applyText(o.Operator, im.Repository, o.Value)
-		if im.Repository == "" {
-			return "", fmt.Errorf("removing the repository of %q leaves no image", s)
-		}
 	case ImageTag:
+		if o.Operator == OverriderOpRemove {
+			if im.Tag != "" {
+				im.Tag = ""
+			} else {
+				im.Digest = ""
+			}
+			break
+		}
 		cur := im.Tag
 		if cur == "" {
 			cur = im.Digest
 		}
 		v := applyText(o.Operator, cur, o.Value)
-		im.Tag, im.Digest = "", ""
-		if isDigest(v) {
-			im.Digest = v
-		} else {
-			im.Tag = v
+		switch {
+		case tagPattern.MatchString(v):
+			im.Tag, im.Digest = v, ""
+		case digestPattern.MatchString(v):
+			im.Tag, im.Digest = "", v
+		default:
+			// Karmada ignores a tag that is neither; say what it would be.
+			bad := im
+			bad.Tag, bad.Digest = v, ""
+			return s, bad.String(), nil
 		}
 	}
-	return im.String(), nil
+	out = im.String()
+	if im.Repository == "" {
+		return s, out, nil
+	}
+	if _, err := ParseImage(out); err != nil {
+		return s, out, nil
+	}
+	return out, "", nil
 }
 
 func applyText(op OverriderOperator, cur, value string) string {

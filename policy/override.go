@@ -338,17 +338,19 @@ func fromJSON(v any) any {
 	return v
 }
 
-// containersPath is where Karmada's image, command and args overriders look
-// for containers without a predicate.
-func containersPath(kind string, withJob bool) []string {
+// containersPath is where the image, command and args overriders look for
+// containers: a Pod's own, the pod template of a ReplicaSet, Deployment,
+// DaemonSet, StatefulSet or Job, and (command and args only, withCronJob)
+// the pod template in a CronJob's jobTemplate.
+func containersPath(kind string, withCronJob bool) []string {
 	switch kind {
 	case "Pod":
 		return []string{"spec", "containers"}
-	case "ReplicaSet", "Deployment", "DaemonSet", "StatefulSet":
+	case "ReplicaSet", "Deployment", "DaemonSet", "StatefulSet", "Job":
 		return []string{"spec", "template", "spec", "containers"}
-	case "Job":
-		if withJob {
-			return []string{"spec", "template", "spec", "containers"}
+	case "CronJob":
+		if withCronJob {
+			return []string{"spec", "jobTemplate", "spec", "template", "spec", "containers"}
 		}
 	}
 	return nil
@@ -377,7 +379,7 @@ func applyImage(obj *unstructured.Unstructured, im *ImageOverrider) ([]string, e
 		}
 		return []string{im.Predicate.Path}, nil
 	}
-	path := containersPath(obj.GetKind(), true)
+	path := containersPath(obj.GetKind(), false)
 	if path == nil {
 		return nil, nil
 	}
@@ -404,6 +406,32 @@ func applyImage(obj *unstructured.Unstructured, im *ImageOverrider) ([]string, e
 	return targets, nil
 }
 
+// overriddenImages lists the images an image overrider would change in an
+// object: the one at its predicate path, or every container image.
+func overriddenImages(obj map[string]any, im *ImageOverrider) []string {
+	var out []string
+	if im.Predicate != nil {
+		if tokens, err := parsePointer(im.Predicate.Path); err == nil {
+			if v, ok := lookup(obj, tokens); ok {
+				if s, ok := v.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	path := containersPath(str(obj, "kind"), false)
+	if path == nil {
+		return nil
+	}
+	for _, c := range list(nested(obj, path[:len(path)-1]...), path[len(path)-1]) {
+		if s, ok := c["image"].(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 func setAt(doc map[string]any, tokens []string, v any) error {
 	parent, ok := lookup(doc, tokens[:len(tokens)-1])
 	if !ok {
@@ -426,7 +454,7 @@ func setAt(doc map[string]any, tokens []string, v any) error {
 }
 
 func applyCommandArgs(obj *unstructured.Unstructured, field string, c *CommandArgsOverrider) []string {
-	path := containersPath(obj.GetKind(), false)
+	path := containersPath(obj.GetKind(), true)
 	if path == nil {
 		return nil
 	}
@@ -444,7 +472,8 @@ func applyCommandArgs(obj *unstructured.Unstructured, field string, c *CommandAr
 		var next []any
 		switch c.Operator {
 		case OverriderOpAdd:
-			next = slices.Clone(cur)
+			next = make([]any, 0, len(cur)+len(c.Value))
+			next = append(next, cur...)
 			for _, v := range c.Value {
 				next = append(next, v)
 			}

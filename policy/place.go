@@ -237,6 +237,9 @@ func (e *Engine) follow(p *Placement) []Warning {
 		var out []*ObjectPlacement
 		if spec, podLabels, ok := podTemplate(o, op.Object.Kind); ok {
 			deps = podDependencies(spec)
+			if op.Object.Kind == "StatefulSet" {
+				deps = withoutClaimTemplates(deps, o)
+			}
 			for _, lk := range sortedKeys(podLabels) {
 				v, _ := podLabels[lk].(string)
 				for _, svc := range services[selectorKey{ns, lk, v}] {

@@ -409,7 +409,10 @@ type ImagePredicate struct {
 	Path string `json:"path"`
 }
 
-// CommandArgsOverrider appends to or removes from a container's command or args.
+// CommandArgsOverrider appends to or removes from a container's command or
+// args: the containers of a Pod, of the pod template of a ReplicaSet,
+// Deployment, DaemonSet, StatefulSet or Job, and (helmfleet) of a CronJob's
+// jobTemplate.
 type CommandArgsOverrider struct {
 	// ContainerName selects the container.
 	ContainerName string `json:"containerName"`

@@ -23,6 +23,10 @@ const (
 	// WarnDependencyMissing: a followed workload names a dependency that is
 	// not among the objects.
 	WarnDependencyMissing WarningCode = "DependencyMissing"
+	// WarnImageOverrideInvalid: an image overrider would turn an object's
+	// image into a reference that is not valid (for example by removing the
+	// repository); helmfleet leaves that image unchanged.
+	WarnImageOverrideInvalid WarningCode = "ImageOverrideInvalid"
 )
 
 // Warning is a likely mistake that is not an error.
@@ -84,7 +88,7 @@ func (e *Engine) warnings(p *Placement, matched, won map[*propPolicy]bool) []War
 						continue
 					}
 					seen[k] = true
-					out = append(out, Warning{Code: WarnOverridePathAbsent, Policy: m.p.ref, Object: op.Object,
+					out = append(out, Warning{Code: cmp.Or(chk.code, WarnOverridePathAbsent), Policy: m.p.ref, Object: op.Object,
 						Path:    rule.rulePath + "." + chk.field,
 						Message: fmt.Sprintf("%s %s.%s: %s on kind %s (e.g. %s)", m.p.ref, rule.rulePath, chk.field, chk.what, op.Object.Kind, op.Object)})
 				}
@@ -101,7 +105,8 @@ func (e *Engine) warnings(p *Placement, matched, won map[*propPolicy]bool) []War
 }
 
 type pathCheck struct {
-	field string // overriders.<kind>[i]...
+	code  WarningCode // "" means WarnOverridePathAbsent
+	field string      // overriders.<kind>[i]...
 	what  string
 	ok    func(op *ObjectPlacement) bool
 }
@@ -124,6 +129,16 @@ func pathChecks(rule compiledRule) []pathCheck {
 	}
 	for i := range o.ImageOverrider {
 		im := o.ImageOverrider[i]
+		out = append(out, pathCheck{code: WarnImageOverrideInvalid, field: fmt.Sprintf("overriders.imageOverrider[%d]", i),
+			what: "it would write an invalid image reference, so the image is left unchanged",
+			ok: func(op *ObjectPlacement) bool {
+				for _, img := range overriddenImages(op.obj.Object, &im) {
+					if rejectedImage(img, &im) != "" {
+						return false
+					}
+				}
+				return true
+			}})
 		if im.Predicate != nil {
 			out = append(out, pathCheck{field: fmt.Sprintf("overriders.imageOverrider[%d].predicate.path", i),
 				what: fmt.Sprintf("predicate path %s does not exist", im.Predicate.Path),
@@ -134,7 +149,7 @@ func pathChecks(rule compiledRule) []pathCheck {
 		}
 		out = append(out, pathCheck{field: fmt.Sprintf("overriders.imageOverrider[%d]", i),
 			what: "without a predicate it only changes Pods and workloads, so it does nothing",
-			ok:   func(op *ObjectPlacement) bool { return containersPath(op.Object.Kind, true) != nil }})
+			ok:   func(op *ObjectPlacement) bool { return containersPath(op.Object.Kind, false) != nil }})
 	}
 	for _, ca := range []struct {
 		name string
@@ -145,7 +160,7 @@ func pathChecks(rule compiledRule) []pathCheck {
 			out = append(out, pathCheck{field: fmt.Sprintf("overriders.%s[%d].containerName", ca.name, i),
 				what: fmt.Sprintf("no container named %q", c.ContainerName),
 				ok: func(op *ObjectPlacement) bool {
-					path := containersPath(op.Object.Kind, false)
+					path := containersPath(op.Object.Kind, true)
 					if path == nil {
 						return false
 					}
