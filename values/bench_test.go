@@ -136,3 +136,69 @@ func copyValues(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// manyRefsRequest is a release with n valuesFrom references, the shape of
+// issue 17: every reference overrides the same two keys (so each key's
+// history grows with n) and adds one key of its own; every tenth reads a
+// Secret and every seventh assigns at a targetPath.
+func manyRefsRequest(n int) (*valuestest.Reader, values.Request) {
+	r := valuestest.NewReader()
+	req := values.Request{Release: "apps/many", Namespace: ns}
+	const perObject = 100
+	cms := map[string]map[string]string{}
+	secrets := map[string]map[string][]byte{}
+	for i := range n {
+		obj := fmt.Sprintf("obj-%d", i/perObject)
+		key := fmt.Sprintf("k%d", i%perObject)
+		doc := fmt.Sprintf("common:\n  replicas: %d\n  tag: v-%d\nsvc%d:\n  enabled: true\n", i, i, i)
+		ref := values.Reference{Kind: values.KindConfigMap, Name: obj, ValuesKey: key}
+		if i%7 == 3 {
+			doc = fmt.Sprintf("value-%d", i)
+			ref.TargetPath = fmt.Sprintf("targets.t%d", i%50)
+		}
+		if i%10 == 0 {
+			ref.Kind = values.KindSecret
+			if secrets[obj] == nil {
+				secrets[obj] = map[string][]byte{}
+			}
+			secrets[obj][key] = []byte(doc)
+		} else {
+			if cms[obj] == nil {
+				cms[obj] = map[string]string{}
+			}
+			cms[obj][key] = doc
+		}
+		req.From = append(req.From, ref)
+	}
+	for name, data := range cms {
+		r.ConfigMap(ns, name, data)
+	}
+	for name, data := range secrets {
+		r.Secret(ns, name, data)
+	}
+	return r, req
+}
+
+// BenchmarkComposeManyRefs composes releases with 5,000 and 10,000
+// valuesFrom references and builds their provenance: the cost must grow
+// linearly (issue 17 measured 13 s and 3.5 GB for 10,000).
+func BenchmarkComposeManyRefs(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{5000, 10000} {
+		r, req := manyRefsRequest(n)
+		req.Limits.MaxReferences = n
+		b.Run(fmt.Sprintf("refs=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b)()
+			for b.Loop() {
+				res, err := values.Compose(ctx, r, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Provenance() == nil {
+					b.Fatal("no provenance")
+				}
+			}
+		})
+	}
+}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,8 +19,10 @@ import (
 // where each value came from.
 //
 // Values holds Secret-sourced data in the clear, because Helm needs it;
-// print Redacted() (or the Result itself, whose String and Format redact)
-// instead, and never log Values directly.
+// print Redacted() (or the Result itself, whose String, Format, MarshalJSON
+// and MarshalYAML redact) instead, and never log Values directly.
+// SecretValues lists the Secret-sourced texts, to mask them where they
+// reappear (rendered manifests).
 type Result struct {
 	// Values are the user-supplied values to hand to Helm (Helm coalesces
 	// them with the chart's defaults; a null deletes a default key).
@@ -65,9 +70,84 @@ func (r Result) Redacted() map[string]any {
 func (r Result) String() string {
 	b, err := yaml.Marshal(r.Redacted())
 	if err != nil {
-		return "# values cannot be printed: " + scrub(err.Error()) + "\n# digest: " + r.Digest + "\n"
+		// The encoder's message could quote a value: say only that it failed.
+		return "# values cannot be printed as YAML\n# digest: " + r.Digest + "\n"
 	}
 	return string(b) + "# digest: " + r.Digest + "\n"
+}
+
+// resultJSON is how a Result encodes: the redacted values and the digest.
+type resultJSON struct {
+	Values map[string]any `json:"values"`
+	Digest string         `json:"digest"`
+}
+
+// MarshalJSON encodes the redacted values and the digest, so that a Result
+// in a JSON (or sigs.k8s.io/yaml) document never shows Secret data; encode
+// r.Values yourself where the clear values are meant (for Helm).
+func (r Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(resultJSON{Values: r.Redacted(), Digest: r.Digest})
+}
+
+// MarshalYAML is MarshalJSON for YAML encoders that call it (yaml.v2, v3).
+func (r Result) MarshalYAML() (any, error) {
+	return map[string]any{"values": r.Redacted(), "digest": r.Digest}, nil
+}
+
+// MinSecretValueLength is the shortest value SecretValues returns, in bytes.
+// Shorter values ("1", "on", "abc") occur everywhere in rendered manifests:
+// masking them would garble the text and, by showing where they are
+// missing, say more about them than it hides.
+const MinSecretValueLength = 4
+
+// SecretValues returns the texts of the leaves of Values that came from a
+// Secret (or were copied from one by a patch), so that a caller can mask
+// them where they reappear, e.g. in rendered manifests. They are in the
+// clear: use them only to mask, never print them.
+//
+// Strings are returned as they are; numbers as a template prints them
+// (fmt.Sprint: 5432, 1.5, 1e+06). Excluded are booleans and nulls, values
+// shorter than MinSecretValueLength and strings that YAML 1.1 reads as a
+// boolean or null ("true", "null", "off", …), which are not secrets and
+// would garble the text. The list is sorted and has no repeats; when
+// replacing in text, replace longer values first (one may contain
+// another). A Result not made by Compose knows no Secret values: nil.
+func (r Result) SecretValues() []string {
+	if r.tracker == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	forLeaves("", r.Values, func(path string, leaf any) {
+		if !r.tracker.sensitive(path) {
+			return
+		}
+		if s, ok := maskText(leaf); ok && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	})
+	slices.Sort(out)
+	return out
+}
+
+// maskText is the text SecretValues reports for a leaf, if any.
+func maskText(v any) (string, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		if item, ok := resolve11Map[x]; ok && (item.tag == tagBool || item.tag == tagNull) {
+			return "", false
+		}
+		s = x
+	case float64:
+		s = strconv.FormatFloat(x, 'g', -1, 64)
+	case int64, int, int32, uint64, uint, float32:
+		s = fmt.Sprint(x)
+	default:
+		return "", false
+	}
+	return s, len(s) >= MinSecretValueLength
 }
 
 // Format makes every fmt verb (%v, %+v, %#v, %s, %q) print String, so a
@@ -99,18 +179,39 @@ func (r Result) GoString() string { return r.String() }
 // error otherwise. Each object is read once per call, as Flux reads it once
 // per reconcile. Compose does not modify the request; it reads nothing but
 // r and stops between references when ctx is done (returning ctx.Err()
-// wrapped). Every other error is a *SourceError naming the release, the
-// source and, for YAML, the line; none carries Secret text.
+// wrapped). More than Limits.MaxReferences references is a
+// *TooManyReferencesError, returned before anything is read. Every other
+// error is a *SourceError naming the release, the source and, for YAML, the
+// line; none carries Secret text. A nil r is an error (ErrNoReader) only
+// when there is a reference to read.
+//
+// The cost grows linearly with the number of references and the size of
+// the documents (provenance keeps each leaf's history as a shared list).
 func Compose(ctx context.Context, r Reader, req Request) (*Result, error) {
 	c := &composer{
-		req:    req,
-		lim:    req.Limits.withDefaults(),
-		reader: r,
-		t:      newTracker(),
-		red:    &redactor{key: req.RedactionKey},
-		cache:  map[string]readResult{},
+		req:      req,
+		lim:      req.Limits.withDefaults(),
+		reader:   r,
+		noReader: isNil(r),
+		t:        newTracker(),
+		red:      &redactor{key: req.RedactionKey},
+		cache:    map[string]readResult{},
 	}
 	return c.run(ctx)
+}
+
+// isNil reports whether r is nil or a nil pointer, map or func, which no
+// method can be called on.
+func isNil(r Reader) bool {
+	if r == nil {
+		return true
+	}
+	v := reflect.ValueOf(r)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 type readResult struct {
@@ -125,35 +226,46 @@ type pending struct {
 }
 
 type composer struct {
-	req    Request
-	lim    Limits
-	reader Reader
-	t      *tracker
-	red    *redactor
-	cache  map[string]readResult
-	acc    map[string]any
+	req      Request
+	lim      Limits
+	reader   Reader
+	noReader bool
+	t        *tracker
+	red      *redactor
+	cache    map[string]readResult
+	acc      map[string]any
 }
 
 func (c *composer) fail(src Source, line int, reason error, detail string, cause error) *SourceError {
 	return &SourceError{Release: c.req.Release, Source: src, Line: line, Reason: reason, Detail: detail, Err: cause}
 }
 
-// textError reports a failure whose detail a parser wrote from the source's
-// text: for a Secret, quoted fragments are scrubbed.
-func (c *composer) textError(src Source, line int, reason error, detail string) *SourceError {
-	if src.Sensitive() {
-		detail = scrub(detail)
+// docFailure reports a document that cannot be decoded. For a Secret only
+// the docError's fixed detail is used, never the parser's message.
+func (c *composer) docFailure(src Source, derr *docError, text string) *SourceError {
+	if !src.Sensitive() {
+		return c.fail(src, derr.line, derr.reason, derr.message(false), nil)
 	}
-	return c.fail(src, line, reason, detail, nil)
+	return c.fail(src, derr.line, derr.reason, c.withheld(src, derr.message(true), text), nil)
+}
+
+// withheld completes the fixed detail of an error about a Secret's text: it
+// names the Secret and the key, and identifies the text by its redaction
+// marker (a short hash, keyed with Request.RedactionKey when given).
+func (c *composer) withheld(src Source, detail, text string) string {
+	return fmt.Sprintf("%s (text of Secret %s/%s key %q withheld, %s)", detail, c.req.Namespace, src.Name, src.Key, c.red.marker(text))
 }
 
 func (c *composer) run(ctx context.Context) (*Result, error) {
+	if n := len(c.req.From); n > c.lim.MaxReferences {
+		return nil, &TooManyReferencesError{Release: c.req.Release, Count: n, Limit: c.lim.MaxReferences}
+	}
 	c.acc = map[string]any{}
 	for i, f := range c.req.Files {
 		src := Source{Kind: SourceFile, Name: f.Name, Index: i}
 		doc, derr := decodeDocument(f.Data, c.lim)
 		if derr != nil {
-			return nil, c.textError(src, derr.line, derr.reason, derr.detail)
+			return nil, c.docFailure(src, derr, "")
 		}
 		c.t.mergeInto(c.acc, doc, "", src)
 	}
@@ -177,7 +289,7 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 		}
 		doc, derr := decodeDocument([]byte(text), c.lim)
 		if derr != nil {
-			return nil, c.textError(src, derr.line, derr.reason, derr.detail)
+			return nil, c.docFailure(src, derr, text)
 		}
 		c.t.mergeInto(c.acc, doc, "", src)
 	}
@@ -211,6 +323,9 @@ func (c *composer) lookup(ctx context.Context, src Source, ref Reference) (strin
 	case ref.Literal && ref.TargetPath == "":
 		return "", false, c.fail(src, 0, ErrInvalidReference, "literal requires targetPath", nil)
 	}
+	if c.noReader {
+		return "", false, c.fail(src, 0, ErrNoReader, "Compose was called with a nil Reader", nil)
+	}
 	id := string(ref.Kind) + "/" + ref.Name
 	rr, seen := c.cache[id]
 	if !seen {
@@ -241,18 +356,93 @@ func (c *composer) lookup(ctx context.Context, src Source, ref Reference) (strin
 
 // assign applies one targetPath reference the way Flux does: a text wrapped
 // in quotes is a string (--set-string, quotes trimmed), anything else is
-// parsed as helm --set parses it; Literal is --set-literal.
+// parsed as helm --set parses it; Literal is --set-literal. A Secret's text
+// takes assignSecret.
 func (c *composer) assign(p pending) error {
+	if p.src.Sensitive() {
+		return c.assignSecret(p)
+	}
 	mode, text := setTyped, p.text
 	switch {
 	case p.ref.Literal:
 		mode = setLiteral
-	case len(text) > 0 && (text[0] == '"' && text[len(text)-1] == '"' || text[0] == '\'' && text[len(text)-1] == '\''):
+	case isQuoted(text):
 		mode, text = setString, strings.Trim(text, `'"`)
 	}
 	observe := func(path string, old any, had bool, v any) { c.t.assign(path, old, had, v, p.src) }
 	if err := setLine(c.acc, p.ref.TargetPath+"="+text, mode, observe); err != nil {
-		return c.textError(p.src, 0, ErrTargetPath, err.Error())
+		return c.fail(p.src, 0, ErrTargetPath, err.Error(), nil)
+	}
+	return nil
+}
+
+func isQuoted(text string) bool {
+	return len(text) > 0 && (text[0] == '"' && text[len(text)-1] == '"' || text[0] == '\'' && text[len(text)-1] == '\'')
+}
+
+// setPlaceholder stands for a Secret's text while its targetPath is applied:
+// the path parser never sees the text, so its errors cannot quote it (they
+// may show the placeholder).
+const setPlaceholder = "VALUE"
+
+// assignSecret applies a Secret's targetPath reference in two separate
+// steps, so that Secret text never reaches the --set line parser: the text
+// is read as one value by parseValue (or verbatim when Literal), and the
+// path is applied by setLine with setPlaceholder as its value, which is then
+// replaced by the real one. Text that --set would read as more than one
+// assignment is refused (see the package doc, "Secret safety").
+func (c *composer) assignSecret(p pending) error {
+	mode := setString // the placeholder's type does not matter
+	var v any
+	if p.ref.Literal {
+		// Through runes, as setLine reads it: invalid UTF-8 becomes U+FFFD.
+		mode, v = setLiteral, string([]rune(p.text))
+	} else {
+		vmode, text := setTyped, p.text
+		if isQuoted(text) {
+			vmode, text = setString, strings.Trim(text, `'"`)
+		}
+		var err error
+		if v, err = parseValue(text, vmode); err != nil {
+			return c.fail(p.src, 0, ErrTargetPath, c.withheld(p.src, err.Error(), p.text), nil)
+		}
+	}
+	var (
+		at          string
+		old         any
+		had         bool
+		hits, extra int
+	)
+	observe := func(path string, o any, h bool, nv any) {
+		// In string and literal mode every assigned value is a string or a
+		// list; nils and empty maps are list padding and map elements.
+		switch x := nv.(type) {
+		case string:
+			if x == setPlaceholder {
+				at, old, had = path, o, h
+				hits++
+				return
+			}
+			extra++
+		case []any:
+			extra++
+		}
+		c.t.assign(path, o, h, nv, p.src)
+	}
+	if err := setLine(c.acc, p.ref.TargetPath+"="+setPlaceholder, mode, observe); err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, setPlaceholder) {
+			msg += " (" + setPlaceholder + " stands for the value)"
+		}
+		return c.fail(p.src, 0, ErrTargetPath, c.withheld(p.src, msg, p.text), nil)
+	}
+	if hits != 1 || extra > 0 {
+		return c.fail(p.src, 0, ErrTargetPath, c.withheld(p.src, "a Secret's targetPath must be a single --set path (no '=' and no unescaped ',')", p.text), nil)
+	}
+	// setLine drops an assignment under an empty key, as Helm does: then
+	// there is nothing to replace.
+	if setAt(c.acc, at, setPlaceholder, v) {
+		c.t.assign(at, old, had, v, p.src)
 	}
 	return nil
 }
@@ -280,9 +470,7 @@ func (c *composer) override(i int, o Override) error {
 	}
 	out, err := patch.Apply(doc)
 	if err != nil {
-		// The library's messages quote paths, not values; scrub anyway, the
-		// document may hold Secret data.
-		return c.fail(src, 0, ErrPatch, scrub(err.Error()), nil)
+		return c.fail(src, 0, ErrPatch, c.patchFailure(o.Patch, doc, err), nil)
 	}
 	var patched map[string]any
 	if err := json.Unmarshal(out, &patched); err != nil {
@@ -293,6 +481,36 @@ func (c *composer) override(i int, o Override) error {
 	}
 	c.acc = c.t.reconcile(c.acc, patched, "", src, c.secretHashes()).(map[string]any)
 	return nil
+}
+
+// patchFailure says which operation of a failing patch does not apply, from
+// the override's own data (index, op, path). The library's message is added
+// only when the values hold no Secret data, since it could quote the
+// document.
+func (c *composer) patchFailure(ops []PatchOp, doc []byte, err error) string {
+	at := "an operation"
+	cur := doc
+	for i, op := range ops {
+		one, merr := json.Marshal([]PatchOp{op})
+		if merr != nil {
+			break
+		}
+		p, derr := jsonpatch.DecodePatch(one)
+		if derr != nil {
+			break
+		}
+		next, aerr := p.Apply(cur)
+		if aerr != nil {
+			at = fmt.Sprintf("operation %d (%s %s)", i, op.Op, op.Path)
+			break
+		}
+		cur = next
+	}
+	msg := at + " does not apply"
+	if !c.t.hasSecrets() {
+		msg += ": " + err.Error()
+	}
+	return msg
 }
 
 // secretHashes are the canonical digests of Secret-sourced leaves, so that

@@ -15,13 +15,28 @@ import (
 )
 
 // docError is a decoding failure before the source is known.
+//
+// detail is built only from this package's own words and the document's
+// structure (kinds of nodes, tags, counts), never from its text, so it may be
+// shown for a Secret. quoted, when set, is a fuller message that may quote
+// the text (a parser's message, a scalar): it is shown only for sources that
+// are not Secrets.
 type docError struct {
 	line   int
 	reason error
 	detail string
+	quoted string
 }
 
-func (e *docError) Error() string { return e.reason.Error() + ": " + e.detail }
+func (e *docError) Error() string { return e.reason.Error() + ": " + e.message(false) }
+
+// message is the detail to show: the quoting one only when not secret.
+func (e *docError) message(secret bool) string {
+	if !secret && e.quoted != "" {
+		return e.quoted
+	}
+	return e.detail
+}
 
 // decodeDocument parses one YAML values document into the exact tree Helm's
 // chartutil.ReadValues gives (sigs.k8s.io/yaml: YAML 1.1 scalars such as yes
@@ -56,13 +71,73 @@ func decodeDocument(data []byte, lim Limits) (map[string]any, *docError) {
 
 var lineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlProblems are the yaml.v3 parser and scanner problems that are fixed
+// text. A Secret's syntax error shows the problem only when it is one of
+// these (the entry of this table is printed, not the parser's message);
+// any other problem, such as "unknown anchor 'x' referenced", which quotes
+// the document, shows as syntaxProblem.
+var yamlProblems = func() map[string]string {
+	m := map[string]string{}
+	for _, p := range []string{
+		"block sequence entries are not allowed in this context",
+		"could not find expected ':'",
+		"could not find expected directive name",
+		"did not find expected ',' or ']'",
+		"did not find expected ',' or '}'",
+		"did not find expected '-' indicator",
+		"did not find expected <document start>",
+		"did not find expected <stream-start>",
+		"did not find expected alphabetic or numeric character",
+		"did not find expected comment or line break",
+		"did not find expected digit or '.' character",
+		"did not find expected hexdecimal number",
+		"did not find expected key",
+		"did not find expected node content",
+		"did not find expected version number",
+		"did not find expected whitespace",
+		"did not find expected whitespace or line break",
+		"did not find the expected '>'",
+		"found a tab character that violates indentation",
+		"found a tab character where an indentation space is expected",
+		"found an indentation indicator equal to 0",
+		"found character that cannot start any token",
+		"found duplicate %TAG directive",
+		"found duplicate %YAML directive",
+		"found extremely long version number",
+		"found incompatible YAML document",
+		"found invalid Unicode character escape code",
+		"found undefined tag handle",
+		"found unexpected document indicator",
+		"found unexpected end of stream",
+		"found unexpected non-alphabetical character",
+		"found unknown directive name",
+		"found unknown escape character",
+		"mapping keys are not allowed in this context",
+		"mapping values are not allowed in this context",
+	} {
+		m[p] = p
+	}
+	return m
+}()
+
+// syntaxProblem is the detail of a syntax error whose problem is not one of
+// yamlProblems.
+const syntaxProblem = "the text is not valid YAML"
+
+// syntaxError turns a yaml.v3 error into a docError. Only the line number
+// (digits) and, through yamlProblems, a fixed problem text go into detail.
 func syntaxError(err error) *docError {
 	msg := err.Error()
+	line, problem := 0, strings.TrimPrefix(msg, "yaml: ")
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return &docError{line: n, reason: ErrInvalidYAML, detail: m[2]}
+		line, _ = strconv.Atoi(m[1])
+		problem = m[2]
 	}
-	return &docError{reason: ErrInvalidYAML, detail: strings.TrimPrefix(msg, "yaml: ")}
+	detail, ok := yamlProblems[problem]
+	if !ok {
+		detail = syntaxProblem
+	}
+	return &docError{line: line, reason: ErrInvalidYAML, detail: detail, quoted: problem}
 }
 
 func kindName(n *yaml.Node) string {
@@ -282,7 +357,9 @@ func scalar(n *yaml.Node) (any, *docError) {
 			v = float64(x)
 		}
 	default:
-		return nil, &docError{line: n.Line, reason: ErrInvalidYAML, detail: fmt.Sprintf("cannot decode %s %q as a %s", rtag, n.Value, tag)}
+		// tag is one of the fixed tags above, never text of the document.
+		return nil, &docError{line: n.Line, reason: ErrInvalidYAML, detail: "a value does not resolve to its tag " + tag,
+			quoted: fmt.Sprintf("cannot decode %s %q as a %s", rtag, n.Value, tag)}
 	}
 	if rtag == tagTimestamp {
 		return n.Value, nil // yaml.v2 keeps timestamps as text in interface{}

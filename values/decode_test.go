@@ -97,5 +97,6 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		sameAsReadValues(t, doc)
+		checkDetail(t, doc)
 	})
 }

@@ -32,8 +32,13 @@
 // keys become strings, merge keys and anchors work) and --set paths with
 // Helm's exact parser semantics (strvals); fuzz tests compare both with Helm
 // itself. Unlike Helm, documents are bounded (Limits: size and alias
-// expansion) and every failure is a *SourceError naming the release, the
-// source (kind/name[key], file or override) and the YAML line.
+// expansion), a request has at most Limits.MaxReferences valuesFrom
+// references (DefaultMaxReferences, 1,000, unless raised; more is a
+// *TooManyReferencesError before anything is read), a nil Reader is an error
+// (ErrNoReader), and every other failure is a *SourceError naming the
+// release, the source (kind/name[key], file or override) and the YAML line.
+// Composition costs time and memory linear in the number of references and
+// the size of the documents.
 //
 // One difference from Flux is deliberate: Flux lets a targetPath value win
 // over inline values only through map aliasing, so whether it wins depends on
@@ -53,10 +58,35 @@
 // Values that come from a Secret — merged documents, targetPath values, and
 // values a patch copies from them — are printed as a redaction marker with a
 // short hash ("<redacted sha256:1a2b3c4d>", keyed with Request.RedactionKey
-// when given) in provenance, in Result's String and Format, in Redacted (use
-// it for plans and diffs) and never quoted in errors. Only Result.Values,
-// which Helm needs, holds them in the clear. Key names are structure and are
-// printed; do not keep secrets in key names. The digest covers Secret values
-// too (it must change when they change); like Flux's values digest it can
-// confirm a guess of a weak secret by someone who knows all other values.
+// when given) in provenance, in Result's String and Format (every fmt verb),
+// in its JSON and YAML encodings and in Redacted (use it for plans and
+// diffs). Only Result.Values, which Helm needs, and Result.SecretValues,
+// which lists them so that rendered manifests can be masked, hold them in
+// the clear. Key names are structure and are printed; do not keep secrets in
+// key names. The digest covers Secret values too (it must change when they
+// change); like Flux's values digest it can confirm a guess of a weak secret
+// by someone who knows all other values.
+//
+// This holds by construction, not by filtering output: a Secret's text
+// never reaches an error message. A YAML error in a Secret's document shows
+// this package's own fixed message — the line, and the parser's problem only
+// when it is one of a fixed list of texts that quote nothing ("did not find
+// expected key") — followed by the Secret's namespace/name, the key and the
+// redaction marker of the whole text; the parser's error is not kept. A
+// Secret's text at a targetPath is never given to the --set line parser: the
+// path is applied with a placeholder (errors about the path may show
+// "VALUE"), and the text is read on its own as one --set value.
+//
+// That one value is read as Flux reads it — quotes make a string, {a,b} is a
+// list, true and 8080 are typed, a backslash escapes — except for a comma
+// outside a list (or text after a list), which helm --set, and so Flux,
+// reads as the start of another assignment, creating keys named after the
+// rest of the Secret's text ("x,CANARY=1" sets a key CANARY). Such text is
+// refused with ErrTargetPath, an error that does not show it; write the comma
+// as \, or set Reference.Literal, which takes the text verbatim. Refusing
+// rather than reading every Secret literally keeps Flux's typing for the
+// values Flux reads as intended, and changes only texts that Flux splits
+// into keys, which are mistakes. (One more difference from Helm: an empty
+// text, or empty quotes, is the empty string at every path; Helm leaves a
+// list element unset.) ConfigMap texts keep Helm's exact --set semantics.
 package values

@@ -32,13 +32,23 @@ var (
 	ErrInvalidReference = errors.New("invalid values reference")
 	// ErrPatch: an override's JSON patch cannot be applied.
 	ErrPatch = errors.New("override patch failed")
+	// ErrNoReader: Compose was given a nil Reader and a reference to read.
+	ErrNoReader = errors.New("no Reader to read values references with")
+	// ErrTooManyReferences: Request.From has more entries than
+	// Limits.MaxReferences. Compose returns it as a *TooManyReferencesError.
+	ErrTooManyReferences = errors.New("too many valuesFrom references")
 )
 
 // SourceError is the error Compose returns for a source that cannot be used.
 // It names the release, the source (kind, name, key or file, target path),
-// the YAML line when known, and the reason. It never holds text taken from a
-// Secret: for Secret sources, quoted fragments of parser messages are
-// replaced by a marker and the underlying parser error is dropped.
+// the YAML line when known, and the reason.
+//
+// It never holds text taken from a Secret, by construction: for a Secret
+// source, Detail is a fixed message of this package (what is wrong, never
+// which text), followed by the Secret's namespace/name, the key and a
+// redaction marker (a short hash of the whole text, as in provenance), and
+// the parser's own error is not kept. Parser messages are never filtered
+// after the fact.
 type SourceError struct {
 	// Release is Request.Release.
 	Release string
@@ -50,7 +60,8 @@ type SourceError struct {
 	Reason error
 	// Detail says what exactly is wrong; may be empty.
 	Detail string
-	// Err is the underlying cause (e.g. the Reader's error), if any.
+	// Err is the underlying cause (e.g. the Reader's error), if any. It is
+	// never a parser error about Secret text.
 	Err error
 }
 
@@ -83,28 +94,23 @@ func (e *SourceError) Unwrap() []error {
 	return []error{e.Reason, e.Err}
 }
 
-// scrub removes quoted fragments ("…", '…', `…`) from a message that may
-// quote text of a Secret.
-func scrub(msg string) string {
-	var b strings.Builder
-	var quote rune
-	for _, r := range msg {
-		switch {
-		case quote != 0:
-			if r == quote {
-				b.WriteString("<redacted>")
-				b.WriteRune(r)
-				quote = 0
-			}
-		case r == '"' || r == '\'' || r == '`':
-			quote = r
-			b.WriteRune(r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	if quote != 0 {
-		b.WriteString("<redacted>")
-	}
-	return b.String()
+// TooManyReferencesError reports a request with more valuesFrom references
+// than Limits.MaxReferences (DefaultMaxReferences unless raised). Compose
+// returns it before reading anything; errors.Is(err, ErrTooManyReferences)
+// holds.
+type TooManyReferencesError struct {
+	// Release is Request.Release.
+	Release string
+	// Count is len(Request.From).
+	Count int
+	// Limit is the cap that applied.
+	Limit int
 }
+
+// Error implements error.
+func (e *TooManyReferencesError) Error() string {
+	return fmt.Sprintf("release %q: %d valuesFrom references, more than the limit of %d", e.Release, e.Count, e.Limit)
+}
+
+// Unwrap returns ErrTooManyReferences.
+func (e *TooManyReferencesError) Unwrap() error { return ErrTooManyReferences }

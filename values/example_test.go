@@ -3,6 +3,7 @@ package values_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/helmfleet/helmfleet/values"
 	"github.com/helmfleet/helmfleet/values/valuestest"
@@ -68,4 +69,33 @@ func ExampleMerge() {
 	fmt.Println(out)
 	// Output:
 	// map[image:map[repository:app tag:1.1] ports:[8080]]
+}
+
+// SecretValues lists the texts that came from Secrets, so that a plan can
+// mask them in rendered manifests. Booleans and texts shorter than
+// MinSecretValueLength (the user "app" here) are left out: masking them would
+// garble the manifest.
+func ExampleResult_SecretValues() {
+	cluster := valuestest.NewReader().
+		Secret("apps", "podinfo-db", map[string][]byte{"values.yaml": []byte("db:\n  password: hunter2\n  port: 5432\n  tls: true\n  user: app\n")})
+	res, err := values.Compose(context.Background(), cluster, values.Request{
+		Release:   "apps/podinfo",
+		Namespace: "apps",
+		From:      []values.Reference{{Kind: values.KindSecret, Name: "podinfo-db"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	manifest := "env:\n- name: DB_URL\n  value: postgres://app:hunter2@db:5432/app\n"
+	for _, s := range res.SecretValues() {
+		manifest = strings.ReplaceAll(manifest, s, "***")
+	}
+	fmt.Println(res.SecretValues())
+	fmt.Print(manifest)
+	// Output:
+	// [5432 hunter2]
+	// env:
+	// - name: DB_URL
+	//   value: postgres://app:***@db:***/app
 }

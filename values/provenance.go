@@ -97,9 +97,68 @@ func (p *Provenance) String() string {
 
 // record is the tracker's note for one leaf path.
 type record struct {
-	src      Source
-	overrode []Source
-	secret   bool // the value is Secret data (from a Secret, or copied from one)
+	src    Source
+	hist   *history // what the value overrode; nil for nothing
+	secret bool     // the value is Secret data (from a Secret, or copied from one)
+}
+
+// history is an immutable, shared record of the sources whose values a leaf
+// overrode. Overwriting a leaf adds one node in O(1) and displacing a map or
+// list joins its leaves' histories in one node, instead of copying the lists,
+// which made a composition of n references cost O(n²). The sequence a node
+// stands for is seq(prev), then seq(p) for each of parts, then src when
+// isSrc; Overrode is that sequence without repeats (first appearance) and
+// without the leaf's own source. A source that rewrites its own leaves adds
+// nothing, so each source enters a history when another overrides it.
+type history struct {
+	prev  *history
+	parts []*history
+	src   Source
+	isSrc bool
+}
+
+// push returns h followed by s.
+func (h *history) push(s Source) *history { return &history{prev: h, src: s, isSrc: true} }
+
+// join returns the concatenation of parts (nil ones left out).
+func join(parts []*history) *history {
+	parts = slices.DeleteFunc(parts, func(p *history) bool { return p == nil })
+	switch len(parts) {
+	case 0:
+		return nil
+	case 1:
+		return parts[0]
+	}
+	return &history{parts: parts}
+}
+
+// sources lists the sequence of h without repeats, oldest first. A node seen
+// before adds nothing (its sources are already listed), so the walk visits
+// each node once however much the histories share.
+func (h *history) sources() []Source {
+	var out []Source
+	seen := map[Source]bool{}
+	visited := map[*history]bool{}
+	var walk func(h *history)
+	walk = func(h *history) {
+		var chain []*history // newest first; iterative, chains can be long
+		for n := h; n != nil && !visited[n]; n = n.prev {
+			visited[n] = true
+			chain = append(chain, n)
+		}
+		for i := len(chain) - 1; i >= 0; i-- {
+			n := chain[i]
+			for _, p := range n.parts {
+				walk(p)
+			}
+			if n.isSrc && !seen[n.src] {
+				seen[n.src] = true
+				out = append(out, n.src)
+			}
+		}
+	}
+	walk(h)
+	return out
 }
 
 // tracker follows leaves through a composition, keyed by printed path.
@@ -133,48 +192,48 @@ func childIndex(prefix string, i int) string {
 	return prefix + "[" + strconv.Itoa(i) + "]"
 }
 
-// displace forgets the leaves of old at path and returns their history
-// (their sources and what they overrode), oldest first, without repeats.
-func (t *tracker) displace(path string, old any, acc []Source) []Source {
+// displace forgets the leaves of old at path, which source by replaces, and
+// returns their history (what each overrode, then its source unless that is
+// by), in key and index order.
+func (t *tracker) displace(path string, old any, by Source) *history {
+	var parts []*history
+	t.displaceInto(path, old, by, &parts)
+	return join(parts)
+}
+
+func (t *tracker) displaceInto(path string, old any, by Source, parts *[]*history) {
 	switch v := old.(type) {
 	case map[string]any:
 		if len(v) > 0 {
 			for _, k := range sortedKeys(v) {
-				acc = t.displace(childKey(path, k), v[k], acc)
+				t.displaceInto(childKey(path, k), v[k], by, parts)
 			}
-			return acc
+			return
 		}
 	case []any:
 		if len(v) > 0 {
 			for i, e := range v {
-				acc = t.displace(childIndex(path, i), e, acc)
+				t.displaceInto(childIndex(path, i), e, by, parts)
 			}
-			return acc
+			return
 		}
 	}
 	r, ok := t.recs[path]
 	if !ok {
-		return acc
+		return
 	}
 	delete(t.recs, path)
-	for _, s := range r.overrode {
-		acc = addSource(acc, s)
+	if r.src == by {
+		*parts = append(*parts, r.hist) // a source does not override itself
+		return
 	}
-	return addSource(acc, r.src)
+	*parts = append(*parts, r.hist.push(r.src))
 }
 
-func addSource(list []Source, s Source) []Source {
-	if slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
-// place records every leaf of v at path as set by src, having overrode over
-// (which must not contain src).
-func (t *tracker) place(path string, v any, src Source, over []Source) {
+// place records every leaf of v at path as set by src, having overrode over.
+func (t *tracker) place(path string, v any, src Source, over *history) {
 	forLeaves(path, v, func(p string, _ any) {
-		t.recs[p] = record{src: src, overrode: over, secret: src.Sensitive()}
+		t.recs[p] = record{src: src, hist: over, secret: src.Sensitive()}
 	})
 }
 
@@ -200,39 +259,35 @@ func forLeaves(path string, v any, fn func(path string, leaf any)) {
 	fn(path, v)
 }
 
-// without returns list without s; list is not modified.
-func without(list []Source, s Source) []Source {
-	i := slices.Index(list, s)
-	if i < 0 {
-		return list
-	}
-	return slices.Delete(slices.Clone(list), i, i+1)
-}
-
 // assign is the tracker's view of one assignment old -> v at path.
 func (t *tracker) assign(path string, old any, hadOld bool, v any, src Source) {
 	if hadOld && !isContainer(old) && !isContainer(v) {
-		// Leaf over leaf, the common case: overwrite the record in place.
-		var over []Source
+		// Leaf over leaf, the common case: one node on the old history.
+		var over *history
 		if r, ok := t.recs[path]; ok {
-			over = make([]Source, 0, len(r.overrode)+1)
-			for _, s := range r.overrode {
-				if s != src {
-					over = append(over, s)
-				}
-			}
-			if r.src != src && !slices.Contains(over, r.src) {
-				over = append(over, r.src)
+			over = r.hist
+			if r.src != src {
+				over = over.push(r.src)
 			}
 		}
-		t.recs[path] = record{src: src, overrode: over, secret: src.Sensitive()}
+		t.recs[path] = record{src: src, hist: over, secret: src.Sensitive()}
 		return
 	}
-	var over []Source
+	var over *history
 	if hadOld {
-		over = without(t.displace(path, old, nil), src)
+		over = t.displace(path, old, src)
 	}
 	t.place(path, v, src, over)
+}
+
+// hasSecrets reports whether any leaf holds Secret data.
+func (t *tracker) hasSecrets() bool {
+	for _, r := range t.recs {
+		if r.secret {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeInto deep-merges src into dst in place (src is owned by the caller
@@ -269,6 +324,25 @@ func (t *tracker) provenance(values map[string]any, red *redactor) *Provenance {
 		o    Origin
 	}
 	var items []item
+	// Leaves placed together share one history: list it once.
+	listed := map[*history][]Source{}
+	overrode := func(r record) []Source {
+		if r.hist == nil {
+			return nil
+		}
+		all, ok := listed[r.hist]
+		if !ok {
+			all = r.hist.sources()
+			listed[r.hist] = all
+		}
+		var out []Source
+		for _, s := range all {
+			if s != r.src {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
 	var walk func(v any, path string, segs []segment)
 	walk = func(v any, path string, segs []segment) {
 		switch x := v.(type) {
@@ -290,7 +364,7 @@ func (t *tracker) provenance(values map[string]any, red *redactor) *Provenance {
 		o := Origin{Path: path}
 		if r, ok := t.recs[path]; ok {
 			o.Source = r.src
-			o.Overrode = slices.Clone(r.overrode)
+			o.Overrode = overrode(r)
 		}
 		o.Sensitive = t.sensitive(path)
 		if o.Sensitive {
@@ -330,7 +404,7 @@ func (t *tracker) reconcile(old, cur any, path string, src Source, secrets map[s
 		if ok && len(o) > 0 && len(c) > 0 {
 			for k, ov := range o {
 				if _, ok := c[k]; !ok {
-					t.displace(childKey(path, k), ov, nil)
+					t.displace(childKey(path, k), ov, src)
 				}
 			}
 			for k, cv := range c {
@@ -350,7 +424,7 @@ func (t *tracker) reconcile(old, cur any, path string, src Source, secrets map[s
 		}
 		if ok && len(o) > 0 && len(c) > 0 {
 			for i := len(c); i < len(o); i++ {
-				t.displace(childIndex(path, i), o[i], nil)
+				t.displace(childIndex(path, i), o[i], src)
 			}
 			for i, cv := range c {
 				p := childIndex(path, i)
@@ -367,8 +441,7 @@ func (t *tracker) reconcile(old, cur any, path string, src Source, secrets map[s
 			return old
 		}
 	}
-	over := without(t.displace(path, old, nil), src)
-	t.placePatched(path, cur, src, over, secrets)
+	t.placePatched(path, cur, src, t.displace(path, old, src), secrets)
 	return cur
 }
 
@@ -381,7 +454,7 @@ func isContainer(v any) bool {
 }
 
 // placePatched is place for patch results, keeping copied secrets redacted.
-func (t *tracker) placePatched(path string, v any, src Source, over []Source, secrets map[string]bool) {
+func (t *tracker) placePatched(path string, v any, src Source, over *history, secrets map[string]bool) {
 	t.place(path, v, src, over)
 	if len(secrets) == 0 {
 		return

@@ -416,3 +416,78 @@ func (s *setter) typed(v []rune) any {
 	}
 	return val
 }
+
+// Errors of parseValue. They are fixed text: the value may be a Secret's.
+var (
+	errOpenList        = errors.New("the value opens a {list} that is not closed")
+	errMoreAssignments = errors.New(`the value holds an unescaped comma (or text after a {list}), which Helm --set would read as further assignments with keys taken from the value; escape the comma as \, or set literal`)
+)
+
+// parseValue reads text as the one value of a --set assignment in mode
+// setTyped or setString, exactly as setLine reads what follows the '=': a
+// {a,b} list, or a scalar up to an unescaped comma, with backslash escapes,
+// typed as the mode types it; an empty text is the empty string. Where
+// setLine would go on to read more assignments from the rest of the text,
+// parseValue fails instead.
+func parseValue(text string, mode setMode) (any, error) {
+	s := &setter{in: []rune(text), mode: mode}
+	var v any
+	vl, err := s.valList()
+	switch {
+	case err == nil:
+		v = vl
+	case err == io.EOF:
+		return "", nil
+	case errors.Is(err, errNotList):
+		v = s.typed(s.val())
+	default:
+		return nil, errOpenList
+	}
+	if s.pos < len(s.in) {
+		return nil, errMoreAssignments
+	}
+	return v, nil
+}
+
+// setAt replaces the value at a printed path that exists in root and holds
+// want; it reports whether it did.
+func setAt(root map[string]any, path string, want, v any) bool {
+	segs, err := parsePath(path)
+	if err != nil || len(segs) == 0 {
+		return false
+	}
+	var cur any = root
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch x := cur.(type) {
+		case map[string]any:
+			old, ok := x[s.key]
+			if s.isIndex || !ok {
+				return false
+			}
+			if last {
+				if old != want {
+					return false
+				}
+				x[s.key] = v
+				return true
+			}
+			cur = old
+		case []any:
+			if !s.isIndex || s.index >= len(x) {
+				return false
+			}
+			if last {
+				if x[s.index] != want {
+					return false
+				}
+				x[s.index] = v
+				return true
+			}
+			cur = x[s.index]
+		default:
+			return false
+		}
+	}
+	return false
+}

@@ -47,7 +47,9 @@ type Reference struct {
 	// TargetPath, when set, is a Helm --set path (a.b[0].c, kubernetes\.io/role)
 	// and the key's text is the value assigned there, parsed as Helm's --set
 	// parses it (a quoted text is a string, as Flux's --set-string fallback).
-	// Empty means the key holds a YAML document merged at the root.
+	// A Secret's text must be one value: an unescaped comma outside a {list}
+	// is refused (see the package doc). Empty means the key holds a YAML
+	// document merged at the root.
 	TargetPath string
 	// Literal assigns the key's text at TargetPath verbatim, as
 	// helm --set-literal does (no type inference, commas and braces are kept).
@@ -122,12 +124,24 @@ type Limits struct {
 	// MaxAliasNodes is the most nodes that YAML aliases may expand to in one
 	// document (guards against "billion laughs" alias bombs).
 	MaxAliasNodes int
+	// MaxReferences is the most valuesFrom references (Request.From) one
+	// request may have; more is a *TooManyReferencesError.
+	MaxReferences int
 }
 
+// DefaultMaxReferences is the cap on valuesFrom references per release
+// (Limits.MaxReferences when zero). Real releases have a handful; Flux sets
+// no cap, but each reference may be an API read and a document to merge, so
+// an unbounded list is a way to make every reconcile slow. 1,000 is far above
+// any real release and keeps one composition well under a second. Loaders
+// of releases (release.Load) check it too, so that the error comes early.
+const DefaultMaxReferences = 1000
+
 // DefaultLimits returns the limits used for zero fields: 3 MiB per document
-// (Kubernetes objects are smaller) and 100,000 alias-expanded nodes.
+// (Kubernetes objects are smaller), 100,000 alias-expanded nodes and
+// DefaultMaxReferences references.
 func DefaultLimits() Limits {
-	return Limits{MaxDocumentBytes: 3 << 20, MaxAliasNodes: 100_000}
+	return Limits{MaxDocumentBytes: 3 << 20, MaxAliasNodes: 100_000, MaxReferences: DefaultMaxReferences}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -137,6 +151,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxAliasNodes <= 0 {
 		l.MaxAliasNodes = d.MaxAliasNodes
+	}
+	if l.MaxReferences <= 0 {
+		l.MaxReferences = d.MaxReferences
 	}
 	return l
 }
