@@ -66,6 +66,9 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 		return p
 	}
 	ru.d, p.Values = d, d.values
+	mask := newSecretMask(d.values)
+	// A render error may quote a value (a template's fail or required).
+	defer func() { p.Err = mask.err(p.Err) }()
 	p.Chart, p.Version = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version
 	ru.handleRequests()
 	ru.resetFailuresOnChange()
@@ -100,7 +103,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	if obs.state == StateAbsent {
 		current = ""
 	}
-	p.Diff, err = manifestDiff(ru.cfg, current, manifest)
+	p.Diff, err = manifestDiff(ru.cfg, current, manifest, mask)
 	if err != nil && p.Err == nil {
 		p.Err = err
 	}
@@ -137,10 +140,14 @@ func objectKey(u *unstructured.Unstructured) string {
 }
 
 // manifestDiff renders a unified diff per object between two manifests,
-// Secret values replaced by short digests so that a change shows without
-// the value.
-func manifestDiff(cfg *action.Configuration, from, to string) (string, error) {
-	parse := func(m string) (map[string]string, error) {
+// Secret objects' values and values that came from Secrets (mask)
+// replaced by short digests, so that a change shows without the value.
+func manifestDiff(cfg *action.Configuration, from, to string, mask *secretMask) (string, error) {
+	// The desired side is parsed first: where it holds a Secret value,
+	// the running side is masked whole too (the value may have been
+	// rotated since, and the old one is as secret as the new).
+	masked := map[string]map[string]bool{}
+	parse := func(m string, hide map[string]map[string]bool) (map[string]string, error) {
 		out := map[string]string{}
 		if strings.TrimSpace(m) == "" {
 			return out, nil
@@ -150,19 +157,24 @@ func manifestDiff(cfg *action.Configuration, from, to string) (string, error) {
 			return nil, err
 		}
 		for _, o := range objs {
-			data, err := yaml.Marshal(maskSecret(o).Object)
+			k := objectKey(o)
+			paths := map[string]bool{}
+			data, err := yaml.Marshal(mask.object(maskSecret(o), paths, hide[k]).Object)
 			if err != nil {
 				return nil, err
 			}
-			out[objectKey(o)] = string(data)
+			out[k] = string(data)
+			masked[k] = paths
 		}
 		return out, nil
 	}
-	a, err := parse(from)
+	b, err := parse(to, nil)
 	if err != nil {
 		return "", err
 	}
-	b, err := parse(to)
+	desired := masked
+	masked = map[string]map[string]bool{}
+	a, err := parse(from, desired)
 	if err != nil {
 		return "", err
 	}

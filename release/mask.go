@@ -1,0 +1,129 @@
+package release
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/helmfleet/helmfleet/values"
+)
+
+// secretMask hides, in what a plan shows people, the values that came
+// from Secrets through valuesFrom, wherever a chart rendered them (a
+// ConfigMap, an annotation, a container argument), while the objects
+// that are applied keep them. A masked value reads
+// "(secret sha256:<12 hex>)": a change still shows, the value does not.
+type secretMask struct {
+	replacer *strings.Replacer
+}
+
+// newSecretMask returns the mask of res's Secret values; nil when there
+// are none.
+func newSecretMask(res *values.Result) *secretMask {
+	if res == nil {
+		return nil
+	}
+	secrets := res.SecretValues()
+	if len(secrets) == 0 {
+		return nil
+	}
+	// Longest first: the replacer tries its pairs in order at each
+	// position, so a value that contains another is masked whole.
+	sort.SliceStable(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, maskedText(s))
+	}
+	return &secretMask{replacer: strings.NewReplacer(pairs...)}
+}
+
+// maskedText is what stands for a hidden text.
+func maskedText(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "(secret sha256:" + hex.EncodeToString(sum[:])[:12] + ")"
+}
+
+// text masks every Secret value in s.
+func (m *secretMask) text(s string) string {
+	if m == nil {
+		return s
+	}
+	return m.replacer.Replace(s)
+}
+
+// object returns a copy of o with every Secret value masked in its
+// string leaves, map keys and numbers (a port taken from a Secret), and
+// adds to paths where it masked something. Leaves at a path in hide are
+// masked whole whatever they hold: the same place in the manifest that
+// runs now, whose Secret values may have been rotated since.
+func (m *secretMask) object(o *unstructured.Unstructured, paths, hide map[string]bool) *unstructured.Unstructured {
+	if m == nil && len(hide) == 0 {
+		return o
+	}
+	c := o.DeepCopy()
+	c.Object = m.walk(c.Object, "", paths, hide).(map[string]any)
+	return c
+}
+
+func (m *secretMask) walk(v any, path string, paths, hide map[string]bool) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[m.text(k)] = m.walk(e, path+"\x00"+k, paths, hide)
+		}
+		return out
+	case []any:
+		for i, e := range t {
+			t[i] = m.walk(e, fmt.Sprintf("%s\x00%d", path, i), paths, hide)
+		}
+		return t
+	case string:
+		if masked := m.text(t); masked != t {
+			paths[path] = true
+			return masked
+		}
+		if hide[path] {
+			return maskedText(t)
+		}
+		return t
+	case nil, bool:
+		return t
+	default: // numbers
+		s := fmt.Sprint(t)
+		if masked := m.text(s); masked != s {
+			paths[path] = true
+			return masked
+		}
+		if hide[path] {
+			return maskedText(s)
+		}
+		return t
+	}
+}
+
+// maskedError shows err's message with the Secret values masked; the
+// error itself stays reachable with errors.Is and errors.As.
+type maskedError struct {
+	err error
+	msg string
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// err masks err's message.
+func (m *secretMask) err(err error) error {
+	if m == nil || err == nil {
+		return err
+	}
+	msg := err.Error()
+	if masked := m.text(msg); masked != msg {
+		return &maskedError{err: err, msg: masked}
+	}
+	return err
+}

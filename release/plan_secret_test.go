@@ -1,0 +1,64 @@
+package release_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/values/valuestest"
+)
+
+// A value taken from a Secret by valuesFrom and rendered by the chart
+// into a ConfigMap is masked in the plan's diff, also after the Secret
+// is rotated (the old value is as secret as the new), while the planned
+// objects, which are what gets applied, keep it.
+func TestPlanMasksSecretDerivedValues(t *testing.T) {
+	ctx := context.Background()
+	const second = "rotated-CANARY-2"
+	reader := valuestest.NewReader().Secret("apps", "ui-secret", map[string][]byte{"values.yaml": []byte("ui:\n  message: 's3cr3t-\"first,value'\n")})
+	rec := fixture.Reconciler(t, reader)
+	c := memory.New("dev-1")
+	rel := fixture.Release()
+	rel.Spec.ValuesFrom = []release.ValuesReference{{Kind: "Secret", Name: "ui-secret"}}
+
+	plan := rec.Plan(ctx, c, rel)
+	require.NoError(t, plan.Err)
+	assert.Contains(t, plan.Diff, "PODINFO_UI_MESSAGE: (secret sha256:", "the change shows")
+	assert.NotContains(t, plan.Diff, "s3cr3t")
+	assert.Contains(t, configMapMessage(t, plan), "s3cr3t-\"first,value", "what is applied stays real")
+
+	_, err := rec.Reconcile(ctx, c, rel)
+	require.NoError(t, err)
+	reader.Secret("apps", "ui-secret", map[string][]byte{"values.yaml": []byte("ui:\n  message: " + second + "\n")})
+	rel.Generation++
+	plan = rec.Plan(ctx, c, rel)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, release.ActionUpgrade, plan.Action)
+	assert.Contains(t, plan.Diff, "-  PODINFO_UI_MESSAGE: (secret sha256:")
+	assert.Contains(t, plan.Diff, "+  PODINFO_UI_MESSAGE: (secret sha256:")
+	for _, secret := range []string{"s3cr3t", "CANARY"} {
+		assert.NotContains(t, plan.Diff, secret)
+		data, err := json.Marshal(plan.Values)
+		require.NoError(t, err)
+		assert.NotContains(t, string(data), secret)
+	}
+}
+
+func configMapMessage(t *testing.T, p *release.ReleasePlan) string {
+	t.Helper()
+	for _, o := range p.Objects {
+		if o.GetKind() == "ConfigMap" {
+			data, _ := o.Object["data"].(map[string]any)
+			s, _ := data["PODINFO_UI_MESSAGE"].(string)
+			return s
+		}
+	}
+	t.Fatal("no ConfigMap planned")
+	return ""
+}
