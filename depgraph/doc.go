@@ -15,7 +15,9 @@
 //   - *MissingDependencyError (ErrMissingDependency): a dependency on an unknown node,
 //     naming the node, the field path deps[i] and the unknown key;
 //   - *CycleError (ErrCycle): one per cycle, with the cycle's nodes in order
-//     (a → b → c → a) and the partial order of the nodes not involved.
+//     (a → b → c → a) and the partial order of the nodes not involved;
+//   - *InvalidKeyError (ErrInvalidKey): with a key type such as any, a key whose
+//     value cannot be hashed (a slice, a map); the node is not added.
 //
 // Waves returns the topological waves, for display or for callers that want barriers.
 // Reverse turns every dependency around, for teardown: uninstall dependents before
@@ -44,6 +46,13 @@
 // (with its error), was skipped (and because of which failed node) or never started,
 // with its timings; Options.Events reports the same as it happens, for progress bars
 // and logs. Time comes from an injected Clock.
+//
+// No panic of the caller's code escapes from Run's goroutines: a panic (or
+// runtime.Goexit) in a node function or in Options.Ready, Backoff, Events or Clock is
+// recovered as a *PanicError (ErrPanic) naming the node and the callback. A panicking
+// node function or Ready fails its node; after a panic of Events or Clock.Now the run
+// goes on without calling it again and reports the panic in Run's error. A nil
+// context, graph or function is an *ArgumentError (ErrInvalidArgument).
 //
 // # Drawing a graph
 //

@@ -20,9 +20,103 @@ var (
 	ErrDuplicateNode = errors.New("duplicate node")
 	// ErrNotReady wraps the error of Options.Ready when a node ran but never became ready.
 	ErrNotReady = errors.New("not ready")
-	// ErrPanic wraps the value of a node function that panicked.
-	ErrPanic = errors.New("node function panicked")
+	// ErrPanic matches a *PanicError: a node function or a callback of Options
+	// panicked.
+	ErrPanic = errors.New("panicked")
+	// ErrInvalidArgument matches an *ArgumentError.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInvalidKey matches an *InvalidKeyError.
+	ErrInvalidKey = errors.New("invalid key")
 )
+
+// Callback names the code of the caller that Run calls, in a *PanicError.
+type Callback string
+
+// The callbacks of Run.
+const (
+	// CallbackFunc is the node function, Run's fn.
+	CallbackFunc Callback = "node function"
+	// CallbackReady is Options.Ready.
+	CallbackReady Callback = "Options.Ready"
+	// CallbackEvents is Options.Events.
+	CallbackEvents Callback = "Options.Events"
+	// CallbackBackoff is Options.Backoff.
+	CallbackBackoff Callback = "Options.Backoff"
+	// CallbackClockNow is the Now method of Options.Clock.
+	CallbackClockNow Callback = "Options.Clock.Now"
+	// CallbackClockAfter is the After method of Options.Clock.
+	CallbackClockAfter Callback = "Options.Clock.After"
+)
+
+// PanicError reports a panic that Run recovered from a node function or a
+// callback of Options, naming the node that was being handled and the callback.
+// No panic of the caller's code escapes from the goroutines of Run.
+type PanicError[K comparable] struct {
+	// Key is the node being handled when the panic happened.
+	Key K
+	// Callback is the code that panicked.
+	Callback Callback
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the stack of the panicking goroutine, for debugging.
+	Stack []byte
+}
+
+// Error names the node, the callback and the panic's value.
+func (e *PanicError[K]) Error() string {
+	return fmt.Sprintf("depgraph: node %s: %s panicked: %v", quoteKey(e.Key), e.Callback, e.Value)
+}
+
+// Is reports whether target is ErrPanic.
+func (e *PanicError[K]) Is(target error) bool { return target == ErrPanic }
+
+// Unwrap returns the panic's value if it is an error, such as a runtime.Error.
+func (e *PanicError[K]) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// ArgumentError reports an argument that a function of this package cannot work
+// with, such as a nil graph given to Run.
+type ArgumentError struct {
+	// Func is the function or method, such as "Run".
+	Func string
+	// Arg is the argument's name, such as "g".
+	Arg string
+	// Reason says what is wrong with it, such as "is nil".
+	Reason string
+}
+
+// Error names the function, the argument and the problem.
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("depgraph: %s: argument %s %s", e.Func, e.Arg, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidArgument.
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// InvalidKeyError reports a key that cannot identify a node: a key type such as
+// any whose dynamic value cannot be a map key (a slice, a map or a function). The
+// node is not added.
+type InvalidKeyError[K comparable] struct {
+	// Key is the node being added.
+	Key K
+	// Field is "key" when the node's own key is bad, or "deps[i]" for a
+	// dependency.
+	Field string
+	// Value is the bad key.
+	Value K
+	// Reason says what is wrong, from the runtime's panic.
+	Reason string
+}
+
+// Error names the node, the field and the bad value.
+func (e *InvalidKeyError[K]) Error() string {
+	return fmt.Sprintf("depgraph: node %s: %s %s: %s", quoteKey(e.Key), e.Field, quoteKey(e.Value), e.Reason)
+}
+
+// Is reports whether target is ErrInvalidKey.
+func (e *InvalidKeyError[K]) Is(target error) bool { return target == ErrInvalidKey }
 
 // CycleError reports one dependency cycle. Graph.Validate and Graph.Waves return one
 // CycleError per strongly connected component, so every cycle is named.
@@ -102,7 +196,8 @@ func (e *DuplicateNodeError[K]) Error() string {
 func (e *DuplicateNodeError[K]) Is(target error) bool { return target == ErrDuplicateNode }
 
 // NodeError is a node's failure as returned by Run: it names the node and wraps the
-// error of its function (or of Options.Ready, wrapped in ErrNotReady).
+// error of its function (or of Options.Ready, wrapped in ErrNotReady, or a
+// *PanicError).
 type NodeError[K comparable] struct {
 	// Key is the failed node.
 	Key K
@@ -110,9 +205,15 @@ type NodeError[K comparable] struct {
 	Err error
 }
 
-// Error names the node and its error.
+// Error names the node and its error, once: an error that already begins with
+// the node's name (a *PanicError) is not prefixed again.
 func (e *NodeError[K]) Error() string {
-	return fmt.Sprintf("depgraph: node %s: %v", quoteKey(e.Key), e.Err)
+	prefix := "depgraph: node " + quoteKey(e.Key) + ": "
+	msg := fmt.Sprint(e.Err)
+	if strings.HasPrefix(msg, prefix) {
+		return msg
+	}
+	return prefix + msg
 }
 
 // Unwrap returns the node's error.

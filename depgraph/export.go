@@ -29,6 +29,9 @@ func mermaidClass(s State) string { return strings.ReplaceAll(s.String(), "-", "
 // succeeded, red failed, amber skipped, grey not started. Dependencies on unknown
 // nodes are left out; cycles are drawn as they are.
 func (g *Graph[K]) DOT(res *Result[K]) string {
+	if g == nil {
+		g = &Graph[K]{}
+	}
 	var b strings.Builder
 	b.WriteString("digraph depgraph {\n")
 	b.WriteString("  rankdir=LR;\n")
@@ -56,6 +59,9 @@ func (g *Graph[K]) DOT(res *Result[K]) string {
 // dependency to its dependent, a subgraph per group, and with a non-nil res a class
 // per outcome (succeeded, failed, skipped, not-started) with the same colours.
 func (g *Graph[K]) Mermaid(res *Result[K]) string {
+	if g == nil {
+		g = &Graph[K]{}
+	}
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	g.layout(&b, exportSyntax{

@@ -2,7 +2,9 @@ package depgraph
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 )
 
@@ -28,10 +30,15 @@ type Node[K comparable] struct {
 //
 // A Graph is not safe for concurrent modification. Once built, any number of
 // goroutines may validate, export and Run it at the same time.
+//
+// The zero Graph is empty and ready to use. A nil *Graph reads as an empty graph
+// (Len, Nodes, DOT, Mermaid) that Validate, Waves and Run report as an
+// *ArgumentError; nodes cannot be added to it.
 type Graph[K comparable] struct {
 	nodes []Node[K]
 	index map[K]int32
-	// dups holds the duplicate additions in the order they were made.
+	// dups holds the duplicate additions and the *InvalidKeyErrors in the order
+	// they were made.
 	dups []error
 	// inherited holds the self and unknown dependencies of the graph this one was
 	// reversed from.
@@ -56,8 +63,18 @@ func (g *Graph[K]) Add(key K, deps ...K) {
 // *DuplicateNodeError; other problems (self-dependencies, unknown dependencies,
 // cycles) are likewise reported by Validate, so that all of them can be reported at
 // once.
+//
+// A key that cannot be a map key (with a key type such as any, a slice, a map or a
+// function value) is not added either; Validate reports an *InvalidKeyError for it.
 func (g *Graph[K]) AddNode(n Node[K]) {
 	g.c = nil
+	if g.index == nil {
+		g.index = make(map[K]int32)
+	}
+	if err := g.checkKeys(n); err != nil {
+		g.dups = append(g.dups, err)
+		return
+	}
 	if _, dup := g.index[n.Key]; dup {
 		g.dups = append(g.dups, &DuplicateNodeError[K]{Key: n.Key})
 		return
@@ -67,11 +84,37 @@ func (g *Graph[K]) AddNode(n Node[K]) {
 	g.nodes = append(g.nodes, n)
 }
 
+// checkKeys looks n's key and dependencies up in the index, which panics for a
+// value that cannot be hashed, and turns that panic into an *InvalidKeyError. Once
+// added, every key of the graph can be hashed.
+func (g *Graph[K]) checkKeys(n Node[K]) (err error) {
+	field, value := "key", n.Key
+	defer func() {
+		if p := recover(); p != nil {
+			err = &InvalidKeyError[K]{Key: n.Key, Field: field, Value: value, Reason: fmt.Sprint(p)}
+		}
+	}()
+	_ = g.index[n.Key]
+	for i, d := range n.Deps {
+		field, value = "deps["+strconv.Itoa(i)+"]", d
+		_ = g.index[d]
+	}
+	return nil
+}
+
 // Len returns the number of nodes.
-func (g *Graph[K]) Len() int { return len(g.nodes) }
+func (g *Graph[K]) Len() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.nodes)
+}
 
 // Nodes returns a copy of the nodes in the order they were added.
 func (g *Graph[K]) Nodes() []Node[K] {
+	if g == nil {
+		return nil
+	}
 	out := make([]Node[K], len(g.nodes))
 	for i, n := range g.nodes {
 		n.Deps = slices.Clone(n.Deps)
@@ -80,11 +123,12 @@ func (g *Graph[K]) Nodes() []Node[K] {
 	return out
 }
 
-// Validate reports every problem of the graph: duplicate nodes, self-dependencies,
-// dependencies on unknown nodes and cycles, as the typed errors of this package,
-// joined with errors.Join when there are several: duplicates first, then self and
-// unknown dependencies in node order, then one *CycleError per cycle. It returns nil
-// for a graph that Run can execute.
+// Validate reports every problem of the graph: duplicate nodes, keys that cannot be
+// hashed, self-dependencies, dependencies on unknown nodes and cycles, as the typed
+// errors of this package, joined with errors.Join when there are several: duplicates
+// and bad keys first, in the order they were added, then self and unknown
+// dependencies in node order, then one *CycleError per cycle. It returns nil for a
+// graph that Run can execute.
 func (g *Graph[K]) Validate() error { return g.compile().err }
 
 // Waves returns the topological waves of the graph: wave 0 holds the nodes without
@@ -103,6 +147,9 @@ func (g *Graph[K]) Waves() ([][]K, error) {
 // Nodes keep their groups and their order. Problems of g (duplicates, unknown and
 // self-dependencies) carry over unchanged into the reversed graph's Validate.
 func (g *Graph[K]) Reverse() *Graph[K] {
+	if g == nil {
+		return nil
+	}
 	c := g.compile()
 	r := &Graph[K]{
 		nodes: make([]Node[K], len(g.nodes)),
@@ -148,6 +195,9 @@ type compiled struct {
 }
 
 func (g *Graph[K]) compile() *compiled {
+	if g == nil {
+		return &compiled{err: &ArgumentError{Func: "Graph", Arg: "g", Reason: "is nil"}}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.c != nil {

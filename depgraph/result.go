@@ -46,8 +46,10 @@ type NodeResult[K comparable] struct {
 	Group string
 	// State is the node's outcome.
 	State State
-	// Err is the error of a Failed node: its function's last error, a panic wrapped in
-	// ErrPanic, or the readiness error wrapped in ErrNotReady.
+	// Err is the error of a Failed node: its function's last error, the readiness
+	// error wrapped in ErrNotReady, or a *PanicError of the function, Options.Ready,
+	// Options.Backoff or Options.Clock.After (joined with the function's last error
+	// for the latter two).
 	Err error
 	// Cause is, for a Skipped node, the failed node that made it skip.
 	Cause K
@@ -69,8 +71,11 @@ type Result[K comparable] struct {
 	index map[K]int32
 }
 
-// Get returns the result of the node key.
+// Get returns the result of the node key. A nil Result has none.
 func (r *Result[K]) Get(key K) (NodeResult[K], bool) {
+	if r == nil {
+		return NodeResult[K]{}, false
+	}
 	i, ok := r.index[key]
 	if !ok {
 		return NodeResult[K]{}, false
@@ -78,8 +83,11 @@ func (r *Result[K]) Get(key K) (NodeResult[K], bool) {
 	return r.Nodes[i], true
 }
 
-// Keys returns the nodes in state s, in graph order.
+// Keys returns the nodes in state s, in graph order. A nil Result has none.
 func (r *Result[K]) Keys(s State) []K {
+	if r == nil {
+		return nil
+	}
 	var out []K
 	for _, n := range r.Nodes {
 		if n.State == s {

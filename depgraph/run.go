@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -30,19 +31,25 @@ type Options[K comparable] struct {
 	// keeps its concurrency slot while it waits to retry.
 	Retries int
 	// Backoff returns the wait before retry number attempt (1 for the first retry).
-	// Nil means ExponentialBackoff(time.Second, time.Minute).
+	// Nil means ExponentialBackoff(time.Second, time.Minute). If it panics, the node
+	// fails with a *PanicError.
 	Backoff func(attempt int) time.Duration
 	// Ready, if set, is called after a node's function succeeded and must block until
 	// the node is ready (nil) or will not become ready (an error, which fails the
 	// node). Dependents start only once it returned nil. The node's concurrency slot
-	// is free while Ready waits: waiting for a rollout is not work.
+	// is free while Ready waits: waiting for a rollout is not work. If it panics,
+	// the node fails with a *PanicError.
 	Ready func(ctx context.Context, key K) error
 	// Events, if set, receives progress events. Calls are made one at a time, in the
 	// order things happen (a dependent's EventStarted always follows its dependencies'
-	// EventSucceeded), while the scheduler's lock is held: keep it quick and do not
-	// call Run from it.
+	// EventSucceeded), while the scheduler's lock is held: keep it quick, do not call
+	// Run from it, and do not end its goroutine (runtime.Goexit, t.FailNow). If it
+	// panics, the run goes on without further events and Run's error includes a
+	// *PanicError naming the node of the event.
 	Events func(Event[K])
-	// Clock is the time source; nil means SystemClock().
+	// Clock is the time source; nil means SystemClock(). If Now panics, the run goes
+	// on with the last time Now returned and Run's error includes a *PanicError; if
+	// After panics, the node waiting to retry fails with one.
 	Clock Clock
 }
 
@@ -56,11 +63,26 @@ type Options[K comparable] struct {
 // context, and Run returns once they have returned, marking the nodes that never ran
 // NotStarted.
 //
-// If g is invalid, Run returns Validate's error, a nil Result, and runs nothing.
-// Otherwise it returns a Result for every node and an error that joins the context's
-// error when nodes were left NotStarted and a *NodeError per failed node, in graph
-// order; the error is nil when every node succeeded.
+// No panic of fn or of a callback of opts escapes: each becomes a *PanicError that
+// names the node and the callback. A panicking fn or Ready fails its node; see
+// Options for the others. A fn or Ready that ends its goroutine with
+// runtime.Goexit (as t.FailNow does) fails its node the same way.
+//
+// A nil ctx, g or fn is an *ArgumentError. If g is invalid, Run returns Validate's
+// error, a nil Result, and runs nothing. Otherwise it returns a Result for every node
+// and an error that joins the context's error when nodes were left NotStarted, a
+// *NodeError per failed node, in graph order, and a *PanicError per panic of
+// Options.Events or Options.Clock.Now; the error is nil when every node succeeded and
+// no callback panicked.
 func Run[K comparable](ctx context.Context, g *Graph[K], fn Func[K], opts Options[K]) (*Result[K], error) {
+	switch {
+	case ctx == nil:
+		return nil, &ArgumentError{Func: "Run", Arg: "ctx", Reason: "is nil"}
+	case g == nil:
+		return nil, &ArgumentError{Func: "Run", Arg: "g", Reason: "is nil"}
+	case fn == nil:
+		return nil, &ArgumentError{Func: "Run", Arg: "fn", Reason: "is nil"}
+	}
 	c := g.compile()
 	if c.err != nil {
 		return nil, c.err
@@ -77,7 +99,11 @@ func Run[K comparable](ctx context.Context, g *Graph[K], fn Func[K], opts Option
 			r.ready.push(int32(i))
 		}
 	}
-	r.dispatchLocked(r.clock.Now())
+	var now time.Time
+	if !r.cancelled && r.ready.len() > 0 {
+		now = r.now(r.ready.items[0]) // the node that starts first
+	}
+	r.dispatchLocked(now)
 	r.mu.Unlock()
 
 	select {
@@ -126,6 +152,13 @@ type runner[K comparable] struct {
 	grunning  []int
 	left      int // nodes not yet succeeded, failed or skipped
 	cancelled bool
+	// Once Options.Events or Clock.Now panicked, they are not called again: the
+	// events would be out of order, and a clock that panics once will again.
+	eventsOff bool
+	clockOff  bool
+	lastNow   time.Time // what Clock.Now last returned
+	// panics are the *PanicErrors of callbacks that failed no node.
+	panics []error
 }
 
 func newRunner[K comparable](ctx context.Context, g *Graph[K], c *compiled, fn Func[K], opts Options[K]) *runner[K] {
@@ -168,19 +201,48 @@ func newRunner[K comparable](ctx context.Context, g *Graph[K], c *compiled, fn F
 	return r
 }
 
+// errGoexit is the Value of a *PanicError for a callback that called
+// runtime.Goexit.
+var errGoexit = errors.New("runtime.Goexit called (by t.FailNow, for one)")
+
 // work runs node i and then, while there is work and room, the next startable node, so
 // that a finishing node hands its slot on without a goroutine switch.
 func (r *runner[K]) work(i int32) {
-	defer r.wg.Done()
+	// What runs now, for a callback that ends the goroutine with runtime.Goexit:
+	// panics are recovered where they happen, but Goexit cannot be stopped, so
+	// the node is finished here and its successor handed to a new goroutine, or
+	// Run would wait for it forever.
+	var (
+		attempts  int
+		holdsSlot bool
+		stage     Callback
+		finished  bool
+	)
+	defer func() {
+		if !finished {
+			if p := recover(); p != nil {
+				panic(p) // a bug of this package, not of a callback: let it crash
+			}
+			r.mu.Lock()
+			key := r.g.nodes[i].Key
+			next := r.finishLocked(i, max(attempts, 1), r.panicError(key, stage, errGoexit), holdsSlot)
+			if next >= 0 {
+				r.wg.Add(1)
+				go r.work(next)
+			}
+			r.mu.Unlock()
+		}
+		r.wg.Done()
+	}()
 	for i >= 0 {
-		attempts, err := r.attempt(i)
+		holdsSlot, attempts = true, 0
+		err := r.attempt(i, &attempts, &stage)
 		if err == nil && r.opts.Ready != nil {
 			r.mu.Lock()
 			r.appliedLocked(i, attempts)
 			r.mu.Unlock()
-			if err = r.opts.Ready(r.ctx, r.g.nodes[i].Key); err != nil {
-				err = fmt.Errorf("%w: %w", ErrNotReady, err)
-			}
+			holdsSlot, stage = false, CallbackReady
+			err = r.checkReady(r.g.nodes[i].Key)
 			r.mu.Lock()
 			i = r.finishLocked(i, attempts, err, false)
 			r.mu.Unlock()
@@ -190,28 +252,40 @@ func (r *runner[K]) work(i int32) {
 		i = r.finishLocked(i, attempts, err, true)
 		r.mu.Unlock()
 	}
+	finished = true
 }
 
-// attempt calls the node's function until it succeeds or retries are exhausted.
-func (r *runner[K]) attempt(i int32) (int, error) {
+// attempt calls the node's function until it succeeds or retries are exhausted,
+// counting the calls in *attempts and saying in *stage which callback runs.
+func (r *runner[K]) attempt(i int32, attempts *int, stage *Callback) error {
 	key := r.g.nodes[i].Key
 	for n := 1; ; n++ {
+		*attempts, *stage = n, CallbackFunc
 		err := r.call(key)
 		if err == nil || (r.opts.Retries >= 0 && n > r.opts.Retries) || r.ctx.Err() != nil {
-			return n, err
+			return err
 		}
-		delay := r.backoff(n)
+		*stage = CallbackBackoff
+		delay, perr := r.delay(key, n)
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
 		if r.opts.Events != nil {
 			r.mu.Lock()
-			now := r.clock.Now()
+			now := r.now(i)
 			r.emit(Event[K]{Kind: EventRetrying, Key: key, Group: r.g.nodes[i].Group, Time: now,
 				Elapsed: now.Sub(r.res.Nodes[i].Started), Attempt: n, Delay: delay, Err: err})
 			r.mu.Unlock()
 		}
+		*stage = CallbackClockAfter
+		after, perr := r.after(key, delay)
+		if perr != nil {
+			return errors.Join(err, perr)
+		}
 		select {
-		case <-r.clock.After(delay):
+		case <-after:
 		case <-r.ctx.Done():
-			return n, errors.Join(err, context.Cause(r.ctx))
+			return errors.Join(err, context.Cause(r.ctx))
 		}
 	}
 }
@@ -219,16 +293,75 @@ func (r *runner[K]) attempt(i int32) (int, error) {
 func (r *runner[K]) call(key K) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %v", ErrPanic, p)
+			err = r.panicError(key, CallbackFunc, p)
 		}
 	}()
 	return r.fn(r.ctx, key)
 }
 
-func (r *runner[K]) emit(e Event[K]) {
-	if r.opts.Events != nil {
-		r.opts.Events(e)
+func (r *runner[K]) checkReady(key K) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.panicError(key, CallbackReady, p)
+		}
+	}()
+	if err := r.opts.Ready(r.ctx, key); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
+	return nil
+}
+
+func (r *runner[K]) delay(key K, attempt int) (d time.Duration, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.panicError(key, CallbackBackoff, p)
+		}
+	}()
+	return r.backoff(attempt), nil
+}
+
+func (r *runner[K]) after(key K, d time.Duration) (ch <-chan time.Time, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.panicError(key, CallbackClockAfter, p)
+		}
+	}()
+	return r.clock.After(d), nil
+}
+
+// now returns the clock's time for an event of node i. Called with r.mu held.
+func (r *runner[K]) now(i int32) (t time.Time) {
+	if r.clockOff {
+		return r.lastNow
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.clockOff = true
+			r.panics = append(r.panics, r.panicError(r.g.nodes[i].Key, CallbackClockNow, p))
+			t = r.lastNow
+		}
+	}()
+	r.lastNow = r.clock.Now()
+	return r.lastNow
+}
+
+func (r *runner[K]) panicError(key K, cb Callback, p any) *PanicError[K] {
+	return &PanicError[K]{Key: key, Callback: cb, Value: p, Stack: debug.Stack()}
+}
+
+// emit sends e to Options.Events. Called with r.mu held; a panic of the callback is
+// recovered here, so the scheduler's state stays whole.
+func (r *runner[K]) emit(e Event[K]) {
+	if r.opts.Events == nil || r.eventsOff {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.eventsOff = true
+			r.panics = append(r.panics, r.panicError(e.Key, CallbackEvents, p))
+		}
+	}()
+	r.opts.Events(e)
 }
 
 // startLocked takes a slot for i.
@@ -282,7 +415,7 @@ func (r *runner[K]) dispatchLocked(now time.Time) {
 }
 
 func (r *runner[K]) appliedLocked(i int32, attempts int) {
-	now := r.clock.Now()
+	now := r.now(i)
 	r.releaseLocked(i)
 	r.phase[i] = phaseApplied
 	nr := &r.res.Nodes[i]
@@ -295,7 +428,7 @@ func (r *runner[K]) appliedLocked(i int32, attempts int) {
 // finishLocked records the outcome of i, releases or skips its dependents, and returns
 // the next node for the calling goroutine (already started), or -1.
 func (r *runner[K]) finishLocked(i int32, attempts int, err error, holdsSlot bool) int32 {
-	now := r.clock.Now()
+	now := r.now(i)
 	// A function may see the cancellation before Run's goroutine does; from here on
 	// the run counts as cancelled either way.
 	r.cancelled = r.cancelled || r.ctx.Err() != nil
@@ -381,6 +514,7 @@ func (r *runner[K]) err(ctx context.Context) error {
 			errs = append(errs, &NodeError[K]{Key: n.Key, Err: n.Err})
 		}
 	}
+	errs = append(errs, r.panics...)
 	return errors.Join(errs...)
 }
 
