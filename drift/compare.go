@@ -32,7 +32,6 @@ const (
 type diff struct {
 	op      string
 	path    string
-	field   string
 	live    any
 	desired any
 	steps   []step
@@ -43,6 +42,18 @@ type diff struct {
 type walker struct {
 	steps []step
 	diffs []diff
+	// err is the limit the walk ran into at the first path (in string
+	// order), so that the error does not depend on map order. The walk
+	// does not go below a value that exceeds a limit.
+	err *LimitError
+}
+
+// fail records a limit error at the current path, or at below under it.
+func (w *walker) fail(side string, limit Limit, maxValue, actual int, below string) {
+	path := pointerOf(w.steps) + below
+	if w.err == nil || path < w.err.Path {
+		w.err = &LimitError{Side: side, Path: path, Limit: limit, Max: maxValue, Actual: actual}
+	}
 }
 
 func (w *walker) push(s step) { w.steps = append(w.steps, s) }
@@ -129,6 +140,10 @@ const (
 // field is the name of the map key holding the value; it picks list merge
 // keys and marks maps of resource quantities.
 func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
+	if len(w.steps) > MaxDepth {
+		w.fail("desired", LimitDepth, MaxDepth, len(w.steps), "")
+		return
+	}
 	switch dv := d.(type) {
 	case map[string]any:
 		lm, ok := l.(map[string]any)
@@ -148,8 +163,19 @@ func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
 			return
 		}
 		if mk, ok := mergeKeyFor(field, dv); ok {
-			if aligned := alignedList(dv, ll, mk); aligned || keyedList(dv, ll, mk) {
-				w.walkKeyed(dv, ll, node, mk, aligned)
+			switch {
+			case len(dv) > MaxKeyedListLength:
+				w.fail("desired", LimitKeyedList, MaxKeyedListLength, len(dv), "")
+				return
+			case len(ll) > MaxKeyedListLength:
+				w.fail("live", LimitKeyedList, MaxKeyedListLength, len(ll), "")
+				return
+			case alignedList(dv, ll, mk):
+				w.walkKeyed(dv, ll, node, mk, nil)
+				return
+			}
+			if idx := newKeyIndex(dv, ll, mk); idx != nil {
+				w.walkKeyed(dv, ll, node, mk, idx)
 				return
 			}
 		}
@@ -208,25 +234,20 @@ func (w *walker) walkMap(dv, lm map[string]any, node *pathNode, flags walkFlags)
 	}
 }
 
-// walkKeyed pairs desired and live elements by key; aligned says that
-// element j of both lists has the same key, as alignedList found.
-func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, aligned bool) {
+// walkKeyed pairs desired and live elements by key. idx is nil when
+// alignedList found that element j of both lists has the same key;
+// otherwise it indexes the live elements by key, so that pairing takes
+// linear time whatever the order of the lists.
+func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, idx *keyIndex) {
 	for j, de := range dv {
 		dm := de.(map[string]any)
 		child := node.childIndex(j)
 		if child != nil && child.ignored {
 			continue
 		}
-		i := -1
-		if aligned || j < len(ll) && mk.equal(dm, ll[j]) {
-			i = j
-		} else {
-			for k := range ll {
-				if mk.equal(dm, ll[k]) {
-					i = k
-					break
-				}
-			}
+		i := j
+		if idx != nil {
+			i = idx.find(dm, j, ll, mk)
 		}
 		if i < 0 {
 			w.push(step{index: appendStep, dindex: int32(j), elem: dm})
@@ -242,10 +263,20 @@ func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, aligned bo
 // emit records a difference at the current path. desired is the value the
 // patch writes (already grafted around ignored paths).
 func (w *walker) emit(op string, live, desired any) {
+	// The values of a difference are shown and marshalled whole, so their
+	// nesting counts towards the limit as well.
+	room := MaxDepth - len(w.steps)
+	if tooDeep(desired, room) {
+		w.fail("desired", LimitDepth, MaxDepth, MaxDepth+1, deepPath(desired, room))
+		return
+	}
+	if tooDeep(live, room) {
+		w.fail("live", LimitDepth, MaxDepth, MaxDepth+1, deepPath(live, room))
+		return
+	}
 	w.diffs = append(w.diffs, diff{
 		op:      op,
 		path:    pointerOf(w.steps),
-		field:   fieldOf(w.steps),
 		live:    live,
 		desired: desired,
 		steps:   slices.Clone(w.steps),
@@ -268,7 +299,11 @@ func pointerOf(steps []step) string {
 	return b.String()
 }
 
-func fieldOf(steps []step) string {
+// fieldOf renders steps for people. With labels, elements of keyed lists
+// are named by their key (containers[name=web]); without, by their index
+// in the desired list, for paths whose values must not be shown (a
+// Secret's data).
+func fieldOf(steps []step, labels bool) string {
 	var b strings.Builder
 	for i, s := range steps {
 		switch {
@@ -281,7 +316,7 @@ func fieldOf(steps []step) string {
 			b.WriteByte('[')
 			b.WriteString(strconv.Quote(s.key))
 			b.WriteByte(']')
-		case s.elem != nil && i > 0:
+		case labels && s.elem != nil && i > 0:
 			// A keyed list's merge key follows from the field holding it.
 			mk, _ := mergeKeyFor(steps[i-1].key, []any{s.elem})
 			b.WriteByte('[')
@@ -484,32 +519,6 @@ func alignedList(dv, ll []any, mk mergeKey) bool {
 	return true
 }
 
-// keyedList reports whether dv can be matched to ll by key: every desired
-// element is a map carrying the key, no two share it, and every live
-// element is a map. Otherwise the list is compared by position.
-func keyedList(dv, ll []any, mk mergeKey) bool {
-	for j, e := range dv {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return false
-		}
-		if v, ok := m[mk.first]; !ok || v == nil {
-			return false
-		}
-		for _, prev := range dv[:j] {
-			if mk.equal(m, prev) {
-				return false
-			}
-		}
-	}
-	for _, e := range ll {
-		if _, ok := e.(map[string]any); !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // sameScalar is the fast path of the walk: equal strings, integers or
 // booleans need no path bookkeeping.
 func sameScalar(d, l any) bool {
@@ -547,7 +556,11 @@ func isEmptyValue(v any) bool {
 
 // equalValues compares JSON-like values, treating numbers by value
 // (unstructured holds int64 and float64; JSON decoding gives float64).
-func equalValues(a, b any) bool {
+// Values nested deeper than MaxDepth are never equal: Detect rejects them
+// anyway, and the bound keeps the recursion's stack small.
+func equalValues(a, b any) bool { return equalDepth(a, b, MaxDepth) }
+
+func equalDepth(a, b any, room int) bool {
 	switch av := a.(type) {
 	case string:
 		bv, ok := b.(string)
@@ -559,23 +572,23 @@ func equalValues(a, b any) bool {
 		return b == nil
 	case map[string]any:
 		bv, ok := b.(map[string]any)
-		if !ok || len(av) != len(bv) {
+		if !ok || len(av) != len(bv) || room <= 0 {
 			return false
 		}
 		for k, x := range av {
 			y, ok := bv[k]
-			if !ok || !equalValues(x, y) {
+			if !ok || !equalDepth(x, y, room-1) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		bv, ok := b.([]any)
-		if !ok || len(av) != len(bv) {
+		if !ok || len(av) != len(bv) || room <= 0 {
 			return false
 		}
 		for i := range av {
-			if !equalValues(av[i], bv[i]) {
+			if !equalDepth(av[i], bv[i], room-1) {
 				return false
 			}
 		}

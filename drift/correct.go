@@ -2,6 +2,7 @@ package drift
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,14 +46,43 @@ func (r *Report) Corrections() []Correction {
 	var creates, patches []Correction
 	for i := range r.Objects {
 		o := &r.Objects[i]
+		var data resultData // none in a Report built or decoded by the caller
+		if o.private != nil {
+			data = **o.private
+		}
 		switch o.Status {
 		case StatusMissing:
-			creates = append(creates, Correction{Object: o.Object, Action: ActionCreate, Create: o.desired.DeepCopy()})
+			creates = append(creates, Correction{Object: o.Object, Action: ActionCreate, Create: data.desired.DeepCopy()})
 		case StatusModified:
-			patches = append(patches, Correction{Object: o.Object, Action: ActionPatch, Patch: o.correction})
+			patches = append(patches, Correction{Object: o.Object, Action: ActionPatch, Patch: data.correction})
 		}
 	}
 	return append(creates, patches...)
+}
+
+// Format prints the correction with Secret data masked, whatever the
+// verb: %#v as GoString, every other verb as String. A Correction holds
+// the real values, which fmt would otherwise print field by field.
+func (c Correction) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, c.GoString())
+		return
+	}
+	_, _ = io.WriteString(f, c.String())
+}
+
+// GoString, for %#v, masks Secret data as String does.
+func (c Correction) GoString() string {
+	type fields Correction // without methods, for fmt
+	f := fields(c)
+	if c.Object.isSecret() {
+		f.Patch = maskPatch(c.Patch)
+	}
+	s := fmt.Sprintf("%#v", f)
+	if _, rest, ok := strings.Cut(s, "{"); ok {
+		s = "drift.Correction{" + rest
+	}
+	return s
 }
 
 // String describes the correction with Secret data masked, e.g.

@@ -56,11 +56,16 @@ func Detect(desired, live []*unstructured.Unstructured, cfg *Config) (*Report, e
 			return nil, err
 		}
 		var lu *unstructured.Unstructured
-		if li, ok := liveIdx[keyOf(ref)]; ok {
+		li, ok := liveIdx[keyOf(ref)]
+		if ok {
 			used[li] = true
 			lu = live[li]
 		}
-		rep.Objects = append(rep.Objects, d.compareObject(ref, u, lu))
+		res, err := d.compareObject(ref, u, lu, i, li)
+		if err != nil {
+			return nil, err
+		}
+		rep.Objects = append(rep.Objects, res)
 	}
 	if cfg.extra != nil {
 		for i, u := range live {
@@ -151,7 +156,7 @@ func Compare(desired, live *unstructured.Unstructured, cfg *Config) (ObjectResul
 				Err: fmt.Errorf("%w: desired is %s", ErrKindMismatch, ref)}
 		}
 	}
-	return newDetector(cfg).compareObject(ref, desired, live), nil
+	return newDetector(cfg).compareObject(ref, desired, live, -1, -1)
 }
 
 type objKey struct{ group, kind, namespace, name string }
@@ -290,34 +295,47 @@ func (d *detector) extraObject(ref ObjectRef, live *unstructured.Unstructured) O
 	return res
 }
 
-func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unstructured) ObjectResult {
+// compareObject compares a desired object with its live counterpart (nil
+// if none); di and li are their indices in Detect's lists, for errors.
+func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unstructured, di, li int) (ObjectResult, error) {
 	res, excluded := d.start(ref, desired, live)
 	if excluded {
-		return res
+		return res, nil
 	}
-	res.desired = desired
 	if live == nil {
 		res.Status = StatusMissing
-		return res
+		res.private = newPrivate(resultData{desired: desired})
+		return res, nil
 	}
 	dobj := desired.Object
 	if ref.isSecret() {
 		dobj = secretAsStored(dobj)
 	}
 	w := &d.w
-	w.steps, w.diffs = w.steps[:0], w.diffs[:0]
+	w.steps, w.diffs, w.err = w.steps[:0], w.diffs[:0], nil
 	w.compareRoot(dobj, live.Object, d.trie())
+	if w.err != nil {
+		e := *w.err
+		e.Object, e.Index = ref, di
+		if e.Side == "live" {
+			e.Index = li
+		}
+		return ObjectResult{}, &e
+	}
 	if len(w.diffs) == 0 {
 		res.Status = StatusUnchanged
-		return res
+		return res, nil
 	}
 	slices.SortStableFunc(w.diffs, func(a, b diff) int { return compareSteps(a.steps, b.steps) })
 	owners := ownersOf(live.Object)
+	var correction Patch
 	secret := ref.isSecret()
 	for _, df := range w.diffs {
-		fc := FieldChange{Field: df.field, Path: df.path, Op: df.op, Live: df.live, Desired: df.desired}
+		// Keys of elements in a Secret's data would show its values.
+		labels := !secret || !isSecretDataPath(df.path)
+		fc := FieldChange{Field: fieldOf(df.steps, labels), Path: df.path, Op: df.op, Live: df.live, Desired: df.desired}
 		if df.op == "replace" {
-			fc.Managers = managersOf(owners, live.Object, df.steps)
+			fc.Managers = owners.managersOf(live.Object, df.steps)
 		}
 		if secret {
 			fc = maskChange(fc)
@@ -327,18 +345,19 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 			continue
 		}
 		res.Changes = append(res.Changes, fc)
-		res.correction = append(res.correction, Operation{Op: df.op, Path: df.path, Value: df.desired})
+		correction = append(correction, Operation{Op: df.op, Path: df.path, Value: df.desired})
 	}
-	if len(res.correction) == 0 {
+	if len(correction) == 0 {
 		res.Status = StatusUnchanged
-		return res
+		return res, nil
 	}
 	res.Status = StatusModified
-	res.Patch = res.correction
+	res.private = newPrivate(resultData{correction: correction})
+	res.Patch = correction
 	if secret {
-		res.Patch = maskPatch(res.correction)
+		res.Patch = maskPatch(correction)
 	}
-	return res
+	return res, nil
 }
 
 // ignoredManager reports whether a matching manager rule names one of the

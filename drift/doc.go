@@ -14,7 +14,8 @@
 // ours that was changed or removed is. Lists that Kubernetes merges by key
 // (containers, env, volumes, ports, …) are matched by that key, so a
 // sidecar injected by a webhook is not drift; other lists are compared by
-// position and must keep their length. An empty value (false, 0, "", {},
+// position and must keep their length. Keyed lists are matched through an
+// index, so a reordered list costs time linear in its length. An empty value (false, 0, "", {},
 // [] or null) that the desired object sets and live lacks is not drift,
 // since typed API fields drop empty values when they are stored; in
 // ConfigMap and Secret data, labels and annotations every key counts.
@@ -53,5 +54,15 @@
 // Correction.String), while Correction.Patch and Correction.Create keep the
 // real values that the cluster needs. Masking always works on copies, so
 // it cannot leak into the correction (Flux once shipped masked values
-// into a patch).
+// into a patch). Printing a Report or an ObjectResult with fmt, whatever
+// the verb, or marshalling it shows no real Secret value either, and a
+// Correction formats as its masked String (%#v as a masked GoString).
+//
+// # Limits
+//
+// Detect and Compare refuse, with a *LimitError (ErrTooLarge) naming the
+// object and the JSON pointer at fault, a keyed list longer than
+// MaxKeyedListLength and a compared value nested deeper than MaxDepth:
+// limits far beyond what an API server stores, which bound the work a
+// hostile manifest can cause.
 package drift

@@ -126,9 +126,30 @@ type ObjectResult struct {
 	// selected by the same rules share this slice: treat it as read-only.
 	Rules []string `json:"rules,omitempty"`
 
+	// private holds the real values, Secret data included. fmt prints
+	// what unexported fields hold, and a pointer to a struct as the struct
+	// (at the top level, where a bad verb such as %s on a Report sends
+	// it), but a pointer to a pointer only as an address, whatever the
+	// verb.
+	private **resultData
+	ruleIdx []int
+}
+
+// resultData is what Report.Corrections needs of an ObjectResult: the
+// desired object of a Missing one, the real patch of a Modified one.
+type resultData struct {
 	desired    *unstructured.Unstructured
 	correction Patch
-	ruleIdx    []int
+}
+
+// newPrivate returns d behind two pointers, in one allocation.
+func newPrivate(d resultData) **resultData {
+	h := &struct {
+		p *resultData
+		d resultData
+	}{d: d}
+	h.p = &h.d
+	return &h.p
 }
 
 // RuleReport says which objects a rule selected.

@@ -1,0 +1,205 @@
+package drift
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// refPairing is how keyed lists were paired before they were indexed: a scan of the
+// live list per desired element, and a scan of the earlier desired elements for
+// duplicates. The index must pair exactly as it did.
+func refPairing(dv, ll []any, mk mergeKey) ([]int, bool) {
+	aligned := alignedList(dv, ll, mk)
+	if !aligned {
+		for j, e := range dv {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok := m[mk.first]; !ok || v == nil {
+				return nil, false
+			}
+			for _, prev := range dv[:j] {
+				if mk.equal(m, prev) {
+					return nil, false
+				}
+			}
+		}
+		for _, e := range ll {
+			if _, ok := e.(map[string]any); !ok {
+				return nil, false
+			}
+		}
+	}
+	out := make([]int, len(dv))
+	for j, de := range dv {
+		dm := de.(map[string]any)
+		i := -1
+		if aligned || j < len(ll) && mk.equal(dm, ll[j]) {
+			i = j
+		} else {
+			for k := range ll {
+				if mk.equal(dm, ll[k]) {
+					i = k
+					break
+				}
+			}
+		}
+		out[j] = i
+	}
+	return out, true
+}
+
+// pairing is how walk pairs keyed lists now.
+func pairing(dv, ll []any, mk mergeKey) ([]int, bool) {
+	out := make([]int, len(dv))
+	if alignedList(dv, ll, mk) {
+		for j := range out {
+			out[j] = j
+		}
+		return out, true
+	}
+	idx := newKeyIndex(dv, ll, mk)
+	if idx == nil {
+		return nil, false
+	}
+	for j, de := range dv {
+		out[j] = idx.find(de.(map[string]any), j, ll, mk)
+	}
+	return out, true
+}
+
+// keyValues are merge-key values that equalValues treats in every way it can: equal
+// across types (1, 1.0, json-less int), never equal (NaN), unset (nil), composite,
+// and integers beyond 2^53 that share a float64.
+var keyValues = []any{
+	"a", "b", "TCP", "UDP", int64(1), float64(1), 1.5, int32(1), true, false, nil,
+	math.NaN(), []any{int64(1)}, []any{float64(1)}, map[string]any{"x": "a"}, map[string]any{"x": nil},
+	int64(1 << 60), int64(1<<60 + 1), float64(1 << 60), uint64(1), -0.0, 0.0, int64(0),
+}
+
+// FuzzKeyedListPairing checks that indexed pairing of keyed lists gives the same
+// pairs as the quadratic scan it replaced.
+func FuzzKeyedListPairing(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3}, []byte{3, 2, 1, 0}, false)
+	f.Add([]byte{4, 5, 7, 16, 17}, []byte{17, 18, 16, 5, 4}, false)
+	f.Add([]byte{0, 2, 0x22, 0x42}, []byte{0x42, 0x02, 0x62, 0x21}, true)
+	f.Add([]byte{11, 12, 13, 14, 15, 19, 20, 21, 22}, []byte{22, 21, 20, 19, 15, 14, 13, 12, 11, 0xff}, false)
+	f.Fuzz(func(t *testing.T, desired, live []byte, ports bool) {
+		mk := mergeKey{first: "name"}
+		if ports {
+			mk = mergeKey{first: "containerPort", second: "protocol", secondDefault: "TCP"}
+		}
+		elem := func(b byte) any {
+			if b == 0xff {
+				return "not a map"
+			}
+			m := map[string]any{"i": int64(b)}
+			if v := keyValues[int(b&0x1f)%len(keyValues)]; b&0x1f != 0x1f {
+				m[mk.first] = v
+			}
+			if ports {
+				switch b >> 5 {
+				case 1:
+					m["protocol"] = "TCP"
+				case 2:
+					m["protocol"] = "UDP"
+				case 3:
+					m["protocol"] = nil
+				case 4:
+					m["protocol"] = math.NaN()
+				}
+			}
+			return m
+		}
+		var dv, ll []any
+		for _, b := range desired {
+			dv = append(dv, elem(b))
+		}
+		for _, b := range live {
+			ll = append(ll, elem(b))
+		}
+		want, wantOK := refPairing(dv, ll, mk)
+		got, gotOK := pairing(dv, ll, mk)
+		require.Equal(t, wantOK, gotOK)
+		require.Equal(t, want, got)
+	})
+}
+
+// refElementSet is the scan that elementSet replaced, returning every entry that
+// matches (the scan returned whichever map order met first).
+func refElementSet(set map[string]any, elem any, index int) []string {
+	var out []string
+	for k := range set {
+		switch {
+		case len(k) > 2 && k[:2] == "k:":
+			var key map[string]any
+			if json.Unmarshal([]byte(k[2:]), &key) != nil || len(key) == 0 {
+				continue
+			}
+			em, ok := elem.(map[string]any)
+			if !ok {
+				continue
+			}
+			match := true
+			for f, want := range key {
+				if !equalValues(want, em[f]) {
+					match = false
+					break
+				}
+			}
+			if match {
+				out = append(out, k)
+			}
+		case len(k) > 2 && k[:2] == "v:":
+			var val any
+			if json.Unmarshal([]byte(k[2:]), &val) == nil && equalValues(val, elem) {
+				out = append(out, k)
+			}
+		case len(k) > 2 && k[:2] == "i:":
+			if i, err := strconv.Atoi(k[2:]); err == nil && i == index {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// FuzzElementSet checks the indexed lookup of a list element's field set against the
+// scan: the same entry when one matches, the least key when several do.
+func FuzzElementSet(f *testing.F) {
+	f.Add([]byte(`{"k:{\"name\":\"a\"}":{"x":1},"k:{\"name\":\"b\"}":{},"v:\"a\"":{},"i:0":{}}`), []byte(`{"name":"a","image":"i"}`), 0)
+	f.Add([]byte(`{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{},"k:{\"containerPort\":80}":{}}`), []byte(`{"containerPort":80,"protocol":"TCP"}`), 1)
+	f.Add([]byte(`{"v:1":{},"v:1.0":{},"v:[1,{\"a\":null}]":{},"i:3":{}}`), []byte(`[1,{"a":null}]`), 3)
+	f.Add([]byte(`{"k:{\"a\":null}":{},"k:{\"a\":{\"b\":[1]}}":{}}`), []byte(`{"a":{"b":[1.0]}}`), -1)
+	f.Fuzz(func(t *testing.T, setDoc, elemDoc []byte, index int) {
+		var set map[string]any
+		var elem any
+		if json.Unmarshal(setDoc, &set) != nil || json.Unmarshal(elemDoc, &elem) != nil {
+			return
+		}
+		for k, v := range set {
+			if _, ok := v.(map[string]any); !ok {
+				set[k] = map[string]any{}
+			}
+		}
+		want := refElementSet(set, elem, index)
+		got := (&fieldOwners{}).elementSet(set, elem, index)
+		if len(want) == 0 {
+			require.Nil(t, got)
+			return
+		}
+		slices.Sort(want)
+		require.Equal(t, set[want[0]], got)
+		// The entries are distinct maps: check it is the least key's, not just an equal one.
+		if m, ok := got.(map[string]any); ok {
+			m["marker"] = true
+			require.Equal(t, true, set[want[0]].(map[string]any)["marker"])
+		}
+	})
+}
