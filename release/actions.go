@@ -337,6 +337,17 @@ func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
 }
 
 func (ru *run) driftReport(last *helmrelease.Release) (*drift.Report, error) {
+	report, err := ru.detectReport(last)
+	if err == nil {
+		// What the report shows people (a status condition, the caller's
+		// print) never holds a value that came from a Secret.
+		ru.secretMask().report(report)
+	}
+	return report, err
+}
+
+// detectReport compares the release's manifest with the live objects.
+func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	dd := ru.rel.GetDriftDetection()
 	rules := make([]drift.IgnoreRule, 0, len(dd.Ignore))
 	for _, ig := range dd.Ignore {

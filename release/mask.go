@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -127,3 +128,83 @@ func (m *secretMask) err(err error) error {
 	}
 	return err
 }
+
+// secretMask returns the mask of the run's Secret values: those of the
+// composed values when the run has them, else (a drift check alone) of
+// the release's Secret valuesFrom read afresh. Nil when there are none
+// or they cannot be read (the check reports what it reads itself).
+func (ru *run) secretMask() *secretMask {
+	if ru.d != nil {
+		return newSecretMask(ru.d.values)
+	}
+	refs := valuesRefs(ru.rel)
+	secret := false
+	for _, ref := range refs {
+		secret = secret || ref.Kind == values.KindSecret
+	}
+	if !secret || ru.r.values == nil {
+		return nil
+	}
+	res, err := values.Compose(ru.ctx, ru.r.values, values.Request{Release: ru.rel.ref(), Namespace: ru.rel.Namespace, From: refs})
+	if err != nil {
+		return nil
+	}
+	return newSecretMask(res)
+}
+
+// report masks, in place, the values a drift report shows people (its
+// changes, ignored changes and display patches). Its corrections keep
+// the real values: drift.Report.Corrections does not read these fields.
+func (m *secretMask) report(r *drift.Report) {
+	if m == nil || r == nil {
+		return
+	}
+	// The slices are copied before masking: the report may share their
+	// arrays with the real values its corrections are made of.
+	for i := range r.Objects {
+		o := &r.Objects[i]
+		for _, cs := range []*[]drift.FieldChange{&o.Changes, &o.Ignored} {
+			if *cs == nil {
+				continue
+			}
+			*cs = append([]drift.FieldChange(nil), *cs...)
+			for j := range *cs {
+				(*cs)[j].Live = m.value((*cs)[j].Live)
+				(*cs)[j].Desired = m.value((*cs)[j].Desired)
+			}
+		}
+		if o.Patch != nil {
+			o.Patch = append(drift.Patch(nil), o.Patch...)
+			for j := range o.Patch {
+				o.Patch[j].Value = m.value(o.Patch[j].Value)
+			}
+		}
+	}
+}
+
+// value masks every Secret value in a copy of v.
+func (m *secretMask) value(v any) any {
+	return m.walk(deepCopyJSON(v), "", map[string]bool{}, nil)
+}
+
+// deepCopyJSON copies maps and lists, so masking does not write through
+// to values shared with the caller.
+func deepCopyJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = deepCopyJSON(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = deepCopyJSON(e)
+		}
+		return out
+	default:
+		return t
+	}
+}
+

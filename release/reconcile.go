@@ -414,6 +414,18 @@ type desired struct {
 	post   helmpostrender.PostRenderer
 }
 
+// valuesRefs is rel's valuesFrom as values references.
+func valuesRefs(rel *Release) []values.Reference {
+	var out []values.Reference
+	for _, ref := range rel.Spec.ValuesFrom {
+		out = append(out, values.Reference{
+			Kind: values.Kind(ref.Kind), Name: ref.Name, ValuesKey: ref.ValuesKey,
+			TargetPath: ref.TargetPath, Optional: ref.Optional,
+		})
+	}
+	return out
+}
+
 // prepare fetches the chart and composes the values.
 func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error) {
 	ch, err := r.charts.GetChart(ctx, rel)
@@ -429,12 +441,7 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 		Files:     ch.ValuesFiles,
 		Inline:    rel.Spec.Values,
 	}
-	for _, ref := range rel.Spec.ValuesFrom {
-		req.From = append(req.From, values.Reference{
-			Kind: values.Kind(ref.Kind), Name: ref.Name, ValuesKey: ref.ValuesKey,
-			TargetPath: ref.TargetPath, Optional: ref.Optional,
-		})
-	}
+	req.From = valuesRefs(rel)
 	reader := r.values
 	if reader == nil {
 		if len(req.From) > 0 {
