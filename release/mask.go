@@ -207,4 +207,3 @@ func deepCopyJSON(v any) any {
 		return t
 	}
 }
-
