@@ -356,8 +356,10 @@ func (c *composer) lookup(ctx context.Context, src Source, ref Reference) (strin
 
 // assign applies one targetPath reference the way Flux does: a text wrapped
 // in quotes is a string (--set-string, quotes trimmed), anything else is
-// parsed as helm --set parses it; Literal is --set-literal. A Secret's text
-// takes assignSecret.
+// parsed as helm --set parses it. Literal is Flux's literal: the text
+// verbatim, as --set-literal takes it, at a path read with --set's escapes
+// (kubernetes\.io/role), which --set-literal itself does not honour. A
+// Secret's text takes assignSecret.
 func (c *composer) assign(p pending) error {
 	if p.src.Sensitive() {
 		return c.assignSecret(p)
@@ -365,7 +367,7 @@ func (c *composer) assign(p pending) error {
 	mode, text := setTyped, p.text
 	switch {
 	case p.ref.Literal:
-		mode = setLiteral
+		mode, text = setString, literalEscaper.Replace(text)
 	case isQuoted(text):
 		mode, text = setString, strings.Trim(text, `'"`)
 	}
@@ -375,6 +377,12 @@ func (c *composer) assign(p pending) error {
 	}
 	return nil
 }
+
+// literalEscaper escapes every character that --set-string reads as syntax
+// after the '=' (a backslash, a comma, a {list}), so that the text arrives
+// verbatim; the path before the '=' keeps --set's escapes. This is how
+// Flux's ReplacePathLiteralValue implements Literal.
+var literalEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `{`, `\{`, `}`, `\}`, `[`, `\[`, `]`, `\]`)
 
 func isQuoted(text string) bool {
 	return len(text) > 0 && (text[0] == '"' && text[len(text)-1] == '"' || text[0] == '\'' && text[len(text)-1] == '\'')
@@ -392,11 +400,13 @@ const setPlaceholder = "VALUE"
 // replaced by the real one. Text that --set would read as more than one
 // assignment is refused (see the package doc, "Secret safety").
 func (c *composer) assignSecret(p pending) error {
-	mode := setString // the placeholder's type does not matter
+	// The path is read with --set-string's escapes, also for Literal (as
+	// assign reads it); the placeholder's type does not matter.
+	mode := setString
 	var v any
 	if p.ref.Literal {
 		// Through runes, as setLine reads it: invalid UTF-8 becomes U+FFFD.
-		mode, v = setLiteral, string([]rune(p.text))
+		v = string([]rune(p.text))
 	} else {
 		vmode, text := setTyped, p.text
 		if isQuoted(text) {

@@ -92,6 +92,19 @@ func TestCompose(t *testing.T) {
 			want: "db: {dsn: '\"a,b={c}\"'}\n",
 		},
 		{
+			// Flux's literal reads the path with --set's escapes; helm
+			// --set-literal would make the keys `application\` and `yml`.
+			name: "literal keeps escaped dots in the target path",
+			reader: valuestest.NewReader().
+				ConfigMap(ns, "cm", map[string]string{"app": "port: [80,443]"}).
+				Secret(ns, "s", map[string][]byte{"conf": []byte(`a = "b,c"`)}),
+			req: values.Request{From: []values.Reference{
+				{Kind: values.KindConfigMap, Name: "cm", ValuesKey: "app", TargetPath: `externalConfig.application\.yml.content`, Literal: true},
+				{Kind: values.KindSecret, Name: "s", ValuesKey: "conf", TargetPath: `externalConfig.application\.conf.content`, Literal: true},
+			}},
+			want: "externalConfig: {application.yml: {content: 'port: [80,443]'}, application.conf: {content: 'a = \"b,c\"'}}\n",
+		},
+		{
 			name: "files replace lists and merge maps in order, inline last",
 			req: values.Request{
 				Files: []values.File{

@@ -15,7 +15,9 @@
 //     key's text is assigned at that Helm --set path (a.b[0].c, escaped dots
 //     as in kubernetes\.io/role): a text in quotes is a string, anything else
 //     is typed as --set types it; Literal assigns the text verbatim as
-//     --set-literal does. Optional skips a missing object or key;
+//     --set-literal does, at a path that keeps --set's escapes
+//     (a\.b is the key "a.b"), as Flux's literal does. Optional skips a
+//     missing object or key;
 //  3. Request.Inline (the release's spec.values), deep-merged;
 //  4. the TargetPath assignments, in reference order, so that they win over
 //     everything before them, inline values included (Flux's "target path

@@ -52,8 +52,9 @@ type Reference struct {
 	// document merged at the root.
 	TargetPath string
 	// Literal assigns the key's text at TargetPath verbatim, as
-	// helm --set-literal does (no type inference, commas and braces are kept).
-	// helmfleet adds this field; it requires TargetPath.
+	// helm --set-literal does (no type inference, commas and braces are
+	// kept), while TargetPath keeps --set's escapes (kubernetes\.io/role), as
+	// Flux's literal does. It requires TargetPath (Flux ignores it without).
 	Literal bool
 	// Optional skips the reference when the object or the key is missing.
 	Optional bool
