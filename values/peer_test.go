@@ -1,0 +1,336 @@
+package values_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/values"
+	"github.com/helmfleet/helmfleet/values/valuestest"
+)
+
+// The peer suites: data-driven cases of Helm's strvals tests and of Flux's
+// chartutil tests, ported as YAML tables under testdata/peer/{helm,flux}
+// (each file's header says how a case maps onto values.Compose). The peers'
+// inputs and expected outputs are the oracle; the code under test is
+// helmfleet's.
+//
+// Every case is one of:
+//   - ported: it must give the peer's expected result;
+//   - a documented difference (field `difference`, or `secret` for a case
+//     whose Secret run differs): helmfleet deliberately differs, the reason
+//     says why, and the case checks what helmfleet does instead;
+//   - skipped (field `skip`, on a case or a whole group): it cannot be
+//     expressed through valuesFrom or exercises internals helmfleet does
+//     not model; the reason says which.
+//
+// Run with -v, TestPeer logs a tally per peer test function.
+
+type peerSuiteFile struct {
+	Repository string           `json:"repository"`
+	Ref        string           `json:"ref"`
+	Commit     string           `json:"commit"`
+	Groups     []peerSuiteGroup `json:"groups"`
+}
+
+type peerSuiteGroup struct {
+	Source  string          `json:"source"`
+	Test    string          `json:"test"`
+	Skip    string          `json:"skip,omitempty"`
+	Count   int             `json:"count,omitempty"`   // a skipped group: how many cases
+	Mode    string          `json:"mode,omitempty"`    // helm: typed, json, string or literal
+	Literal bool            `json:"literal,omitempty"` // flux: ReplacePathLiteralValue
+	Cases   []peerSuiteCase `json:"cases,omitempty"`
+}
+
+type peerSuiteCase struct {
+	Name       string `json:"name,omitempty"`
+	Skip       string `json:"skip,omitempty"`
+	Difference string `json:"difference,omitempty"`
+	Secret     string `json:"secret,omitempty"`
+
+	// Helm: --set lines, each one reference, over an initial tree.
+	Set     []string       `json:"set,omitempty"`
+	Initial map[string]any `json:"initial,omitempty"`
+
+	// Flux ChartValuesFromReferences.
+	ConfigMaps map[string]map[string]string `json:"configMaps,omitempty"`
+	Secrets    map[string]map[string]string `json:"secrets,omitempty"`
+	References []peerSuiteRef               `json:"references,omitempty"`
+	Values     map[string]any               `json:"values,omitempty"`
+	// Flux ReplacePathValue and ReplacePathLiteralValue.
+	Path  string `json:"path,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Flux MergeMaps: documents merged in order.
+	Merge []string `json:"merge,omitempty"`
+
+	Want         map[string]any `json:"want,omitempty"`
+	WantErr      bool           `json:"wantErr,omitempty"`
+	Reason       string         `json:"reason,omitempty"`
+	HelmfleetErr string         `json:"helmfleetErr,omitempty"`
+}
+
+type peerSuiteRef struct {
+	Kind       string `json:"kind"`
+	Name       string `json:"name,omitempty"`
+	ValuesKey  string `json:"valuesKey,omitempty"`
+	TargetPath string `json:"targetPath,omitempty"`
+	Optional   bool   `json:"optional,omitempty"`
+	Literal    bool   `json:"literal,omitempty"`
+}
+
+// The peer commits every table was read at.
+var peerCommits = map[string]string{
+	"helm/strvals.yaml":   "813176c51bb5c181dbbd7901298ddcc104cd3417", // helm/helm v3.21.4
+	"flux/chartutil.yaml": "504330660f5b5e27b3da13a185b8649982afd3d4", // fluxcd/pkg chartutil/v1.27.1
+}
+
+var peerReasons = map[string]error{
+	"NotFound":         values.ErrNotFound,
+	"KeyNotFound":      values.ErrKeyNotFound,
+	"UnsupportedKind":  values.ErrUnsupportedKind,
+	"NotMap":           values.ErrNotMap,
+	"InvalidYAML":      values.ErrInvalidYAML,
+	"TargetPath":       values.ErrTargetPath,
+	"InvalidReference": values.ErrInvalidReference,
+}
+
+type peerSuiteTally struct{ ported, agree, difference, skipped int }
+
+func TestPeer(t *testing.T) {
+	tallies := map[string]*peerSuiteTally{}
+	var keys []string
+	for _, file := range []string{"helm/strvals.yaml", "flux/chartutil.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "peer", file))
+		require.NoError(t, err)
+		var f peerSuiteFile
+		require.NoError(t, yaml.UnmarshalStrict(raw, &f), file)
+		require.Equal(t, peerCommits[file], f.Commit, file)
+		for _, g := range f.Groups {
+			key := fmt.Sprintf("%s %s: %s %s", f.Repository, f.Ref, g.Source, g.Test)
+			tl := &peerSuiteTally{}
+			tallies[key] = tl
+			keys = append(keys, key)
+			if g.Skip != "" {
+				require.Empty(t, g.Cases, key)
+				require.Positive(t, g.Count, "%s: a skipped group says how many cases it has", key)
+				t.Run(g.Test, func(t *testing.T) { t.Skip("not ported: " + g.Skip) })
+				tl.skipped += g.Count
+				continue
+			}
+			require.NotEmpty(t, g.Cases, key)
+			t.Run(g.Test, func(t *testing.T) {
+				for _, c := range g.Cases {
+					name := c.Name
+					if name == "" {
+						require.NotEmpty(t, c.Set, "%s: a case has a name or set lines", key)
+						name = strings.Join(c.Set, " then ")
+					}
+					require.False(t, c.Skip != "" && (c.Difference != "" || c.Secret != ""), "%s: %s is both skipped and a difference", key, name)
+					ok := t.Run(name, func(t *testing.T) {
+						switch {
+						case c.Skip != "":
+							t.Skip("not ported: " + c.Skip)
+						case c.Difference != "":
+							t.Log("documented difference: " + c.Difference)
+						case c.Secret != "":
+							t.Log("documented difference from a Secret: " + c.Secret)
+						}
+						switch {
+						case c.Set != nil:
+							runHelmCase(t, g.Mode, c)
+						case c.References != nil:
+							runFluxCase(t, c)
+						case c.Merge != nil:
+							runFluxMerge(t, c)
+						default:
+							runFluxPath(t, g.Literal, c)
+						}
+					})
+					switch {
+					case c.Skip != "":
+						tl.skipped++
+					case c.Difference != "" || c.Secret != "":
+						tl.ported++
+						tl.difference++
+					default:
+						tl.ported++
+						if ok {
+							tl.agree++
+						}
+					}
+				}
+			})
+		}
+	}
+	sort.Strings(keys)
+	var total peerSuiteTally
+	for _, k := range keys {
+		tl := tallies[k]
+		t.Logf("%s: %d ported (%d agree, %d documented differences), %d skipped", k, tl.ported, tl.agree, tl.difference, tl.skipped)
+		total.ported += tl.ported
+		total.agree += tl.agree
+		total.difference += tl.difference
+		total.skipped += tl.skipped
+	}
+	t.Logf("total: %d ported (%d agree, %d documented differences), %d skipped", total.ported, total.agree, total.difference, total.skipped)
+}
+
+// splitSet cuts a Helm --set line at its first unescaped '=' into the
+// targetPath and the text, so that path+"="+text is the line.
+func splitSet(line string) (path, text string, ok bool) {
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '\\':
+			i++
+		case '=':
+			return line[:i], line[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// runHelmCase applies each --set line as one reference, from a ConfigMap
+// and then from a Secret, over Helm's initial tree.
+func runHelmCase(t *testing.T, mode string, c peerSuiteCase) {
+	for _, kind := range []values.Kind{values.KindConfigMap, values.KindSecret} {
+		t.Run(string(kind), func(t *testing.T) {
+			r := valuestest.NewReader()
+			data := map[string]string{}
+			var refs []values.Reference
+			if c.Initial != nil {
+				doc, err := yaml.Marshal(c.Initial)
+				require.NoError(t, err)
+				r.ConfigMap(ns, "initial", map[string]string{"values.yaml": string(doc)})
+				refs = append(refs, values.Reference{Kind: values.KindConfigMap, Name: "initial"})
+			}
+			for i, line := range c.Set {
+				path, text, ok := splitSet(line)
+				require.True(t, ok && path != "", "%q has no targetPath=text form: mark it skipped", line)
+				switch mode {
+				case "typed":
+					require.False(t, isQuotedText(text), "%q: Flux would read the quoted text as --set-string", line)
+				case "string":
+					require.False(t, strings.ContainsAny(text[:min(1, len(text))], `'"`) || strings.HasSuffix(text, `"`) || strings.HasSuffix(text, `'`),
+						"%q: Flux trims every quote at the ends", line)
+					text = `"` + text + `"`
+				case "json", "literal":
+					// json: a quoted text is a string in Flux (--set-string)
+					// as a JSON string is in --set-json; the rest is typed.
+				default:
+					t.Fatalf("unknown mode %q", mode)
+				}
+				key := fmt.Sprintf("v%d", i)
+				data[key] = text
+				refs = append(refs, values.Reference{Kind: kind, Name: "peer", ValuesKey: key, TargetPath: path, Literal: mode == "literal"})
+			}
+			putObject(r, kind, "peer", data)
+			res, err := values.Compose(context.Background(), r, values.Request{Release: "apps/peer", Namespace: ns, From: refs})
+			if kind == values.KindSecret && c.Secret != "" {
+				require.ErrorIs(t, err, values.ErrTargetPath, "helmfleet refuses this Secret text")
+				return
+			}
+			checkPeer(t, res, err, c.Want, c.WantErr, "")
+		})
+	}
+}
+
+func runFluxCase(t *testing.T, c peerSuiteCase) {
+	r := valuestest.NewReader()
+	for name, data := range c.ConfigMaps {
+		r.ConfigMap(ns, name, data)
+	}
+	for name, data := range c.Secrets {
+		putObject(r, values.KindSecret, name, data)
+	}
+	var refs []values.Reference
+	for _, ref := range c.References {
+		refs = append(refs, values.Reference{Kind: values.Kind(ref.Kind), Name: ref.Name, ValuesKey: ref.ValuesKey,
+			TargetPath: ref.TargetPath, Optional: ref.Optional, Literal: ref.Literal})
+	}
+	res, err := values.Compose(context.Background(), r, values.Request{Release: "apps/peer", Namespace: ns, From: refs, Inline: c.Values})
+	if c.Difference != "" {
+		require.NotEmpty(t, c.HelmfleetErr, "a documented difference says what helmfleet does")
+		checkPeer(t, res, err, nil, true, c.HelmfleetErr)
+		return
+	}
+	checkPeer(t, res, err, c.Want, c.WantErr, c.Reason)
+}
+
+func runFluxPath(t *testing.T, literal bool, c peerSuiteCase) {
+	require.NotEmpty(t, c.Path)
+	for _, kind := range []values.Kind{values.KindConfigMap, values.KindSecret} {
+		t.Run(string(kind), func(t *testing.T) {
+			r := putObject(valuestest.NewReader(), kind, "peer", map[string]string{"v": c.Value})
+			res, err := values.Compose(context.Background(), r, values.Request{Release: "apps/peer", Namespace: ns,
+				From: []values.Reference{{Kind: kind, Name: "peer", ValuesKey: "v", TargetPath: c.Path, Literal: literal}}})
+			if kind == values.KindSecret && c.Secret != "" {
+				require.ErrorIs(t, err, values.ErrTargetPath, "helmfleet refuses this Secret text")
+				return
+			}
+			checkPeer(t, res, err, c.Want, c.WantErr, c.Reason)
+		})
+	}
+}
+
+func runFluxMerge(t *testing.T, c peerSuiteCase) {
+	r := valuestest.NewReader()
+	var refs []values.Reference
+	for i, doc := range c.Merge {
+		name := fmt.Sprintf("doc%d", i)
+		r.ConfigMap(ns, name, map[string]string{"values.yaml": doc})
+		refs = append(refs, values.Reference{Kind: values.KindConfigMap, Name: name})
+	}
+	res, err := values.Compose(context.Background(), r, values.Request{Release: "apps/peer", Namespace: ns, From: refs})
+	checkPeer(t, res, err, c.Want, c.WantErr, c.Reason)
+}
+
+func putObject(r *valuestest.Reader, kind values.Kind, name string, data map[string]string) *valuestest.Reader {
+	if kind == values.KindConfigMap {
+		return r.ConfigMap(ns, name, data)
+	}
+	b := make(map[string][]byte, len(data))
+	for k, v := range data {
+		b[k] = []byte(v)
+	}
+	return r.Secret(ns, name, b)
+}
+
+func isQuotedText(s string) bool {
+	return len(s) > 0 && (s[0] == '"' || s[0] == '\'') && (s[len(s)-1] == '"' || s[len(s)-1] == '\'')
+}
+
+// checkPeer compares a composition with a peer's answer the way Helm's and
+// Flux's tests compare: the sigs.k8s.io/yaml form of both trees (so 1 and
+// int64(1) agree, "1" and 1 do not).
+func checkPeer(t *testing.T, res *values.Result, err error, want map[string]any, wantErr bool, reason string) {
+	t.Helper()
+	if wantErr {
+		require.Error(t, err)
+		require.Nil(t, res)
+		if reason != "" {
+			sentinel, ok := peerReasons[reason]
+			require.True(t, ok, "unknown reason %q", reason)
+			assert.True(t, errors.Is(err, sentinel), "want %v, got %v", sentinel, err)
+		}
+		return
+	}
+	require.NoError(t, err)
+	if want == nil {
+		want = map[string]any{}
+	}
+	w, err := yaml.Marshal(want)
+	require.NoError(t, err)
+	g, err := yaml.Marshal(res.Values)
+	require.NoError(t, err)
+	assert.Equal(t, string(w), string(g))
+}
