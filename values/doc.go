@@ -42,12 +42,15 @@
 // Composition costs time and memory linear in the number of references and
 // the size of the documents.
 //
-// One difference from Flux is deliberate: Flux lets a targetPath value win
+// Some differences from Flux are deliberate. Flux lets a targetPath value win
 // over inline values only through map aliasing, so whether it wins depends on
 // which earlier source created the parent map. Here targetPath assignments
 // always come after inline values, as Flux documents. A second: yaml.v3
 // nodes lose YAML's non-specific tag "!", so "! 1" is a number here and a
-// string in Helm.
+// string in Helm. A third: Literal without TargetPath is an error
+// (ErrInvalidReference), where Flux ignores the field and merges the
+// document at the root; a field that would do nothing is reported, not
+// passed over.
 //
 // # Provenance
 //

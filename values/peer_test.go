@@ -2,6 +2,7 @@ package values_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/values"
@@ -333,4 +336,69 @@ func checkPeer(t *testing.T, res *values.Result, err error, want map[string]any,
 	g, err := yaml.Marshal(res.Values)
 	require.NoError(t, err)
 	assert.Equal(t, string(w), string(g))
+}
+
+// fluxReplacePath applies a targetPath text the way fluxcd/pkg chartutil
+// v1.27.1 does (ReplacePathValue, ReplacePathLiteralValue), with Helm's own
+// strvals, whose v3.21.4 behaviour is v4.2.2's (Flux's).
+func fluxReplacePath(data map[string]any, path, text string, literal bool) error {
+	if literal {
+		esc := strings.NewReplacer(`\`, `\\`, `,`, `\,`, `[`, `\[`, `]`, `\]`, `{`, `\{`, `}`, `\}`)
+		return strvals.ParseIntoString(path+"="+esc.Replace(text), data)
+	}
+	single := strings.HasPrefix(text, "'") && strings.HasSuffix(text, "'")
+	double := strings.HasPrefix(text, `"`) && strings.HasSuffix(text, `"`)
+	if single || double {
+		return strvals.ParseIntoString(path+"="+strings.Trim(text, `'"`), data)
+	}
+	return strvals.ParseInto(path+"="+text, data)
+}
+
+// FuzzFluxTargetPath compares a ConfigMap's text at a targetPath, over a
+// root document, with Flux's recipe run on Helm's parser: both fail, or both
+// give the same values (compared as JSON: YAML refuses control characters). A Secret must give the same values whenever it is
+// accepted.
+func FuzzFluxTargetPath(f *testing.F) {
+	for _, s := range [][2]string{{"a.b", "v"}, {"a.b[1].c", "8080"}, {`k\.x`, `"q"`}, {"l[0][2]", "{a,b}"}, {"s.x", "1"},
+		{"n[0]", "x,"}, {`externalConfig.application\.yml.content`, "endpoints: [a,b,c]"}, {"a,b", "v"}, {"m.x[1].y", `a\,b`},
+		{"a[0", "v"}, {"x", `"a'`}, {"x", `'`}, {"l[1]", ""}, {"a.b[1].x", ""}, {"x", `a\`}} {
+		f.Add(s[0], s[1], false)
+		f.Add(s[0], s[1], true)
+	}
+	base := "a: {b: x}\nl: [[p]]\ns: str\nm: {}\nn: null\n"
+	f.Fuzz(func(t *testing.T, targetPath, text string, literal bool) {
+		if targetPath == "" || len(targetPath)+len(text) > 256 || strings.ContainsRune(targetPath+text, utf8.RuneError) {
+			return
+		}
+		want := map[string]any{}
+		require.NoError(t, yaml.Unmarshal([]byte(base), &want))
+		ferr := fluxReplacePath(want, targetPath, text, literal)
+		compose := func(kind values.Kind) (*values.Result, error) {
+			r := valuestest.NewReader().ConfigMap(ns, "base", map[string]string{"values.yaml": base})
+			putObject(r, kind, "o", map[string]string{"k": text})
+			return values.Compose(context.Background(), r, values.Request{Release: "apps/fuzz", Namespace: ns, From: []values.Reference{
+				{Kind: values.KindConfigMap, Name: "base"},
+				{Kind: kind, Name: "o", ValuesKey: "k", TargetPath: targetPath, Literal: literal}}})
+		}
+		res, err := compose(values.KindConfigMap)
+		if err != nil && (strings.Contains(err.Error(), "lists grow by more than") || strings.Contains(err.Error(), "nested keys and indexes")) {
+			return // helmfleet's own bounds
+		}
+		require.Equal(t, ferr == nil, err == nil, "flux: %v, helmfleet: %v", ferr, err)
+		if err != nil {
+			return
+		}
+		w, merr := json.Marshal(want)
+		require.NoError(t, merr)
+		g, merr := json.Marshal(res.Values)
+		require.NoError(t, merr)
+		require.Equal(t, string(w), string(g))
+		if sec, serr := compose(values.KindSecret); serr == nil {
+			s, merr := json.Marshal(sec.Values)
+			require.NoError(t, merr)
+			if text != "" && (literal || strings.Trim(text, `'"`) != "") {
+				require.Equal(t, string(w), string(s), "a Secret lands elsewhere than Flux puts it")
+			}
+		}
+	})
 }
