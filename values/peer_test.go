@@ -75,6 +75,9 @@ type peerSuiteCase struct {
 	Value string `json:"value,omitempty"`
 	// Flux MergeMaps: documents merged in order.
 	Merge []string `json:"merge,omitempty"`
+	// Flux DigestValues: two value trees whose digests are the same or not.
+	Digest []map[string]any `json:"digest,omitempty"`
+	Same   bool             `json:"same,omitempty"`
 
 	Want         map[string]any `json:"want,omitempty"`
 	WantErr      bool           `json:"wantErr,omitempty"`
@@ -155,6 +158,10 @@ func TestPeer(t *testing.T) {
 							runFluxCase(t, c)
 						case c.Merge != nil:
 							runFluxMerge(t, c)
+						case c.Digest != nil:
+							require.Len(t, c.Digest, 2)
+							a, b := values.Digest(c.Digest[0]), values.Digest(c.Digest[1])
+							assert.Equal(t, c.Same, a == b, "%s and %s", a, b)
 						default:
 							runFluxPath(t, g.Literal, c)
 						}
