@@ -31,6 +31,11 @@ const (
 	setLiteral                // helm --set-literal: the rest of the line, verbatim
 )
 
+// Reference.Literal is Flux's literal, not setLiteral: Flux escapes the text
+// and reads the line with setString, so that the path keeps --set's escapes
+// (see assign). setLiteral remains to pin helm --set-literal itself, which
+// the tests compare with Helm.
+
 // assignFunc observes each assignment the interpreter makes: at path, the
 // old value (if hadOld) is replaced by v. It feeds provenance.
 type assignFunc func(path string, old any, hadOld bool, v any)
