@@ -54,7 +54,10 @@ type HelmRepositorySpec struct {
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// Insecure allows plain HTTP for OCI registries.
 	Insecure bool `json:"insecure,omitempty"`
-	// Timeout of one index download.
+	// Timeout of each download from the repository: the index, then the
+	// chart archive, each within its own Timeout (Flux's getter applies it
+	// to every request). For an OCI registry it is informational: Helm's
+	// registry client takes no context.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Suspend stops reconciliation of this source.
 	Suspend bool `json:"suspend,omitempty"`

@@ -72,10 +72,20 @@
 //
 // Index downloads are capped (DefaultMaxIndexSize, 50 MiB like Flux) and
 // revalidated with ETag / Last-Modified; archives are capped
-// (DefaultMaxChartSize), verified against the index digest (an entry
-// without a digest is refused) or the OCI descriptor, checked for entries
-// that leave the chart directory or links, and only then loaded. Nothing
-// from a failed or unverified download is kept.
+// (DefaultMaxChartSize, both the download and the uncompressed tar stream
+// it expands to, headers included; MaxChartEntries entries), verified
+// against the index digest (an entry without a digest is refused) or the
+// OCI descriptor, checked for entries that leave the chart directory or
+// links, and only then loaded; the loaded chart's Chart.yaml must then
+// name the chart and version it was resolved as (ErrChartMismatch). A cap
+// exceeded is a *LimitError naming the cap. HelmRepository.Spec.Timeout
+// bounds each download from the repository, the index and the archive.
+// Nothing from a failed or unverified download is kept.
+//
+// A local chart directory is read with Helm's rules (.helmignore) within
+// the same caps; a symbolic link is followed only when its target stays
+// inside the directory, and devices, FIFOs and sockets are refused, each
+// an error naming the file. Links inside the directory stay allowed.
 //
 // # Values files
 //
@@ -88,9 +98,14 @@
 // # Errors
 //
 // Every failure is an *Error naming the operation, the repository URL
-// (without credentials or query), the chart and the constraint, with the
-// HTTP status when there was one, wrapping a sentinel such as
-// ErrChartNotFound, ErrNoMatchingVersion, ErrInvalidIndex, ErrTooLarge,
-// ErrDigestMismatch, ErrInvalidArchive, ErrUnreachable, ErrUnauthorized,
-// ErrForbidden, ErrNotFound or ErrServer.
+// (without credentials or query, see Redact), the chart and the
+// constraint, with the HTTP status when there was one, wrapping a sentinel
+// such as ErrChartNotFound, ErrNoMatchingVersion, ErrInvalidIndex,
+// ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive, ErrChartMismatch,
+// ErrUnreachable, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrServer.
+// No printed form of an error holds a URL's user, password or query
+// values: URLs quoted in messages (the archive's, a redirect target's,
+// those net/http and the registry client quote) are masked as
+// https://***@host/app-1.0.0.tgz?sig=***, while errors.Is and errors.As
+// still reach the underlying net/http errors.
 package source

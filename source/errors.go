@@ -3,8 +3,9 @@ package source
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
+
+	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // Sentinel errors. Every error this package returns for a problem with the
@@ -26,8 +27,13 @@ var (
 	// or the reference promised.
 	ErrDigestMismatch = errors.New("digest mismatch")
 	// ErrInvalidArchive: a chart archive is corrupt, escapes its directory or
-	// is not a chart.
+	// is not a chart; or a chart directory holds a link that leaves it or a
+	// special file.
 	ErrInvalidArchive = errors.New("invalid chart archive")
+	// ErrChartMismatch: the loaded chart's Chart.yaml names another chart or
+	// another version than the one it was resolved as. It wraps
+	// ErrInvalidArchive.
+	ErrChartMismatch = fmt.Errorf("%w: the chart is not the one resolved", ErrInvalidArchive)
 	// ErrUnreachable: the repository could not be contacted at all.
 	ErrUnreachable = errors.New("repository unreachable")
 	// ErrUnauthorized: the repository answered 401.
@@ -102,29 +108,47 @@ func statusError(code int) error {
 	}
 }
 
-// Redact returns raw with user information and query removed, so a URL can
-// appear in errors and logs without leaking credentials or tokens. A string
-// that does not parse as a URL is returned with anything up to an "@" that
-// precedes the first "/" after the scheme removed.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		scheme, rest, ok := strings.Cut(raw, "://")
-		if !ok {
-			return raw
-		}
-		host, path, _ := strings.Cut(rest, "/")
-		if i := strings.LastIndex(host, "@"); i >= 0 {
-			host = host[i+1:]
-		}
-		if path != "" {
-			return scheme + "://" + host + "/" + path
-		}
-		return scheme + "://" + host
-	}
-	u.User = nil
-	u.RawQuery = ""
-	u.ForceQuery = false
-	u.Fragment = ""
-	return u.String()
+// Redact returns raw without user information, query and fragment, so a
+// URL can name a repository in errors, logs and Chart.Source without
+// leaking credentials or tokens. It is redact.Strip: any string is
+// accepted, and one that does not parse as a URL is scrubbed as text (what
+// precedes its last "@" after the scheme, and whatever follows the first
+// "?" or "#", is dropped). Messages that quote a full URL use the masking
+// form instead (https://***@host/x.tgz?sig=***), see internal/redact.
+func Redact(raw string) string { return redact.Strip(raw) }
+
+// LimitError reports a chart archive or directory beyond one of the caps
+// that protect the resolvers from hostile input. It wraps ErrTooLarge; the
+// *Error around it names the reference and its source.
+type LimitError struct {
+	// Chart is the chart's directory in the archive (its name as packaged),
+	// or the base name of a chart directory; empty when not known yet.
+	Chart string
+	// What is capped: LimitEntries or LimitSize.
+	What string
+	// Limit is the cap that was exceeded.
+	Limit int64
 }
+
+// The caps a LimitError names.
+const (
+	// LimitEntries caps the number of entries of an archive (files,
+	// directories and any other tar headers) or of files in a directory.
+	LimitEntries = "entries"
+	// LimitSize caps the bytes an archive expands to (the whole
+	// uncompressed tar stream, headers and padding included) or a chart
+	// directory's files hold.
+	LimitSize = "bytes"
+)
+
+// Error implements error.
+func (e *LimitError) Error() string {
+	name := "the chart"
+	if e.Chart != "" {
+		name = fmt.Sprintf("chart %q", e.Chart)
+	}
+	return fmt.Sprintf("%v: %s has more than %d %s", ErrTooLarge, name, e.Limit, e.What)
+}
+
+// Unwrap returns ErrTooLarge.
+func (e *LimitError) Unwrap() error { return ErrTooLarge }

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // HTTPOptions are the optional settings of an HTTPResolver; the zero value
@@ -33,9 +37,19 @@ type HTTPOptions struct {
 // a JSON index is not even held: it is scanned through a fixed window and
 // only the chart's entries are kept, while a YAML index is held for the
 // scan and dropped), downloads the archive, verifies its digest
-// against the index entry and loads it with Helm's loader. Only verified
-// bytes are kept. HelmRepository.Spec.Timeout, when set, bounds the index
-// download. It is safe for concurrent use.
+// against the index entry, loads it with Helm's loader and checks that its
+// Chart.yaml names the chart and version the index promised. Only verified
+// bytes are kept. HelmRepository.Spec.Timeout, when set, bounds each
+// download from the repository: the index, then the archive, each within
+// its own Timeout, as Flux's getter applies it to every request. It is
+// safe for concurrent use.
+//
+// The repository URL's query (an object store's signed token) is kept on
+// every request, as Helm does: index.yaml goes in its path. Errors and the
+// returned Chart never print it, nor the URL's user information: Source
+// fields are redacted with Redact, and URLs quoted in messages (the
+// archive's, a redirect target's) with internal/redact.URL, which masks
+// them as https://***@host/app-1.0.0.tgz?sig=***.
 //
 // Per repository it remembers only the last good index's ETag,
 // Last-Modified and key, never its bytes; the chart's parsed entries
@@ -113,14 +127,15 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if ref.Chart == "" {
 		return nil, fail("resolve", 0, fmt.Errorf("%w: chart name is empty", ErrChartNotFound))
 	}
-	fetchCtx := ctx
+	timeout := time.Duration(0)
 	if t := ref.HelmRepository.Spec.Timeout; t != nil && t.Duration > 0 {
-		var cancel context.CancelFunc
-		fetchCtx, cancel = context.WithTimeout(ctx, t.Duration)
-		defer cancel()
+		timeout = t.Duration
 	}
+	fetchCtx, cancel := withTimeout(ctx, timeout)
 	e, st, status, err := r.findEntries(fetchCtx, repoURL, ref.Chart)
+	cancel()
 	if err != nil {
+		err = timeoutErr(ctx, err, timeout)
 		op := "fetch index"
 		if errors.Is(err, ErrInvalidIndex) || errors.Is(err, ErrChartNotFound) {
 			op, status = "select version", 0
@@ -137,17 +152,22 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	}
 	archiveURL, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
 	if err != nil {
-		return nil, fail("download chart", 0, fmt.Errorf("%w: %v", ErrInvalidIndex, err))
+		return nil, fail("download chart", 0, fmt.Errorf("%w: %w", ErrInvalidIndex, redact.Error(err, repoURL, cv.URLs[0])))
 	}
-	data, status, err := r.get(ctx, archiveURL, r.maxChart)
+	getCtx, cancel := withTimeout(ctx, timeout)
+	data, status, err := r.get(getCtx, archiveURL, r.maxChart)
+	cancel()
 	if err != nil {
-		return nil, fail("download chart", status, err)
+		return nil, fail("download chart", status, fmt.Errorf("GET %s: %w", redact.URL(archiveURL), timeoutErr(ctx, err, timeout)))
 	}
 	if err := verifyDigest(data, cv.Digest); err != nil {
-		return nil, fail("download chart", 0, err)
+		return nil, fail("download chart", 0, fmt.Errorf("GET %s: %w", redact.URL(archiveURL), err))
 	}
 	la, err := loadArchive(data, r.maxChart)
 	if err != nil {
+		return nil, fail("load chart", 0, err)
+	}
+	if err := checkChart(la.chart, ref.Chart, cv.Version); err != nil {
 		return nil, fail("load chart", 0, err)
 	}
 	return finish(&Chart{
@@ -209,7 +229,38 @@ func (r *HTTPResolver) IndexDigest(ctx context.Context, repoURL string) (string,
 	return st.revision, nil
 }
 
-func indexURL(repoURL string) string { return strings.TrimSuffix(repoURL, "/") + "/index.yaml" }
+// indexURL is the repository's index.yaml, the way Helm builds it: the
+// file joins the URL's path and the query (a signed token) is kept.
+func indexURL(repoURL string) string {
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		// The request will fail on the same URL, with a redacted error.
+		return strings.TrimSuffix(repoURL, "/") + "/index.yaml"
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/index.yaml"
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimSuffix(u.RawPath, "/") + "/index.yaml"
+	}
+	return u.String()
+}
+
+// withTimeout bounds one download by the repository's spec.timeout, when
+// set.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// timeoutErr says that a deadline the download met was spec.timeout's,
+// not the caller's; errors.Is(err, context.DeadlineExceeded) still holds.
+func timeoutErr(ctx context.Context, err error, d time.Duration) error {
+	if d > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("spec.timeout %s exceeded: %w", d, err)
+	}
+	return err
+}
 
 // findEntries returns chartName's entries in the repository's current index
 // and the state to keep once they proved usable (see keep), so that a
@@ -293,7 +344,7 @@ func (r *HTTPResolver) readErr(ctx context.Context, u string, err error) error {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
+	return fmt.Errorf("%w: %w", ErrUnreachable, redact.Error(err, u))
 }
 
 func (r *HTTPResolver) get(ctx context.Context, u string, limit int64) ([]byte, int, error) {
@@ -318,7 +369,7 @@ func (r *HTTPResolver) get(ctx context.Context, u string, limit int64) ([]byte, 
 func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limit int64) (*http.Response, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
+		return nil, 0, fmt.Errorf("%w: %w", ErrUnreachable, redact.Error(err, u))
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -328,7 +379,7 @@ func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limi
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, 0, ctxErr
 		}
-		return nil, 0, fmt.Errorf("%w: %v", ErrUnreachable, redactErr(err, u))
+		return nil, 0, fmt.Errorf("%w: %w", ErrUnreachable, redact.Error(err, u))
 	}
 	if resp.StatusCode == http.StatusOK && resp.ContentLength <= limit {
 		return resp, resp.StatusCode, nil
@@ -341,13 +392,4 @@ func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limi
 		return nil, resp.StatusCode, statusError(resp.StatusCode)
 	}
 	return nil, resp.StatusCode, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, limit)
-}
-
-// redactErr removes credentials that net/http may quote from the URL.
-func redactErr(err error, u string) string {
-	msg := err.Error()
-	if red := Redact(u); red != u {
-		msg = strings.ReplaceAll(msg, u, red)
-	}
-	return msg
 }

@@ -6,12 +6,17 @@ import (
 	"os"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 )
 
 // LocalResolver loads charts from the local file system: a chart
-// directory or a .tgz archive at Ref.Path. An archive gets the same size
-// and path checks as a downloaded one.
+// directory or a .tgz archive at Ref.Path. An archive gets the same size,
+// entry and path checks as a downloaded one. A directory is read with
+// Helm's rules (.helmignore included) but within the same caps, and a
+// symbolic link in it is followed only when its target stays inside the
+// directory: a link that leaves it (templates/x.yaml -> /etc/hostname), a
+// cycle of links, and devices, FIFOs and sockets are errors naming the
+// file (ErrInvalidArchive), as Flux's loader refuses them. Links inside
+// the directory stay allowed.
 type LocalResolver struct {
 	maxChart int64
 }
@@ -44,9 +49,9 @@ func (r *LocalResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		digest string
 	)
 	if fi.IsDir() {
-		c, err = loader.LoadDir(ref.Path)
+		c, err = loadDir(ref.Path, r.maxChart)
 		if err != nil {
-			return nil, fail("load chart", fmt.Errorf("%w: %v", ErrInvalidArchive, err))
+			return nil, fail("load chart", err)
 		}
 	} else {
 		if fi.Size() > r.maxChart {

@@ -10,6 +10,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/registry"
 	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // OCIResolver resolves charts from OCI registries through Helm's registry
@@ -18,7 +20,17 @@ import (
 // artifact; otherwise a concrete version is the tag, a range lists the
 // tags ("_" read as "+") and picks with SelectVersion; an OCIRepository
 // with neither semver nor tag takes "latest". The manifest digest is
-// reported, so a re-pushed tag shows up as a new Digest.
+// reported, so a re-pushed tag shows up as a new Digest. The pulled
+// chart's Chart.yaml must name the chart (when Ref.Chart names it, as an
+// OCI HelmRepository does) and, when the tag or constraint chose a
+// version, have that version; a digest, or a tag that is not a version
+// ("latest", "stable"), reports the chart's own version.
+//
+// An oci:// URL with user information, a query or a fragment is refused
+// (ErrUnsupportedSource) before the registry client sees it: registries
+// take credentials from the client, as Flux takes them from secretRef.
+// Errors never print them, nor secrets in the URLs the registry client
+// quotes (see internal/redact).
 //
 // Helm's registry client takes no context: ctx is checked before each
 // registry call, but a pull in progress runs to its end.
@@ -62,19 +74,33 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
 			Err: fmt.Errorf("%w: OCIResolver needs an OCIRepository or an OCI HelmRepository", ErrUnsupportedSource)}
 	}
+	base := strings.TrimPrefix(repoURL, "oci://")
 	fail := func(op string, err error) error {
 		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: constraint, Err: err}
 	}
-	base := strings.TrimPrefix(repoURL, "oci://")
+	// The registry client quotes the references it is given, and the
+	// URLs of the requests it makes.
+	registryFail := func(op string, err error, refs ...string) error {
+		return fail(op, registryError(redact.Error(err, append(refs, repoURL, base)...)))
+	}
 	if base == repoURL || base == "" {
 		return nil, fail("resolve", fmt.Errorf("%w: %q is not an oci:// URL", ErrUnsupportedSource, Redact(repoURL)))
+	}
+	if strings.ContainsAny(base, "@?#") {
+		// Registries take credentials from the client, never from the
+		// reference; Helm's client would quote them back in its errors.
+		return nil, fail("resolve", fmt.Errorf("%w: %s: an oci:// URL cannot carry credentials, a query or a fragment; the registry client holds the credentials",
+			ErrUnsupportedSource, redact.URL(repoURL)))
 	}
 	var pullRef, version string
 	switch {
 	case digest != "":
 		pullRef = base + "@" + digest
 	case tag != "" && constraint == "":
-		pullRef, version = base+":"+tag, tagToVersion(tag)
+		pullRef = base + ":" + tag
+		if _, err := semver.StrictNewVersion(strings.TrimPrefix(tagToVersion(tag), "v")); err == nil {
+			version = tagToVersion(tag)
+		}
 	default:
 		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" {
 			version = constraint // a concrete version is the tag
@@ -84,7 +110,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			}
 			tags, err := r.client.Tags(base)
 			if err != nil {
-				return nil, fail("list tags", registryError(err))
+				return nil, registryFail("list tags", err)
 			}
 			cands := tagCandidates(tags)
 			i, err := SelectVersion(constraint, cands)
@@ -100,7 +126,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	}
 	res, err := r.client.Pull(pullRef)
 	if err != nil {
-		return nil, fail("pull chart", registryError(err))
+		return nil, registryFail("pull chart", err, pullRef)
 	}
 	if digest != "" && res.Manifest.Digest != digest {
 		return nil, fail("pull chart", fmt.Errorf("%w: want %s, got %s", ErrDigestMismatch, digest, res.Manifest.Digest))
@@ -115,6 +141,9 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fail("load chart", err)
 	}
+	if err := checkChart(la.chart, ref.Chart, version); err != nil {
+		return nil, fail("load chart", err)
+	}
 	if version == "" {
 		version = la.chart.Metadata.Version
 	}
@@ -124,23 +153,24 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		Digest:     res.Manifest.Digest,
 		Source:     Redact(repoURL),
 		SourceKind: kind,
-		URL:        "oci://" + res.Ref,
+		URL:        Redact("oci://" + res.Ref),
 	}, ref, func(err error) error { return fail("read values files", err) })
 }
 
-// registryError maps an error of Helm's registry client to a sentinel.
+// registryError maps an error of Helm's registry client, already
+// redacted, to a sentinel; the cause stays in the chain.
 func registryError(err error) error {
 	var er *errcode.ErrorResponse
 	if errors.As(err, &er) {
-		return fmt.Errorf("%w: %v", statusError(er.StatusCode), err)
+		return fmt.Errorf("%w: %w", statusError(er.StatusCode), err)
 	}
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &oe) || errors.As(err, &ne) {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	if strings.Contains(err.Error(), "not found") {
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
-	return fmt.Errorf("%w: %v", ErrServer, err)
+	return fmt.Errorf("%w: %w", ErrServer, err)
 }
