@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/source"
 )
@@ -574,9 +575,13 @@ func validateURL(p *problems, path, raw string, schemes ...string) {
 		p.add(path, "", "is required")
 		return
 	}
+	// The URL may carry credentials (user:password@, a token in the
+	// query): the problem shows it redacted, and url.Parse's message,
+	// which quotes it, is not used.
+	shown := redact.URL(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		p.add(path, raw, "invalid URL: %v", err)
+		p.add(path, shown, "invalid URL: %s", urlProblem(err))
 		return
 	}
 	ok := false
@@ -585,10 +590,33 @@ func validateURL(p *problems, path, raw string, schemes ...string) {
 	}
 	switch {
 	case !ok:
-		p.add(path, raw, "scheme must be %s", strings.Join(schemes, " or "))
+		p.add(path, shown, "scheme must be %s", strings.Join(schemes, " or "))
 	case u.Host == "":
-		p.add(path, raw, "must name a host")
+		p.add(path, shown, "must name a host")
 	}
+}
+
+// urlProblem says what url.Parse found wrong without quoting the URL:
+// its message is "parse <quoted URL>: <problem>", and the problem itself
+// may quote part of it (an invalid escape, a bad port).
+func urlProblem(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(err, &esc):
+		return "invalid escape (%XX) sequence"
+	case errors.As(err, &host):
+		return "invalid character in host name"
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '"'); i >= 0 {
+		msg = strings.TrimSpace(strings.TrimSuffix(msg[:i], ":"))
+	}
+	return msg
 }
 
 func validateSecretRef(p *problems, path string, ref *source.LocalObjectReference) {

@@ -2,6 +2,7 @@ package release
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -268,4 +269,32 @@ func TestObjectsValidate(t *testing.T) {
 	require.Len(t, errs, 2)
 	assert.Equal(t, "backend", errs[0].Name)
 	assert.Equal(t, "frontend", errs[1].Name)
+}
+
+// A URL with credentials is never echoed: not its password, not a token in
+// its query, not when url.Parse refuses it (its message quotes the URL).
+func TestValidateURLHidesCredentials(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "s", Namespace: "apps"}
+	for _, raw := range []string{
+		"https://user:s3cr3t@host/%zz",
+		"https://user:s3cr3t@host:port/repo",
+		"ftp://user:s3cr3t@host/repo?token=T0KEN",
+		"https://user:s3cr3t@/repo?token=T0KEN&sig=S1G",
+		"https://user:s3cr3t@ho st/repo",
+	} {
+		t.Run(raw, func(t *testing.T) {
+			errs := []error{
+				ValidateHelmRepository(&source.HelmRepository{ObjectMeta: meta, Spec: source.HelmRepositorySpec{URL: raw}}),
+				ValidateOCIRepository(&source.OCIRepository{ObjectMeta: meta, Spec: source.OCIRepositorySpec{URL: raw}}),
+			}
+			for _, err := range errs {
+				require.Error(t, err)
+				msg := fmt.Sprintf("%v %+v", err, err)
+				assert.Contains(t, msg, "spec.url")
+				for _, secret := range []string{"s3cr3t", "T0KEN", "S1G"} {
+					assert.NotContains(t, msg, secret)
+				}
+			}
+		})
+	}
 }
