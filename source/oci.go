@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
@@ -18,8 +20,11 @@ import (
 // client, which carries the caller's credentials, TLS and plain-HTTP
 // settings. The reference is chosen as Flux does: a digest pins the
 // artifact; otherwise a concrete version is the tag, a range lists the
-// tags ("_" read as "+") and picks with SelectVersion; an OCIRepository
-// with neither semver nor tag takes "latest". The manifest digest is
+// tags ("_" read as "+"), keeps those spec.ref.semverFilter matches (a
+// regular expression over the tag as the registry holds it) and picks
+// with SelectVersion (with a filter, even a concrete version is looked up
+// among the filtered tags); an OCIRepository with neither semver nor tag
+// takes "latest". The manifest digest is
 // reported, so a re-pushed tag shows up as a new Digest. The pulled
 // chart's Chart.yaml must name the chart (when Ref.Chart names it, as an
 // OCI HelmRepository does) and, when the tag or constraint chose a
@@ -54,6 +59,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	var (
 		repoURL, kind string
 		digest, tag   string
+		filter        string
 		constraint    = ref.Version
 	)
 	switch {
@@ -62,7 +68,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		if rr := ref.OCIRepository.Spec.Reference; rr != nil {
 			digest, tag = rr.Digest, rr.Tag
 			if rr.SemVer != "" {
-				constraint = rr.SemVer
+				constraint, filter = rr.SemVer, rr.SemverFilter
 			}
 		}
 		if constraint == "" && tag == "" && digest == "" {
@@ -102,7 +108,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			version = tagToVersion(tag)
 		}
 	default:
-		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" {
+		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" && filter == "" {
 			version = constraint // a concrete version is the tag
 		} else {
 			if err := ctx.Err(); err != nil {
@@ -111,6 +117,16 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			tags, err := r.client.Tags(base)
 			if err != nil {
 				return nil, registryFail("list tags", err)
+			}
+			if filter != "" {
+				// Flux's semverFilter: a tag must match it as the
+				// registry holds it ("_" for "+"; Helm's client hands
+				// the tags back with "+") before the range is applied.
+				re, err := regexp.Compile(filter)
+				if err != nil {
+					return nil, fail("select version", fmt.Errorf("spec.ref.semverFilter %q: %w", filter, err))
+				}
+				tags = slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return !re.MatchString(versionToTag(t)) })
 			}
 			cands := tagCandidates(tags)
 			i, err := SelectVersion(constraint, cands)
