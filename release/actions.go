@@ -209,6 +209,7 @@ func (ru *run) rollback() error {
 	}
 	if err != nil {
 		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed%s: %v", prev.FullReleaseName(), prev.VersionedChartName(), why, err)
+		st.Failures++
 		ru.setCondition(ConditionRemediated, metav1.ConditionFalse, ReasonRollbackFailed, msg)
 		return ru.actionErr(ActionRollback, err)
 	}
@@ -224,6 +225,7 @@ func (ru *run) uninstallRemediation() error {
 	ru.observeLatest()
 	if err != nil {
 		msg := fmt.Sprintf("Helm uninstall of release %s failed: %v", name, err)
+		rel.Status.Failures++
 		ru.setCondition(ConditionRemediated, metav1.ConditionFalse, ReasonUninstallFailed, msg)
 		return ru.actionErr(ActionUninstall, err)
 	}
@@ -255,10 +257,25 @@ func (ru *run) unlock(last *helmrelease.Release) error {
 	was := last.Info.Status
 	last.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", was))
 	if err := ru.cfg.Releases.Update(last); err != nil {
+		ru.rel.Status.Failures++
+		ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonPendingRelease,
+			fmt.Sprintf("Unlock of Helm release %s from stale '%s' state failed: %v", fullName(last), was, err))
 		return ru.actionErr(ActionUnlock, fmt.Errorf("unlock %s: %w", fullName(last), err))
 	}
 	ru.res.Unlocked = true
-	ru.observeLatest()
+	ru.res.Helm = last
+	// As Flux does, the history only records the unlock of a revision it
+	// already observed; a pending release made by someone else stays out
+	// of it, so the next state is Unmanaged and the release is adopted.
+	for i, s := range ru.rel.Status.History {
+		if s.Name == last.Name && s.Namespace == last.Namespace && s.Version == last.Version {
+			snap := snapshotOf(last, s.OCIDigest)
+			if snap.TestHooks == nil {
+				snap.TestHooks = s.TestHooks
+			}
+			ru.rel.Status.History[i] = snap
+		}
+	}
 	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonPendingRelease,
 		fmt.Sprintf("Unlocked Helm release %s from stale '%s' state", fullName(last), was))
 	return nil

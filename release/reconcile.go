@@ -246,10 +246,15 @@ func (e *StageError) Error() string {
 // Unwrap returns the cause.
 func (e *StageError) Unwrap() error { return e.Err }
 
-// Annotations a caller (or a user with kubectl) sets on a Release to ask
-// for a reset of the failure counters or a forced upgrade; each request
-// is handled once per distinct value, as in Flux.
+// Annotations a caller (or a user with kubectl, as `flux reconcile hr
+// --reset` / `--force` do) sets on a Release to ask for a reset of the
+// failure counters or a forced upgrade. As in Flux, a reset or force
+// request is a token that counts only when it equals the value of
+// ReconcileRequestAnnotation, and each is handled once per distinct value.
 const (
+	// ReconcileRequestAnnotation asks for a reconcile; its value is the
+	// token that a reset or force request must repeat.
+	ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
 	// ResetRequestAnnotation clears failure counters and a Stalled state.
 	ResetRequestAnnotation = "reconcile.fluxcd.io/resetAt"
 	// ForceRequestAnnotation forces one upgrade even when in sync or out
@@ -339,6 +344,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster Cluster, rel *Releas
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
 	err := ru.reconcile()
+	if v, ok := rel.GetAnnotations()[ReconcileRequestAnnotation]; ok {
+		rel.Status.LastHandledReconcileAt = v
+	}
 	res.Status = rel.Status
 	return res, err
 }
@@ -491,16 +499,29 @@ func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, er
 // handleRequests handles the reset and force annotations.
 func (ru *run) handleRequests() {
 	st := &ru.rel.Status
-	ann := ru.rel.GetAnnotations()
-	if v, ok := ann[ResetRequestAnnotation]; ok && v != st.LastHandledResetAt {
-		st.LastHandledResetAt = v
+	if handleRequest(ru.rel, ResetRequestAnnotation, &st.LastHandledResetAt) {
 		st.ClearFailures()
 		st.RemoveCondition(ConditionStalled)
 	}
-	if v, ok := ann[ForceRequestAnnotation]; ok && v != st.LastHandledForceAt {
-		st.LastHandledForceAt = v
-		ru.force = true
+	ru.force = handleRequest(ru.rel, ForceRequestAnnotation, &st.LastHandledForceAt)
+}
+
+// handleRequest reports whether the request in annotation is to be
+// handled now, and records it as handled (Flux's HandleAnnotationRequest):
+// its value must equal the reconcile request token, which must not have
+// been handled yet, and differ from the last request handled. The value is
+// recorded even when it does not count, so that one value is looked at
+// once.
+func handleRequest(rel *Release, annotation string, lastHandled *string) bool {
+	ann := rel.GetAnnotations()
+	req, ok := ann[annotation]
+	if !ok {
+		return false
 	}
+	prev := *lastHandled
+	*lastHandled = req
+	token, ok := ann[ReconcileRequestAnnotation]
+	return ok && req == token && token != rel.Status.LastHandledReconcileAt && req != prev
 }
 
 // resetFailuresOnChange clears the failure counters when what failed is

@@ -102,7 +102,9 @@ func TestResetRequestClearsStall(t *testing.T) {
 	require.ErrorAs(t, err, &stalled)
 
 	h.notReady = nil
-	rel.Annotations = map[string]string{release.ResetRequestAnnotation: "2026-12-02T12:00:00Z"}
+	// As in Flux, the reset token counts only when it repeats the
+	// reconcile request's (what `flux reconcile hr --reset` writes).
+	rel.Annotations = map[string]string{release.ReconcileRequestAnnotation: "2026-12-02T12:00:00Z", release.ResetRequestAnnotation: "2026-12-02T12:00:00Z"}
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
@@ -248,7 +250,12 @@ func TestTestFilters(t *testing.T) {
 	assert.Empty(t, rel.Status.History.Latest().GetTestHooks())
 }
 
-func TestMissingRollbackTarget(t *testing.T) {
+// TestRollbackTargetGoneFromStorage: Flux v1.6.3 (atomic_release.go,
+// actionForState) attempts the upgrade again when the rollback target's
+// record has disappeared from Helm's storage (ErrReleaseDisappeared); it
+// stalls with MissingRollbackTarget only when the history has no target
+// at all. helmfleet stalled in both cases before.
+func TestRollbackTargetGoneFromStorage(t *testing.T) {
 	ctx := context.Background()
 	rec := fixture.Reconciler(t, nil)
 	rel := fixture.Release()
@@ -271,17 +278,50 @@ func TestMissingRollbackTarget(t *testing.T) {
 	rel.Spec.Values = map[string]any{"replicaCount": 5}
 	rel.Generation = 2
 	res, err := rec.Reconcile(ctx, c, rel)
+	var ae *release.ActionError
+	require.ErrorAs(t, err, &ae)
+	assert.Contains(t, err.Error(), "crash loop")
+	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions, "no rollback: its target is gone; the upgrade already ran this reconcile")
+	assert.Equal(t, release.NextRequeue, res.Next)
+	assert.Empty(t, cond(rel, release.ConditionStalled))
+	assert.Equal(t, []string{"6.5.0 failed"}, history(t, c))
+
+	// The next reconcile attempts the upgrade again instead of stalling.
+	res, err = rec.Reconcile(ctx, c, rel)
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
+	assert.Empty(t, cond(rel, release.ConditionStalled))
+	assert.Equal(t, []string{"6.5.0 failed", "6.5.0 failed"}, history(t, c))
+	assert.Equal(t, int64(2), rel.Status.UpgradeFailures)
+}
+
+// TestMissingRollbackTarget: no snapshot in the history can be rolled back
+// to (the install failed too), so remediation stalls, loudly.
+func TestMissingRollbackTarget(t *testing.T) {
+	ctx := context.Background()
+	h := &health{notReady: map[string]string{"Deployment": "crash loop"}}
+	c := newHealthyCluster(h)
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
+	rel.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
+	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 2}}
+	_, err := rec.Reconcile(ctx, c, rel)
 	var stalled *release.StalledError
 	require.ErrorAs(t, err, &stalled)
+	assert.Equal(t, release.ReasonRetriesExceeded, stalled.Reason, "the install has no retries")
+
+	rel.Spec.Values = map[string]any{"replicaCount": 5}
+	rel.Generation = 2
+	res, err := rec.Reconcile(ctx, c, rel)
+	require.ErrorAs(t, err, &stalled)
 	assert.Equal(t, release.ReasonMissingRollbackTarget, stalled.Reason)
-	assert.Contains(t, err.Error(), "apps/podinfo.v1 is gone from helm storage")
 	assert.Contains(t, err.Error(), "crash loop", "the failure that needed the rollback is part of the message")
 	var notReady *release.NotReadyError
 	assert.ErrorAs(t, err, &notReady, "the stall unwraps to the failure behind it")
 	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
 	assert.Equal(t, release.NextStalled, res.Next)
 	assert.Equal(t, "True/MissingRollbackTarget", cond(rel, release.ConditionStalled))
-	assert.Equal(t, []string{"6.5.0 failed"}, history(t, c))
+	assert.Equal(t, []string{"6.5.0 failed", "6.5.0 failed"}, history(t, c))
 }
 
 func TestRetryOnFailure(t *testing.T) {
@@ -504,8 +544,11 @@ func TestPostRenderersAndCommonMetadata(t *testing.T) {
 	assert.Equal(t, "helmfleet", cm.GetLabels()["platform"], "common metadata goes on every object")
 	assert.NotEmpty(t, rel.Status.ObservedPostRenderersDigest)
 
-	// Changing only the common metadata is OutOfSync: upgrade.
+	// Changing only the common metadata is OutOfSync: upgrade. Like
+	// Flux, helmfleet compares post-renderers and common metadata for a
+	// new generation only (a spec change always is one).
 	rel.Spec.CommonMetadata.Labels["platform"] = "helmfleet-v2"
+	rel.Generation++
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
@@ -513,6 +556,7 @@ func TestPostRenderersAndCommonMetadata(t *testing.T) {
 	// A patch kustomize cannot apply fails the upgrade with an error
 	// naming the post-renderer and the patch; the running release stays.
 	rel.Spec.PostRenderers[0].Kustomize.Patches[0].Patch = "- op: frobnicate\n  path: /x\n"
+	rel.Generation++
 	_, err = rec.Reconcile(ctx, c, rel)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "postRenderers[0].kustomize.patches[0] (target kind=Deployment)")

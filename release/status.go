@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"sort"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,11 +221,21 @@ const (
 // Snapshots is a release history, newest first.
 type Snapshots []*Snapshot
 
+// defaultMaxHistory is how many snapshots Truncate keeps when none of
+// the older ones is a rollback target, as Flux does.
+const defaultMaxHistory = 5
+
+// SortByVersion sorts the snapshots newest (highest Helm revision) first.
+func (in Snapshots) SortByVersion() {
+	sort.SliceStable(in, func(i, j int) bool { return in[i].Version > in[j].Version })
+}
+
 // Latest returns the newest snapshot, or nil.
 func (in Snapshots) Latest() *Snapshot {
 	if len(in) == 0 {
 		return nil
 	}
+	in.SortByVersion()
 	return in[0]
 }
 
@@ -232,6 +243,7 @@ func (in Snapshots) Latest() *Snapshot {
 // deployed or superseded and, unless ignoreTests, has no failed test: the
 // rollback target. It returns nil when there is none.
 func (in Snapshots) Previous(ignoreTests bool) *Snapshot {
+	in.SortByVersion()
 	for _, s := range in[min(1, len(in)):] {
 		if s.healthyTarget(ignoreTests) {
 			return s
@@ -241,14 +253,29 @@ func (in Snapshots) Previous(ignoreTests bool) *Snapshot {
 }
 
 // Truncate drops every snapshot older than the rollback target (see
-// Previous), keeping the history up to the last successful release.
+// Previous), keeping the history up to the last successful release. When
+// no older snapshot is a rollback target (every one failed), it keeps the
+// newest 5, as Flux does, so a release that keeps failing does not grow
+// its status without bound.
 func (in *Snapshots) Truncate(ignoreTests bool) {
 	h := *in
+	h.SortByVersion()
 	for i := 1; i < len(h); i++ {
 		if h[i].healthyTarget(ignoreTests) {
 			*in = h[:i+1]
 			return
 		}
+	}
+	in.TruncateIgnoringPreviousSnapshots()
+}
+
+// TruncateIgnoringPreviousSnapshots keeps the newest 5 snapshots whatever
+// their status: the history of a release with the RetryOnFailure
+// strategy, which never rolls back and so needs no rollback target.
+func (in *Snapshots) TruncateIgnoringPreviousSnapshots() {
+	in.SortByVersion()
+	if len(*in) > defaultMaxHistory {
+		*in = (*in)[:defaultMaxHistory]
 	}
 }
 
@@ -304,8 +331,26 @@ func (in *Snapshot) VersionedChartName() string {
 	return in.ChartName + "@" + in.ChartVersion
 }
 
-// HasBeenTested reports whether tests ran for this revision.
-func (in *Snapshot) HasBeenTested() bool { return in.TestHooks != nil }
+// HasBeenTested reports whether the tests of this revision ran to a
+// result, as Flux decides it: an empty map counts (no test selected), a
+// failed hook counts (the run failed), and otherwise every hook must have
+// succeeded. A run with a hook still running, not started or in an
+// unknown phase has not been tested yet.
+func (in *Snapshot) HasBeenTested() bool {
+	if in == nil || in.TestHooks == nil {
+		return false
+	}
+	hooks := *in.TestHooks
+	if len(hooks) == 0 || in.HasTestInPhase(HookPhaseFailed) {
+		return true
+	}
+	for _, h := range hooks {
+		if h == nil || h.Phase != HookPhaseSucceeded {
+			return false
+		}
+	}
+	return true
+}
 
 // GetTestHooks returns the test hooks, or nil.
 func (in *Snapshot) GetTestHooks() map[string]*TestHookStatus {

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -98,6 +100,11 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *Release) string {
 		return fmt.Sprintf("chart version changed from %s to %s", last.Chart.Metadata.Version, md.Version)
 	case ValuesDigestOf(last) != d.values.Digest:
 		return "values changed"
+	case rel.Status.ObservedGeneration == rel.Generation:
+		// As Flux does, post-renderers and common metadata are compared
+		// for a new generation only: they change with the spec, and the
+		// observed digests are written after each successful action.
+		return ""
 	case rel.Status.ObservedPostRenderersDigest != postRenderersDigest(rel):
 		return "post-renderers changed"
 	case rel.Status.ObservedCommonMetadataDigest != commonMetadataDigest(rel):
@@ -113,11 +120,16 @@ func (ru *run) decide(obs *observation) (Action, error) {
 	st := &rel.Status
 	switch obs.state {
 	case StateInSync:
-		st.History.Truncate(ru.ignoreTestFailures())
+		if ru.activeRetry() != nil {
+			st.History.TruncateIgnoringPreviousSnapshots()
+		} else {
+			st.History.Truncate(ru.ignoreTestFailures())
+		}
 		if ru.force {
 			ru.force = false
 			return ActionUpgrade, nil
 		}
+		ru.markReleasedInSync()
 		return ActionNone, nil
 	case StateLocked:
 		return ActionUnlock, nil
@@ -137,9 +149,7 @@ func (ru *run) decide(obs *observation) (Action, error) {
 		ru.force = false
 		return ActionUpgrade, nil
 	case StateUntested:
-		if c := st.GetCondition(ConditionRemediated); c != nil && c.Status == metav1.ConditionTrue {
-			st.RemoveCondition(ConditionRemediated)
-		}
+		ru.replaceRemediated()
 		return ActionTest, nil
 	case StateDrifted:
 		if rel.GetDriftDetection().GetMode() == DriftDetectionEnabled {
@@ -156,17 +166,19 @@ func (ru *run) decide(obs *observation) (Action, error) {
 func (ru *run) decideFailed() (Action, error) {
 	rel := ru.rel
 	st := &rel.Status
+	if ru.activeRetry() != nil {
+		// RetryOnFailure upgrades again, like a forced upgrade with no
+		// retry limit (Flux); it keeps the newest snapshots only, as it
+		// never rolls back.
+		st.History.TruncateIgnoringPreviousSnapshots()
+		ru.force = false
+		return ActionUpgrade, nil
+	}
 	rem := rel.GetActiveRemediation()
 	if rem == nil || rem.GetFailureCount(st) <= 0 || ru.force {
 		// No failure counted against what is asked for now: the
 		// conditions changed since, so try again.
 		ru.force = false
-		return ActionUpgrade, nil
-	}
-	if ru.strategy().Name == ActionStrategyRetryOnFailure {
-		if rem.RetriesExhausted(st) {
-			return ActionNone, ru.stalled(ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", st.LastAttemptedReleaseAction, rem.GetFailureCount(st)))
-		}
 		return ActionUpgrade, nil
 	}
 	if rem.RetriesExhausted(st) && !rem.MustRemediateLastFailure() {
@@ -188,12 +200,19 @@ func (ru *run) decideFailed() (Action, error) {
 			return ActionNone, ru.stalled(ReasonMissingRollbackTarget, "no previous successful release to roll back to")
 		}
 		h, err := ru.cfg.Releases.Get(prev.Name, prev.Version)
-		if err != nil || h == nil {
-			return ActionNone, ru.stalled(ReasonMissingRollbackTarget, fmt.Sprintf("rollback target %s is gone from helm storage", prev.FullReleaseName()))
-		}
-		if releaseDigest(h) != prev.Digest {
+		switch {
+		case errors.Is(err, driver.ErrReleaseNotFound) || (err == nil && h == nil):
+			// The target's record disappeared from storage: as Flux
+			// does, attempt the upgrade again rather than stall.
+			ru.safeRollback = nil
+			return ActionUpgrade, nil
+		case err != nil:
+			// Possibly transient: report it and try again later.
+			return ActionNone, fmt.Errorf("release %s: verify rollback target %s: %w", rel.ref(), prev.FullReleaseName(), err)
+		case releaseDigest(h) != prev.Digest:
 			// The target changed under us: the safest remediation is to
 			// attempt the upgrade again, as Flux does.
+			ru.safeRollback = nil
 			return ActionUpgrade, nil
 		}
 		return ActionRollback, nil
@@ -209,6 +228,69 @@ func (ru *run) ignoreTestFailures() bool {
 		ignore = rem.MustIgnoreTestFailures(ignore)
 	}
 	return ignore
+}
+
+// activeRetry is the RetryOnFailure strategy of the last attempted
+// install or upgrade, nil when that action remediates on failure (or
+// nothing was attempted yet): Flux's GetActiveRetry.
+func (ru *run) activeRetry() *ActionStrategy {
+	if ru.rel.Status.LastAttemptedReleaseAction == "" {
+		return nil
+	}
+	if s := ru.strategy(); s.Name == ActionStrategyRetryOnFailure {
+		return &s
+	}
+	return nil
+}
+
+// retryAfter is the interval of a RetryOnFailure strategy.
+func retryAfter(s *ActionStrategy) time.Duration {
+	if s.RetryInterval != nil && s.RetryInterval.Duration > 0 {
+		return s.RetryInterval.Duration
+	}
+	return defaultRetryInterval
+}
+
+// markReleasedInSync sets Released (and Ready, in finish) to reflect a
+// release found in sync, as Flux does: a Released condition left False by
+// an install or upgrade that failed before (then fixed by a retry or by
+// hand) turns True, and a Remediated condition gives way to Released
+// when the remediated revision is what is asked for now.
+func (ru *run) markReleasedInSync() {
+	ru.replaceRemediated()
+	st := &ru.rel.Status
+	c := st.GetCondition(ConditionReleased)
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return
+	}
+	cur := st.History.Latest()
+	if cur == nil {
+		return
+	}
+	switch c.Reason {
+	case ReasonInstallFailed:
+		ru.setCondition(ConditionReleased, metav1.ConditionTrue, ReasonInstallSucceeded,
+			fmt.Sprintf("Helm install succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	case ReasonUpgradeFailed:
+		ru.setCondition(ConditionReleased, metav1.ConditionTrue, ReasonUpgradeSucceeded,
+			fmt.Sprintf("Helm upgrade succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	}
+}
+
+// replaceRemediated turns a True Remediated condition into Released
+// True/UpgradeSucceeded: the remediated revision matches the desired
+// state, so it stands as the release (Flux's replaceCondition).
+func (ru *run) replaceRemediated() {
+	st := &ru.rel.Status
+	c := st.GetCondition(ConditionRemediated)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return
+	}
+	st.RemoveCondition(ConditionRemediated)
+	if cur := st.History.Latest(); cur != nil {
+		ru.setCondition(ConditionReleased, metav1.ConditionTrue, ReasonUpgradeSucceeded,
+			fmt.Sprintf("Helm upgrade succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	}
 }
 
 // strategy is the install or upgrade strategy of the last attempt.
@@ -248,16 +330,11 @@ func (ru *run) act(a Action, obs *observation) error {
 // ends the reconcile: RetryOnFailure waits for its interval; otherwise the
 // loop goes on to remediation.
 func (ru *run) afterFailure(a Action, err error) (bool, error) {
-	if (a == ActionInstall || a == ActionUpgrade) && ru.strategy().Name == ActionStrategyRetryOnFailure {
-		interval := ru.strategy().RetryInterval
-		ru.res.Next, ru.res.RequeueAfter = NextRequeue, defaultRetryInterval
-		if interval != nil {
-			ru.res.RequeueAfter = interval.Duration
-		}
-		ru.progressing()
-		if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(&ru.rel.Status) {
-			return true, ru.stall(ru.stalled(ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s): %v", a, rem.GetFailureCount(&ru.rel.Status), err)))
-		}
+	if retry := ru.activeRetry(); retry != nil && (a == ActionInstall || a == ActionUpgrade) {
+		// RetryOnFailure has no retry limit: Flux upgrades again after
+		// the interval however often it failed.
+		ru.res.Next, ru.res.RequeueAfter = NextRequeue, retryAfter(retry)
+		ru.setCondition(ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", ru.res.RequeueAfter))
 		return true, err
 	}
 	if a == ActionUnlock || a == ActionCorrectDrift {
@@ -274,6 +351,11 @@ func (ru *run) afterRemediation(err error) error {
 		ru.res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, ru.conditionReason(ConditionRemediated), err.Error())
 		return err
+	}
+	// After an uninstall remediation of an upgrade, Flux always comes
+	// back to install again, even out of retries.
+	if ru.res.Action == ActionUninstall && ru.rel.Status.LastAttemptedReleaseAction == ReleaseActionUpgrade {
+		return ru.requeue()
 	}
 	if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(&ru.rel.Status) {
 		return ru.stall(ru.stalled(ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", ru.rel.Status.LastAttemptedReleaseAction, rem.GetFailureCount(&ru.rel.Status))))
