@@ -477,7 +477,7 @@ func TestDistributorUnreachableMember(t *testing.T) {
 
 	// Once m2 is back, the next reconciles bring it in line.
 	f.Members["m2"].SetUnreachable(nil)
-	rel.Annotations = map[string]string{release.ResetRequestAnnotation: "1"}
+	rel.Annotations = map[string]string{release.ReconcileRequestAnnotation: "1", release.ResetRequestAnnotation: "1"}
 	for i := 0; i < 3; i++ {
 		if _, err = rec.Reconcile(ctx, f.Dist, rel); err == nil {
 			break
