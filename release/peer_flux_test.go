@@ -1,0 +1,357 @@
+package release_test
+
+// Flux helm-controller's own test data, ported as a peer suite (issue 16).
+// The cases live in testdata/peer/flux/*.yaml, each file naming the
+// repository, file, test and commit it comes from (fluxcd/helm-controller
+// v1.6.3, commit 372c34e2b4a455d24ef6cbb8321c82c4533dbbd8). Flux's inputs
+// and expected outputs are the oracle; the code that runs them is ours and
+// drives the public API: pure snapshot functions, ShortenName, and
+// Reconciler.Plan / Reconcile on an in-memory cluster with real Helm.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// peerSource names where a group of cases comes from.
+type peerSource struct {
+	Repo   string `json:"repo"`
+	File   string `json:"file"`
+	Test   string `json:"test"`
+	Commit string `json:"commit"`
+}
+
+// peerSkip is a case of the peer's suite that is not ported, and why.
+type peerSkip struct {
+	Name   string `json:"name"`
+	Test   string `json:"test"`
+	Reason string `json:"reason"`
+}
+
+func loadPeer(t *testing.T, name string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "peer", "flux", name))
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(b, into), name)
+}
+
+func logSkips(t *testing.T, skips []peerSkip) {
+	for _, s := range skips {
+		t.Logf("skipped %s %s: %s", s.Test, s.Name, s.Reason)
+	}
+}
+
+type snapshotCase struct {
+	Name        string            `json:"name"`
+	In          release.Snapshots `json:"in"`
+	IgnoreTests bool              `json:"ignoreTests"`
+	Want        release.Snapshots `json:"want"`
+}
+
+type snapshotGroup struct {
+	Test  string         `json:"test"`
+	Cases []snapshotCase `json:"cases"`
+}
+
+func TestPeerFluxSnapshots(t *testing.T) {
+	var data struct {
+		Source        peerSource    `json:"source"`
+		Sort          snapshotGroup `json:"sort"`
+		Latest        snapshotGroup `json:"latest"`
+		Previous      snapshotGroup `json:"previous"`
+		Truncate      snapshotGroup `json:"truncate"`
+		HasBeenTested struct {
+			Test  string `json:"test"`
+			Cases []struct {
+				Name string           `json:"name"`
+				In   release.Snapshot `json:"in"`
+				Want bool             `json:"want"`
+			} `json:"cases"`
+		} `json:"hasBeenTested"`
+		Skipped []peerSkip `json:"skipped"`
+	}
+	loadPeer(t, "snapshots.yaml", &data)
+	logSkips(t, data.Skipped)
+	run := func(g snapshotGroup, f func(c snapshotCase) release.Snapshots) {
+		for _, c := range g.Cases {
+			t.Run(g.Test+"/"+c.Name, func(t *testing.T) {
+				got := f(c)
+				if len(c.Want) == 0 {
+					assert.Empty(t, got)
+					return
+				}
+				assert.Equal(t, c.Want, got)
+			})
+		}
+	}
+	run(data.Sort, func(c snapshotCase) release.Snapshots { c.In.SortByVersion(); return c.In })
+	run(data.Latest, func(c snapshotCase) release.Snapshots { return single(c.In.Latest()) })
+	run(data.Previous, func(c snapshotCase) release.Snapshots { return single(c.In.Previous(c.IgnoreTests)) })
+	run(data.Truncate, func(c snapshotCase) release.Snapshots { c.In.Truncate(c.IgnoreTests); return c.In })
+	for _, c := range data.HasBeenTested.Cases {
+		t.Run(data.HasBeenTested.Test+"/"+c.Name, func(t *testing.T) {
+			assert.Equal(t, c.Want, c.In.HasBeenTested())
+		})
+	}
+}
+
+func single(s *release.Snapshot) release.Snapshots {
+	if s == nil {
+		return nil
+	}
+	return release.Snapshots{s}
+}
+
+func TestPeerFluxReleaseName(t *testing.T) {
+	var data struct {
+		Source peerSource `json:"source"`
+		Cases  []struct {
+			Name string `json:"name"`
+			Want string `json:"want"`
+		} `json:"cases"`
+	}
+	loadPeer(t, "names.yaml", &data)
+	for _, c := range data.Cases {
+		got := release.ShortenName(c.Name)
+		assert.Equal(t, c.Want, got, c.Name)
+		assert.LessOrEqual(t, len(got), release.MaxReleaseNameLength)
+
+		// The same name reached through the Release's defaults.
+		rel := fixture.Release()
+		rel.Spec.ReleaseName = c.Name
+		if c.Name != "" {
+			assert.Equal(t, c.Want, rel.GetReleaseName())
+		}
+	}
+}
+
+// scenario is one case of state.yaml, actions.yaml or requests.yaml.
+type scenario struct {
+	Name     string            `json:"name"`
+	Mode     string            `json:"mode"`
+	Steps    []json.RawMessage `json:"steps"`
+	Metadata json.RawMessage   `json:"metadata"`
+	Spec     json.RawMessage   `json:"spec"`
+	Status   json.RawMessage   `json:"status"`
+	Want     struct {
+		State      string            `json:"state"`
+		Action     string            `json:"action"`
+		Stalled    string            `json:"stalled"`
+		Error      string            `json:"error"`
+		Conditions map[string]string `json:"conditions"`
+		Status     map[string]any    `json:"status"`
+	} `json:"want"`
+	// Difference, when set, says how Flux's expected output differs from
+	// helmfleet's (Want): a documented difference.
+	Difference string `json:"difference"`
+}
+
+type scenarioFile struct {
+	Source  peerSource `json:"source"`
+	Cases   []scenario `json:"cases"`
+	Skipped []peerSkip `json:"skipped"`
+}
+
+func TestPeerFluxReleaseState(t *testing.T)   { runScenarios(t, "state.yaml") }
+func TestPeerFluxActionForState(t *testing.T) { runScenarios(t, "actions.yaml") }
+func TestPeerFluxRequests(t *testing.T)       { runScenarios(t, "requests.yaml") }
+
+func runScenarios(t *testing.T, file string) {
+	var data scenarioFile
+	loadPeer(t, file, &data)
+	require.NotEmpty(t, data.Source.Commit)
+	logSkips(t, data.Skipped)
+	for _, sc := range data.Cases {
+		t.Run(sc.Name, func(t *testing.T) {
+			if sc.Difference != "" {
+				t.Logf("documented difference: %s", sc.Difference)
+			}
+			runScenario(t, sc)
+		})
+	}
+}
+
+func runScenario(t *testing.T, sc scenario) {
+	ctx := context.Background()
+	c := memory.New("member1")
+	rec := fixture.Reconciler(t, nil)
+	rel := fixture.Release()
+	for _, raw := range sc.Steps {
+		applyStep(t, ctx, c, rec, rel, raw)
+	}
+	mergeInto(t, &rel.ObjectMeta, sc.Metadata)
+	mergeInto(t, &rel.Spec, sc.Spec)
+	mergeInto(t, &rel.Status, sc.Status)
+
+	var (
+		state   release.State
+		action  = release.ActionNone
+		err     error
+		decided *release.Release
+	)
+	if sc.Mode == "reconcile" {
+		var res *release.Result
+		res, err = rec.Reconcile(ctx, c, rel)
+		state, decided = res.State, rel
+		if len(res.Actions) > 0 {
+			action = res.Actions[0]
+		}
+	} else {
+		p := rec.Plan(ctx, c, rel)
+		state, action, err, decided = p.State, p.Action, p.Err, p.Release
+	}
+
+	assert.Equal(t, sc.Want.State, string(state), "state")
+	if sc.Want.Action != "" {
+		assert.Equal(t, sc.Want.Action, string(action), "action")
+	}
+	var stalled *release.StalledError
+	switch {
+	case sc.Want.Stalled != "":
+		require.ErrorAs(t, err, &stalled)
+		assert.Equal(t, sc.Want.Stalled, stalled.Reason)
+	case sc.Want.Error != "":
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), sc.Want.Error)
+	default:
+		assert.NoError(t, err)
+	}
+	for typ, want := range sc.Want.Conditions {
+		assert.Equal(t, want, cond(decided, typ), "condition %s", typ)
+	}
+	if len(sc.Want.Status) > 0 {
+		b, err := json.Marshal(decided.Status)
+		require.NoError(t, err)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal(b, &got))
+		for k, want := range sc.Want.Status {
+			g, ok := got[k]
+			if !ok {
+				// omitempty: an absent field is its zero value.
+				switch want.(type) {
+				case float64:
+					g = float64(0)
+				case string:
+					g = ""
+				}
+			}
+			assert.Equal(t, want, g, "status.%s", k)
+		}
+	}
+}
+
+// mergeInto applies a JSON merge patch to v.
+func mergeInto(t *testing.T, v any, patch json.RawMessage) {
+	t.Helper()
+	if len(patch) == 0 || string(patch) == "null" {
+		return
+	}
+	doc, err := json.Marshal(v)
+	require.NoError(t, err)
+	merged, err := jsonpatch.MergePatch(doc, patch)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(merged, v))
+}
+
+// applyStep brings the cluster, its Helm storage or the status one step
+// closer to the situation a Flux test builds by hand.
+func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *release.Reconciler, rel *release.Release, raw json.RawMessage) {
+	t.Helper()
+	var name string
+	var arg json.RawMessage
+	if err := json.Unmarshal(raw, &name); err != nil {
+		var m map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &m))
+		require.Len(t, m, 1, "a step has one key")
+		for k, v := range m {
+			name, arg = k, v
+		}
+	}
+	store := c.Storage("apps")
+	latestRecord := func() *helmrelease.Release {
+		last, err := store.Last("podinfo")
+		require.NoError(t, err)
+		return last
+	}
+	switch name {
+	case "install":
+		_, err := rec.Reconcile(ctx, c, rel)
+		require.NoError(t, err)
+	case "upgrade":
+		rel.Spec.Values = map[string]any{"replicaCount": 3}
+		rel.Generation++
+		res, err := rec.Reconcile(ctx, c, rel)
+		require.NoError(t, err)
+		require.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
+	case "forgetHistory":
+		rel.Status.History = nil
+	case "purgeStorage":
+		hist, err := store.History("podinfo")
+		require.NoError(t, err)
+		for _, h := range hist {
+			_, err := store.Delete(h.Name, h.Version)
+			require.NoError(t, err)
+		}
+	case "snapshotDigest":
+		var a struct {
+			Index int    `json:"index"`
+			Value string `json:"value"`
+		}
+		require.NoError(t, json.Unmarshal(arg, &a))
+		rel.Status.History.SortByVersion()
+		rel.Status.History[a.Index].Digest = a.Value
+	case "recordStatus":
+		var s string
+		require.NoError(t, json.Unmarshal(arg, &s))
+		last := latestRecord()
+		last.Info.Status = helmrelease.Status(s)
+		require.NoError(t, store.Update(last))
+		for _, snap := range rel.Status.History {
+			if snap.Version == last.Version {
+				snap.Status = s
+			}
+		}
+	case "testHooks":
+		var hooks map[string]*release.TestHookStatus
+		require.NoError(t, json.Unmarshal(arg, &hooks))
+		rel.Status.History.Latest().SetTestHooks(hooks)
+	case "recordTestHook":
+		var a struct {
+			Name  string `json:"name"`
+			Phase string `json:"phase"`
+		}
+		require.NoError(t, json.Unmarshal(arg, &a))
+		last := latestRecord()
+		now := helmtime.Time{Time: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+		last.Hooks = append(last.Hooks, &helmrelease.Hook{
+			Name: a.Name, Kind: "Pod", Events: []helmrelease.HookEvent{helmrelease.HookTest},
+			LastRun: helmrelease.HookExecution{StartedAt: now, CompletedAt: now, Phase: helmrelease.HookPhase(a.Phase)},
+		})
+		require.NoError(t, store.Update(last))
+	case "drift":
+		dep, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: fixture.DeployGVK, Namespace: "apps", Name: "podinfo"})
+		require.NoError(t, err)
+		delete(dep.Object, "status")
+		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
+		_, err = c.Update(ctx, dep, "kubectl-edit")
+		require.NoError(t, err)
+	default:
+		require.FailNow(t, "unknown step", "%s", name)
+	}
+}
