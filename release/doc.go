@@ -47,6 +47,16 @@
 // (ReconcilerConfig.UninstallHealthyRelease). Plan computes what Reconcile
 // would do, with the rendered objects and a diff, without writing anything.
 //
+// # Fidelity to Flux
+//
+// The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),
+// checked by that project's own test data ported into
+// testdata/peer/flux (peer_flux_test.go). Documented differences: the safe
+// remediation above; Ready says ReconciliationSucceeded (not the Released
+// reason) after a reconcile that ran no action; a Snapshot records no
+// action; and the Reconcile error is non-nil whenever the release does not
+// end ready, where Flux returns nil after a remediation that wrote storage.
+//
 // # The layers above
 //
 // This package is one release on one cluster. Two packages build on it
