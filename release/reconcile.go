@@ -395,7 +395,13 @@ func (ru *run) reconcile() error {
 			return ru.finish(obs)
 		}
 		if ru.done[typeOf(next)] {
-			// Flux's rule: an action type runs once per reconcile.
+			// Flux's rule: an action type runs once per reconcile. With
+			// RetryOnFailure the next attempt waits for its interval.
+			if retry := ru.activeRetry(); retry != nil && typeOf(next) == typeRelease {
+				ru.res.Next, ru.res.RequeueAfter = NextRequeue, retryAfter(retry)
+				ru.setCondition(ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", ru.res.RequeueAfter))
+				return ru.lastErr
+			}
 			return ru.requeue()
 		}
 		err = ru.act(next, obs)
