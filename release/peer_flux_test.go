@@ -11,6 +11,7 @@ package release_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -156,7 +157,16 @@ type scenario struct {
 		Error      string            `json:"error"`
 		Conditions map[string]string `json:"conditions"`
 		Status     map[string]any    `json:"status"`
+		// Actions, Next, RequeueAfter and History (the status history,
+		// newest first, as "vN status", "+tests" when test results are
+		// recorded) are checked in mode reconcile.
+		Actions      []string `json:"actions"`
+		Next         string   `json:"next"`
+		RequeueAfter string   `json:"requeueAfter"`
+		History      []string `json:"history"`
 	} `json:"want"`
+	// UninstallHealthyRelease opts in to Flux's uninstall remediation.
+	UninstallHealthyRelease bool `json:"uninstallHealthyRelease"`
 	// Difference, when set, says how Flux's expected output differs from
 	// helmfleet's (Want): a documented difference.
 	Difference string `json:"difference"`
@@ -171,6 +181,7 @@ type scenarioFile struct {
 func TestPeerFluxReleaseState(t *testing.T)   { runScenarios(t, "state.yaml") }
 func TestPeerFluxActionForState(t *testing.T) { runScenarios(t, "actions.yaml") }
 func TestPeerFluxRequests(t *testing.T)       { runScenarios(t, "requests.yaml") }
+func TestPeerFluxAtomicScenarios(t *testing.T) { runScenarios(t, "scenarios.yaml") }
 
 func runScenarios(t *testing.T, file string) {
 	var data scenarioFile
@@ -189,11 +200,19 @@ func runScenarios(t *testing.T, file string) {
 
 func runScenario(t *testing.T, sc scenario) {
 	ctx := context.Background()
-	c := memory.New("member1")
+	h := &scriptedHealth{}
+	c := memory.New("member1", memory.WithHealth(h.fn))
 	rec := fixture.Reconciler(t, nil)
+	if sc.UninstallHealthyRelease {
+		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+		var err error
+		rec, err = release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), Now: func() time.Time { return now },
+			PollInterval: 2 * time.Millisecond, UninstallHealthyRelease: true})
+		require.NoError(t, err)
+	}
 	rel := fixture.Release()
 	for _, raw := range sc.Steps {
-		applyStep(t, ctx, c, rec, rel, raw)
+		applyStep(t, ctx, c, h, rec, rel, raw)
 	}
 	mergeInto(t, &rel.ObjectMeta, sc.Metadata)
 	mergeInto(t, &rel.Spec, sc.Spec)
@@ -212,12 +231,40 @@ func runScenario(t *testing.T, sc scenario) {
 		if len(res.Actions) > 0 {
 			action = res.Actions[0]
 		}
+		if sc.Want.Actions != nil {
+			var got []string
+			for _, a := range res.Actions {
+				got = append(got, string(a))
+			}
+			assert.Equal(t, sc.Want.Actions, append([]string{}, got...), "actions")
+		}
+		if sc.Want.Next != "" {
+			assert.Equal(t, sc.Want.Next, string(res.Next), "next")
+		}
+		if sc.Want.RequeueAfter != "" {
+			d, perr := time.ParseDuration(sc.Want.RequeueAfter)
+			require.NoError(t, perr)
+			assert.Equal(t, d, res.RequeueAfter, "requeueAfter")
+		}
+		if sc.Want.History != nil {
+			var got []string
+			for _, s := range rel.Status.History {
+				e := fmt.Sprintf("v%d %s", s.Version, s.Status)
+				if s.TestHooks != nil {
+					e += " +tests"
+				}
+				got = append(got, e)
+			}
+			assert.Equal(t, sc.Want.History, got, "history")
+		}
 	} else {
 		p := rec.Plan(ctx, c, rel)
 		state, action, err, decided = p.State, p.Action, p.Err, p.Release
 	}
 
-	assert.Equal(t, sc.Want.State, string(state), "state")
+	if sc.Want.State != "" {
+		assert.Equal(t, sc.Want.State, string(state), "state")
+	}
 	if sc.Want.Action != "" {
 		assert.Equal(t, sc.Want.Action, string(action), "action")
 	}
@@ -271,7 +318,7 @@ func mergeInto(t *testing.T, v any, patch json.RawMessage) {
 
 // applyStep brings the cluster, its Helm storage or the status one step
 // closer to the situation a Flux test builds by hand.
-func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *release.Reconciler, rel *release.Release, raw json.RawMessage) {
+func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, h *scriptedHealth, rec *release.Reconciler, rel *release.Release, raw json.RawMessage) {
 	t.Helper()
 	var name string
 	var arg json.RawMessage
@@ -294,7 +341,8 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *releas
 		_, err := rec.Reconcile(ctx, c, rel)
 		require.NoError(t, err)
 	case "upgrade":
-		rel.Spec.Values = map[string]any{"replicaCount": 3}
+		n, _ := rel.Spec.Values["replicaCount"].(int)
+		rel.Spec.Values = map[string]any{"replicaCount": max(n, 2) + 1}
 		rel.Generation++
 		res, err := rec.Reconcile(ctx, c, rel)
 		require.NoError(t, err)
@@ -351,7 +399,29 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *releas
 		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
 		_, err = c.Update(ctx, dep, "kubectl-edit")
 		require.NoError(t, err)
+	case "broken":
+		// Flux's ChartWithFailingHook / ChartWithFailingTestHook: objects
+		// of kind of one chart version fail.
+		var a struct {
+			Version string `json:"version"`
+			Kind    string `json:"kind"`
+		}
+		require.NoError(t, json.Unmarshal(arg, &a))
+		h.version, h.kind = a.Version, a.Kind
 	default:
 		require.FailNow(t, "unknown step", "%s", name)
 	}
+}
+
+// scriptedHealth fails the objects of one kind rendered from one chart
+// version; everything else is ready.
+type scriptedHealth struct {
+	version, kind string
+}
+
+func (h *scriptedHealth) fn(u *unstructured.Unstructured) memory.Health {
+	if h.kind != "" && u.GetKind() == h.kind && u.GetLabels()["helm.sh/chart"] == "podinfo-"+h.version {
+		return memory.Health{Failed: true, Message: "scripted failure of " + h.kind + " of podinfo-" + h.version}
+	}
+	return memory.Health{Ready: true}
 }
