@@ -178,9 +178,9 @@ type scenarioFile struct {
 	Skipped []peerSkip `json:"skipped"`
 }
 
-func TestPeerFluxReleaseState(t *testing.T)   { runScenarios(t, "state.yaml") }
-func TestPeerFluxActionForState(t *testing.T) { runScenarios(t, "actions.yaml") }
-func TestPeerFluxRequests(t *testing.T)       { runScenarios(t, "requests.yaml") }
+func TestPeerFluxReleaseState(t *testing.T)    { runScenarios(t, "state.yaml") }
+func TestPeerFluxActionForState(t *testing.T)  { runScenarios(t, "actions.yaml") }
+func TestPeerFluxRequests(t *testing.T)        { runScenarios(t, "requests.yaml") }
 func TestPeerFluxAtomicScenarios(t *testing.T) { runScenarios(t, "scenarios.yaml") }
 
 func runScenarios(t *testing.T, file string) {
