@@ -11,6 +11,7 @@ package release_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,6 +183,7 @@ func TestPeerFluxReleaseState(t *testing.T)    { runScenarios(t, "state.yaml") }
 func TestPeerFluxActionForState(t *testing.T)  { runScenarios(t, "actions.yaml") }
 func TestPeerFluxRequests(t *testing.T)        { runScenarios(t, "requests.yaml") }
 func TestPeerFluxAtomicScenarios(t *testing.T) { runScenarios(t, "scenarios.yaml") }
+func TestPeerFluxUnlock(t *testing.T)          { runScenarios(t, "unlock.yaml") }
 
 func runScenarios(t *testing.T, file string) {
 	var data scenarioFile
@@ -399,6 +401,8 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, h *scripted
 		require.NoError(t, unstructured.SetNestedField(dep.Object, int64(9), "spec", "replicas"))
 		_, err = c.Update(ctx, dep, "kubectl-edit")
 		require.NoError(t, err)
+	case "failStorageUpdate":
+		c.SetFaults(memory.FailNth(memory.OpStorageUpdate, nil, 1, errors.New("storage update error")))
 	case "broken":
 		// Flux's ChartWithFailingHook / ChartWithFailingTestHook: objects
 		// of kind of one chart version fail.
