@@ -1,8 +1,10 @@
 package drift
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,14 +31,19 @@ type Correction struct {
 	// ignore rules concern fields of existing objects. It is a copy the
 	// caller may modify.
 	Create *unstructured.Unstructured
-	// Patch is the JSON patch for the live object (ActionPatch). It only
-	// adds or replaces fields desired sets, leaves ignored paths alone, and
-	// keeps real Secret values.
+	// Patch is the JSON patch for the live object (ActionPatch). It adds
+	// or replaces fields desired sets, removes only fields that
+	// Options.OverrideManagers own, leaves ignored paths alone, and keeps
+	// real Secret values.
 	Patch Patch
 }
 
 // Corrections plans how to bring the live objects back to the desired
-// state: creates first, then patches, each in report order. With ModeWarn
+// state: creates first, then patches, each in Flux's reconcile order
+// (CustomResourceDefinitions, Namespaces, ClusterRoles and the other kinds
+// that others refer to first, webhook configurations last, then by group,
+// kind, namespace and name), so that a missing Namespace is created before
+// the objects in it. With ModeWarn
 // or ModeDisabled it returns nothing: drift is only reported. Extra
 // objects are not deleted.
 func (r *Report) Corrections() []Correction {
@@ -57,7 +64,34 @@ func (r *Report) Corrections() []Correction {
 			patches = append(patches, Correction{Object: o.Object, Action: ActionPatch, Patch: data.correction})
 		}
 	}
+	byKind := func(a, b Correction) int { return cmp.Compare(kindRank(a.Object.Kind), kindRank(b.Object.Kind)) }
+	slices.SortStableFunc(creates, byKind)
+	slices.SortStableFunc(patches, byKind)
 	return append(creates, patches...)
+}
+
+// reconcileOrder is the order in which fluxcd/pkg/ssa (ReconcileOrder)
+// applies kinds: these first, in this order; webhook configurations last;
+// every other kind between them.
+var reconcileOrder = [...]string{
+	"CustomResourceDefinition", "Namespace", "ClusterRole", "ClusterClass", "RuntimeClass",
+	"PriorityClass", "StorageClass", "VolumeSnapshotClass", "IngressClass", "GatewayClass",
+	"ClusterRoleBinding", "ResourceQuota", "ServiceAccount", "Role", "RoleBinding",
+	"ConfigMap", "Secret", "Service", "LimitRange", "Deployment", "StatefulSet", "CronJob",
+	"PodDisruptionBudget",
+}
+
+func kindRank(kind string) int {
+	if i := slices.Index(reconcileOrder[:], kind); i >= 0 {
+		return i - len(reconcileOrder)
+	}
+	switch kind {
+	case "MutatingWebhookConfiguration":
+		return 1
+	case "ValidatingWebhookConfiguration":
+		return 2
+	}
+	return 0
 }
 
 // Format prints the correction with Secret data masked, whatever the

@@ -298,6 +298,9 @@ func (d *detector) extraObject(ref ObjectRef, live *unstructured.Unstructured) O
 // compareObject compares a desired object with its live counterpart (nil
 // if none); di and li are their indices in Detect's lists, for errors.
 func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unstructured, di, li int) (ObjectResult, error) {
+	if d.cfg.helm != nil {
+		desired = withHelmMetadata(desired, d.cfg.helm)
+	}
 	res, excluded := d.start(ref, desired, live)
 	if excluded {
 		return res, nil
@@ -322,19 +325,22 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 		}
 		return ObjectResult{}, &e
 	}
+	owners := ownersOf(live.Object)
+	if len(d.cfg.override) > 0 {
+		w.overridden(dobj, live.Object, d.trie(), owners, d.cfg)
+	}
 	if len(w.diffs) == 0 {
 		res.Status = StatusUnchanged
 		return res, nil
 	}
 	slices.SortStableFunc(w.diffs, func(a, b diff) int { return compareSteps(a.steps, b.steps) })
-	owners := ownersOf(live.Object)
 	var correction Patch
 	secret := ref.isSecret()
 	for _, df := range w.diffs {
 		// Keys of elements in a Secret's data would show its values.
 		labels := !secret || !isSecretDataPath(df.path)
 		fc := FieldChange{Field: fieldOf(df.steps, labels), Path: df.path, Op: df.op, Live: df.live, Desired: df.desired}
-		if df.op == "replace" {
+		if df.op != "add" {
 			fc.Managers = owners.managersOf(live.Object, df.steps)
 		}
 		if secret {
@@ -345,7 +351,11 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 			continue
 		}
 		res.Changes = append(res.Changes, fc)
-		correction = append(correction, Operation{Op: df.op, Path: df.path, Value: df.desired})
+		op := Operation{Op: df.op, Path: df.path, Value: df.desired}
+		if df.op == "remove" {
+			op.Value = nil
+		}
+		correction = append(correction, op)
 	}
 	if len(correction) == 0 {
 		res.Status = StatusUnchanged
@@ -487,4 +497,31 @@ func ruleReports(cfg *Config, objs []ObjectResult) []RuleReport {
 		}
 	}
 	return out
+}
+
+// withHelmMetadata returns desired with Helm's ownership label and
+// annotations set, as helm-controller sets them before diffing. It copies
+// only the maps it changes: desired belongs to the caller.
+func withHelmMetadata(desired *unstructured.Unstructured, h *HelmRelease) *unstructured.Unstructured {
+	obj := maps.Clone(desired.Object)
+	md, _ := obj["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	set := func(field string, kv ...string) {
+		m, _ := md[field].(map[string]any)
+		m = maps.Clone(m)
+		if m == nil {
+			m = make(map[string]any, len(kv)/2)
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		md[field] = m
+	}
+	set("labels", ManagedByLabel, ManagedByHelm)
+	set("annotations", ReleaseNameAnnotation, h.Name, ReleaseNamespaceAnnotation, h.Namespace)
+	obj["metadata"] = md
+	return &unstructured.Unstructured{Object: obj}
 }

@@ -23,6 +23,18 @@
 // value ("0.5" equals "500m"), numbers by value, and a Secret's stringData
 // is compared as the base64 data the API server stores.
 //
+// # Helm ownership and overridden field managers
+//
+// With Options.HelmRelease, each desired object carries the metadata
+// Helm writes on what it creates (app.kubernetes.io/managed-by: Helm,
+// meta.helm.sh/release-name and meta.helm.sh/release-namespace), so a live
+// object that lost or changed them has drifted. Options.OverrideManagers
+// is helm-controller's --override-manager (empty by default, as there): a
+// live field desired does not set, owned by those managers (and at most
+// Options.FieldManager), is drift whose correction removes it: an edit
+// by kubectl, say, that added a key. Only such fields are ever removed,
+// and only below maps: list elements are not followed.
+//
 // # Ignore rules
 //
 // Compile takes Flux's driftDetection.ignore[] rules (IgnoreRule): RFC 6901
@@ -46,8 +58,8 @@
 // Report also says which objects each rule selected and which rules
 // selected nothing. Report.Corrections plans, in ModeEnabled only, a
 // create per missing object and a JSON patch per modified one; patches
-// only add or replace fields desired sets and leave ignored paths as live
-// has them.
+// add or replace fields desired sets, remove only fields of override
+// managers (see below), and leave ignored paths as live has them.
 //
 // Secret data and stringData values are masked everywhere a person may
 // read them (ObjectResult.Changes and Patch, Report.String,
@@ -57,6 +69,22 @@
 // into a patch). Printing a Report or an ObjectResult with fmt, whatever
 // the verb, or marshalling it shows no real Secret value either, and a
 // Correction formats as its masked String (%#v as a masked GoString).
+//
+// # Fidelity to Flux
+//
+// Drift follows helm-controller v1.6.3 (internal/action/diff.go) and the
+// fluxcd/pkg ssa/jsondiff v0.76.1 it requires; their data-driven tests
+// run as a peer suite (peer_flux_test.go, testdata/peer/flux), each case
+// marked agree, documented difference or skipped with its reason.
+// Corrections are ordered as fluxcd/pkg/ssa orders kinds (Namespaces and
+// CRDs first). Documented differences: every target-less ignore rule
+// applies (Flux keeps the last); masking never reaches the correction;
+// changes are listed per key, not rationalized into one replace of a
+// map; stringData is compared and reported as the stored data; Secret
+// values are always masked in reports; and a field the applying manager
+// once owned but desired no longer sets is not removed (Flux's dry-run
+// apply drops it), since Helm's upgrade, not drift correction, removes
+// what a chart dropped.
 //
 // # Limits
 //

@@ -72,16 +72,17 @@ const (
 	StatusExtra Status = "Extra"
 )
 
-// Operation is one RFC 6902 JSON patch operation. Detect only produces
-// "add" and "replace": drift is always a field desired sets, so restoring
-// it never removes anything another manager put there.
+// Operation is one RFC 6902 JSON patch operation. Detect produces "add"
+// and "replace" for fields desired sets, and "remove" only for fields
+// that Options.OverrideManagers own: it never removes anything another
+// manager put there.
 type Operation struct {
-	// Op is "add" or "replace".
+	// Op is "add", "replace" or "remove".
 	Op string `json:"op"`
 	// Path is an RFC 6901 pointer into the live object.
 	Path string `json:"path"`
-	// Value is the desired value.
-	Value any `json:"value"`
+	// Value is the desired value; none for "remove".
+	Value any `json:"value,omitempty"`
 }
 
 // Patch is an RFC 6902 JSON patch; json.Marshal gives the wire form.
@@ -96,11 +97,13 @@ type FieldChange struct {
 	// Path is the JSON pointer the patch operation targets in the live
 	// object ("/-" appends to a list).
 	Path string `json:"path"`
-	// Op is "add" (live lacks the field) or "replace".
+	// Op is "add" (live lacks the field), "replace", or "remove" (an
+	// override manager set a field desired does not).
 	Op string `json:"op"`
 	// Live is the live value (nil for add); masked for Secret data.
 	Live any `json:"live,omitempty"`
-	// Desired is the desired value; masked for Secret data.
+	// Desired is the desired value (nil for remove); masked for Secret
+	// data.
 	Desired any `json:"desired"`
 	// Managers own the field in the live object's managedFields, sorted;
 	// empty when unknown.
@@ -255,7 +258,11 @@ func writeChange(b *strings.Builder, prefix string, c FieldChange) {
 		b.WriteString(displayValue(c.Live))
 	}
 	b.WriteString(" -> ")
-	b.WriteString(displayValue(c.Desired))
+	if c.Op == "remove" {
+		b.WriteString("(unset)")
+	} else {
+		b.WriteString(displayValue(c.Desired))
+	}
 	if len(c.Managers) > 0 {
 		b.WriteString(" (live owner: ")
 		b.WriteString(strings.Join(c.Managers, ", "))
@@ -318,7 +325,9 @@ func maskChange(c FieldChange) FieldChange {
 	if c.Live != nil {
 		c.Live = maskValue(c.Live, before)
 	}
-	c.Desired = maskValue(c.Desired, after)
+	if c.Desired != nil {
+		c.Desired = maskValue(c.Desired, after)
+	}
 	return c
 }
 
@@ -326,7 +335,7 @@ func maskChange(c FieldChange) FieldChange {
 func maskPatch(p Patch) Patch {
 	out := make(Patch, len(p))
 	for i, op := range p {
-		if isSecretDataPath(op.Path) {
+		if isSecretDataPath(op.Path) && op.Value != nil {
 			op.Value = maskValue(op.Value, maskDefault)
 		}
 		out[i] = op

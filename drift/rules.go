@@ -80,7 +80,41 @@ type Options struct {
 	// (typically by its labels or annotations); those that no desired
 	// object names are reported with StatusExtra.
 	Extra *Selector
+	// HelmRelease, when set, names the Helm release the desired objects
+	// belong to. Detect and Compare then give each desired object the
+	// ownership metadata Helm writes on every object it creates (label
+	// app.kubernetes.io/managed-by: Helm, annotations
+	// meta.helm.sh/release-name and meta.helm.sh/release-namespace), as
+	// helm-controller's Diff does: a live object that lost or changed
+	// them has drifted. Rule targets see the objects with it.
+	HelmRelease *HelmRelease
+	// FieldManager is the manager that applies the desired objects (and
+	// writes corrections); it only matters with OverrideManagers.
+	FieldManager string
+	// OverrideManagers are helm-controller's --override-manager: field
+	// managers (e.g. "kubectl", "kubectl-edit") whose edits drift
+	// detection overrides. A live field that desired does not set is
+	// drift, to be removed, when one of these managers owns it and every
+	// manager owning it is one of these or FieldManager. Without them, as
+	// by default in Flux, such fields are another manager's business.
+	OverrideManagers []string
 }
+
+// HelmRelease names a Helm release: its name and the namespace it was
+// installed in.
+type HelmRelease struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// Helm's ownership metadata, which Helm puts on every object it creates
+// and checks before adopting one.
+const (
+	ManagedByLabel             = "app.kubernetes.io/managed-by"
+	ManagedByHelm              = "Helm"
+	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
+	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
+)
 
 // Config is a compiled, validated drift configuration, safe for concurrent
 // use by any number of Detect calls.
@@ -89,6 +123,9 @@ type Config struct {
 	ignore   []compiledIgnore
 	managers []compiledManager
 	extra    *matcher
+	helm     *HelmRelease
+	owner    string
+	override []string
 }
 
 type compiledIgnore struct {
@@ -166,6 +203,22 @@ func Compile(rules []IgnoreRule, opts Options) (*Config, error) {
 		c.managers = append(c.managers, compiledManager{name: name, target: m, targetText: r.Target.String(),
 			managers: append([]string(nil), r.Managers...)})
 	}
+	if opts.HelmRelease != nil {
+		if opts.HelmRelease.Name == "" {
+			return nil, &RuleError{Rule: "helmRelease", Field: "name", Value: "",
+				Err: fmt.Errorf("%w: the Helm release needs a name", ErrInvalidRule)}
+		}
+		h := *opts.HelmRelease
+		c.helm = &h
+	}
+	for j, mgr := range opts.OverrideManagers {
+		if mgr == "" {
+			return nil, &RuleError{Rule: "overrideManagers", Field: "[" + strconv.Itoa(j) + "]", Value: mgr,
+				Err: fmt.Errorf("%w: a field manager name must not be empty", ErrInvalidRule)}
+		}
+	}
+	c.owner = opts.FieldManager
+	c.override = append([]string(nil), opts.OverrideManagers...)
 	if opts.Extra != nil {
 		m, err := compileSelector("extra", opts.Extra)
 		if err != nil {
