@@ -383,7 +383,12 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		}
 		return report, nil
 	}
-	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode())})
+	// As helm-controller v1.6 configures its Diff: desired objects carry
+	// the ownership metadata Helm writes (so removing it is drift), and
+	// no field manager is overridden (its --override-manager is empty by
+	// default).
+	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode()),
+		HelmRelease: &drift.HelmRelease{Name: last.Name, Namespace: last.Namespace}, FieldManager: ru.r.fieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", ru.rel.ref(), err)
 	}
