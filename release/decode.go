@@ -1,7 +1,6 @@
 package release
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -87,18 +86,27 @@ func (e *DecodeError) Error() string {
 
 // decodeFunc decodes one JSON document (data, parsed as tree by
 // strictyaml.ParseJSON) of a known version and kind into objs, or returns
-// what is wrong with it.
-type decodeFunc func(data []byte, tree any, objs *Objects) []FieldError
+// what is wrong with it. When its only problems are invalid values of
+// self-decoding fields (a duration such as "10x"), it also returns the
+// object decoded without them, as an Objects of its own, so that Load
+// can report the object's other problems too.
+type decodeFunc func(data []byte, tree any, objs *Objects) ([]FieldError, *Objects)
 
 // into returns a decodeFunc that decodes a T strictly and hands it to add.
 func into[T any](add func(*Objects, *T)) decodeFunc {
-	return func(data []byte, tree any, objs *Objects) []FieldError {
+	return func(data []byte, tree any, objs *Objects) ([]FieldError, *Objects) {
 		obj := new(T)
-		if errs := strictyaml.UnmarshalParsed(data, tree, obj); len(errs) > 0 {
-			return errs
+		errs, decoded := strictyaml.UnmarshalLenient(data, tree, obj)
+		switch {
+		case len(errs) == 0:
+			add(objs, obj)
+			return nil, nil
+		case decoded:
+			partial := &Objects{}
+			add(partial, obj)
+			return errs, partial
 		}
-		add(objs, obj)
-		return nil
+		return errs, nil
 	}
 }
 
@@ -174,32 +182,148 @@ func karmada(kind string) schema.GroupKind {
 //
 // Decode neither defaults nor validates; call Default and Validate (or
 // Objects.Validate) next.
+//
+// A stream longer than MaxStreamBytes is refused with a
+// *StreamTooLargeError before anything is decoded. Decoding time and
+// memory grow linearly with the stream's length.
 func Decode(r io.Reader) (*Objects, error) {
-	stream, err := io.ReadAll(r)
+	objs, _, err := decode(r)
+	return objs, err
+}
+
+// decode is Decode, also returning the documents that failed to decode
+// only for invalid values of self-decoding fields, decoded without them.
+func decode(r io.Reader) (*Objects, []partial, error) {
+	stream, err := io.ReadAll(io.LimitReader(r, MaxStreamBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read stream: %w", err)
+		return nil, nil, fmt.Errorf("read stream: %w", err)
+	}
+	if len(stream) > MaxStreamBytes {
+		return nil, nil, &StreamTooLargeError{Limit: MaxStreamBytes}
 	}
 	d := decoder{registry: decoders(), objs: &Objects{}}
 	for _, doc := range strictyaml.Split(stream) {
 		d.document(doc)
 	}
 	if len(d.problems) > 0 {
-		slices.SortStableFunc(d.problems, func(a, b Problem) int {
-			return cmp.Or(cmp.Compare(a.Document, b.Document), cmp.Compare(a.Line, b.Line), strings.Compare(a.Path, b.Path))
-		})
-		return d.objs, &DecodeError{Problems: d.problems}
+		sortProblems(d.problems)
+		return d.objs, d.partial, &DecodeError{Problems: d.problems}
 	}
-	return d.objs, nil
+	return d.objs, nil, nil
 }
+
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Document, b.Document), cmp.Compare(a.Line, b.Line), strings.Compare(a.Path, b.Path))
+	})
+}
+
+// partial is an object that decoded only without some invalid values.
+type partial struct {
+	doc    strictyaml.Document
+	h      header
+	prefix string // of a List item
+	objs   *Objects
+	bad    []string // paths of the invalid values, without prefix
+}
+
+// problems defaults and validates the object and returns its validation
+// problems, leaving out those at (or under) the invalid values, which
+// Decode reported already.
+func (p partial) problems() []Problem {
+	p.objs.Default()
+	var out []Problem
+	for _, fe := range validationErrors(p.objs.Validate()) {
+		if slices.ContainsFunc(p.bad, func(b string) bool {
+			return fe.Path == b || strings.HasPrefix(fe.Path, b+".") || strings.HasPrefix(fe.Path, b+"[")
+		}) {
+			continue
+		}
+		fe.Path = joinPath(p.prefix, fe.Path)
+		out = append(out, Problem{
+			Document: p.doc.Index, Line: p.doc.Line,
+			APIVersion: p.h.apiVersion, Kind: p.h.kind, Namespace: p.h.namespace, Name: p.h.name,
+			FieldError: fe,
+		})
+	}
+	return out
+}
+
+// validationErrors flattens what Objects.Validate returns into field
+// errors.
+func validationErrors(err error) []FieldError {
+	if err == nil {
+		return nil
+	}
+	if ve, ok := err.(*ValidationError); ok {
+		return ve.Errors
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []FieldError
+		for _, e := range j.Unwrap() {
+			out = append(out, validationErrors(e)...)
+		}
+		return out
+	}
+	return []FieldError{{Message: err.Error()}}
+}
+
+// MaxStreamBytes is the longest stream Decode reads: 64 MiB. Decoding
+// allocates roughly 80 bytes for each byte of YAML, so a stream at the cap
+// costs about 5 GiB of allocation (a few seconds of CPU, and a live heap
+// several times the stream's size); and 64 MiB is about 40 of
+// Kubernetes' largest objects (1.5 MiB each in etcd) or 30,000 typical
+// HelmReleases, more than one fleet keeps in one file. Split larger
+// inputs into several calls.
+const MaxStreamBytes = 64 << 20
+
+// ErrStreamTooLarge is matched (errors.Is) by a *StreamTooLargeError.
+var ErrStreamTooLarge = errors.New("stream too large")
+
+// StreamTooLargeError reports a stream longer than Decode accepts.
+type StreamTooLargeError struct {
+	// Limit is the cap that applied, in bytes (MaxStreamBytes).
+	Limit int
+}
+
+// Error names the limit.
+func (e *StreamTooLargeError) Error() string {
+	return fmt.Sprintf("stream too large: more than %d bytes (%d MiB, release.MaxStreamBytes); split it into several streams", e.Limit, e.Limit>>20)
+}
+
+// Is makes errors.Is(err, ErrStreamTooLarge) true.
+func (e *StreamTooLargeError) Is(target error) bool { return target == ErrStreamTooLarge }
 
 // Load decodes a stream (see Decode), applies Flux's defaults to every
 // object (Objects.Default) and validates them (Objects.Validate). It
 // returns a *DecodeError when the stream does not decode, else the joined
 // *ValidationErrors, if any, beside the objects.
+//
+// A document whose only decoding problems are invalid values of fields
+// that parse themselves, such as a duration "10x", is still defaulted and
+// validated without those values, and its validation problems join the
+// *DecodeError: every mistake at once.
 func Load(r io.Reader) (*Objects, error) {
-	objs, err := Decode(r)
+	objs, partials, err := decode(r)
 	if err != nil {
-		return objs, err
+		de, ok := err.(*DecodeError)
+		if !ok || len(partials) == 0 {
+			return objs, err
+		}
+		lines := map[int]map[string]int{} // by document
+		for _, p := range partials {
+			if _, ok := lines[p.doc.Index]; !ok {
+				lines[p.doc.Index] = strictyaml.Lines(p.doc)
+			}
+			for _, vp := range p.problems() {
+				if l := strictyaml.LineOf(lines[p.doc.Index], vp.Path); l > 0 {
+					vp.Line = l
+				}
+				de.Problems = append(de.Problems, vp)
+			}
+		}
+		sortProblems(de.Problems)
+		return objs, de
 	}
 	objs.Default()
 	return objs, objs.Validate()
@@ -209,17 +333,36 @@ type decoder struct {
 	registry map[schema.GroupKind]map[string]decodeFunc
 	objs     *Objects
 	problems []Problem
+	partial  []partial
 }
 
 func (d *decoder) document(doc strictyaml.Document) {
-	data, err := documentJSON(doc)
-	if err != nil {
-		p := Problem{Document: doc.Index, Line: doc.Line, FieldError: FieldError{Message: "invalid YAML: " + err.Error()}}
-		if se, ok := errors.AsType[*strictyaml.SyntaxError](err); ok && se.Line > 0 {
-			p.Line = se.Line
+	data, jsonProblems, isJSON := strictyaml.CheckJSON(doc)
+	if len(jsonProblems) > 0 {
+		// Like YAML's duplicate keys, these stop the document, but every
+		// one of them is reported.
+		var h header
+		if tree, err := strictyaml.ParseJSON(data); err == nil {
+			if obj, ok := tree.(map[string]any); ok {
+				h = readHeader(obj)
+			}
 		}
-		d.problems = append(d.problems, p)
+		for _, jp := range jsonProblems {
+			d.add(doc, h, jp.FieldError)
+			d.problems[len(d.problems)-1].Line = jp.Line
+		}
 		return
+	}
+	if !isJSON {
+		var err error
+		if data, err = strictyaml.ToJSON(doc); err != nil {
+			p := Problem{Document: doc.Index, Line: doc.Line, FieldError: FieldError{Message: "invalid YAML: " + err.Error()}}
+			if se, ok := errors.AsType[*strictyaml.SyntaxError](err); ok && se.Line > 0 {
+				p.Line = se.Line
+			}
+			d.problems = append(d.problems, p)
+			return
+		}
 	}
 	first := len(d.problems)
 	d.object(doc, "", data)
@@ -233,18 +376,6 @@ func (d *decoder) document(doc strictyaml.Document) {
 			}
 		}
 	}
-}
-
-// documentJSON returns the document as JSON. JSON that the YAML parser
-// rejects (YAML forbids the tabs JSON may be indented with) is taken as is.
-func documentJSON(doc strictyaml.Document) ([]byte, error) {
-	out, err := strictyaml.ToJSON(doc)
-	if err != nil {
-		if t := bytes.TrimSpace(doc.Data); len(t) > 0 && t[0] == '{' && json.Valid(t) {
-			return t, nil
-		}
-	}
-	return out, err
 }
 
 // header is what Decode reads of a document before knowing its kind.
@@ -316,9 +447,16 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		})
 		return
 	}
-	for _, fe := range decode(data, raw, d.objs) {
-		fe.Path = joinPath(prefix, fe.Path)
-		d.add(doc, h, fe)
+	errs, part := decode(data, raw, d.objs)
+	for _, fe := range errs {
+		d.add(doc, h, FieldError{Path: joinPath(prefix, fe.Path), Value: fe.Value, Message: fe.Message})
+	}
+	if part != nil {
+		bad := make([]string, 0, len(errs))
+		for _, fe := range errs {
+			bad = append(bad, fe.Path)
+		}
+		d.partial = append(d.partial, partial{doc: doc, h: h, prefix: prefix, objs: part, bad: bad})
 	}
 }
 

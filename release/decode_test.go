@@ -2,8 +2,10 @@ package release
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -439,12 +441,24 @@ type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errBoom }
 
+// FuzzDecode fuzzes Decode with YAML and JSON: its seeds are the test
+// streams and each of their documents as JSON, compact and indented.
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"seed000.yaml", "seed001.yaml", "allfields.yaml", "betas.yaml", "karmada.yaml"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "decode", name))
 		require.NoError(f, err)
 		f.Add(data)
+		for _, doc := range strictyaml.Split(data) {
+			j, err := strictyaml.ToJSON(doc)
+			require.NoError(f, err)
+			f.Add(j)
+			var indented bytes.Buffer
+			require.NoError(f, json.Indent(&indented, j, "", "\t"))
+			f.Add(indented.Bytes())
+		}
 	}
+	f.Add([]byte("{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"a\": 1, \"a\": 2}]}\n{}"))
+	f.Add([]byte("# c\n{\"kind\": \"HelmRelease\"} garbage\n---\n{\"x\": [1, {\"y\": null, \"y\": 2}]}"))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [1, {apiVersion: v1, kind: List, items: [[]]}]\n"))
 	f.Add([]byte("{\"apiVersion\": 3}"))
 	f.Add([]byte("---\n- a\n---\n~\n---\na: &x [*x]\n"))
@@ -550,4 +564,84 @@ func TestLoadValidatesPolicies(t *testing.T) {
 
 	_, err = Load(strings.NewReader("apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p, namespace: apps}\nspec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n"))
 	require.NoError(t, err)
+}
+
+// sizedStream returns a stream of about n bytes of realistic HelmRelease
+// documents, each with its own name, values and valuesFrom.
+func sizedStream(n int) []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, `---
+# release %[1]d of the fleet
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: app-%[1]d
+  namespace: team-%[2]d
+  labels:
+    app.kubernetes.io/name: app-%[1]d
+    app.kubernetes.io/part-of: fleet
+spec:
+  interval: 10m
+  timeout: 5m
+  releaseName: app-%[1]d
+  chart:
+    spec:
+      chart: podinfo
+      version: ">=6.0.0 <7.0.0"
+      sourceRef:
+        kind: HelmRepository
+        name: podinfo
+        namespace: flux-system
+      interval: 1h
+  install:
+    crds: CreateReplace
+    remediation:
+      retries: 3
+  upgrade:
+    cleanupOnFail: true
+    remediation:
+      retries: 3
+      remediateLastFailure: true
+  valuesFrom:
+    - kind: ConfigMap
+      name: app-%[1]d-values
+    - kind: Secret
+      name: app-%[1]d-secret
+      valuesKey: password
+      targetPath: auth.password
+      optional: true
+  values:
+    replicaCount: %[3]d
+    image:
+      repository: ghcr.io/stefanprodan/podinfo
+      tag: "6.5.%[3]d"
+    resources:
+      limits: {cpu: 500m, memory: 256Mi}
+      requests: {cpu: 100m, memory: 64Mi}
+    ingress:
+      enabled: true
+      hosts:
+        - host: app-%[1]d.example.com
+          paths: [{path: /, pathType: Prefix}]
+`, i, i%17, i%5+1)
+	}
+	return b.Bytes()
+}
+
+// BenchmarkDecodeSize decodes streams of 8 and 16 MB of HelmReleases:
+// Decode is linear when the second costs about twice the first.
+func BenchmarkDecodeSize(b *testing.B) {
+	for _, mb := range []int{8, 16} {
+		data := sizedStream(mb << 20)
+		b.Run(fmt.Sprintf("size=%dMB", mb), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode(bytes.NewReader(data)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

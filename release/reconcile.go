@@ -434,7 +434,7 @@ func valuesRefs(rel *Release) []values.Reference {
 	for _, ref := range rel.Spec.ValuesFrom {
 		out = append(out, values.Reference{
 			Kind: values.Kind(ref.Kind), Name: ref.Name, ValuesKey: ref.ValuesKey,
-			TargetPath: ref.TargetPath, Optional: ref.Optional,
+			TargetPath: ref.TargetPath, Literal: ref.Literal, Optional: ref.Optional,
 		})
 	}
 	return out

@@ -791,6 +791,10 @@ type ValuesReference struct {
 	TargetPath string `json:"targetPath,omitempty"`
 	// Optional skips a missing object or key instead of failing.
 	Optional bool `json:"optional,omitempty"`
+	// Literal sets the key's text at TargetPath verbatim, as helm
+	// --set-literal does (no type inference; commas and braces kept);
+	// it requires TargetPath, whose \. escapes keep their meaning.
+	Literal bool `json:"literal,omitempty"`
 }
 
 // DefaultValuesKey is the key read when ValuesReference.ValuesKey is empty.

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/source"
+	"github.com/helmfleet/helmfleet/values"
 )
 
 // FieldError is one problem with one field of an object:
@@ -124,8 +125,14 @@ func (in *Release) Validate() error {
 		validateDriftDetection(&p, d)
 	}
 	validateActions(&p, s)
-	for i, v := range s.ValuesFrom {
-		validateValuesReference(&p, fmt.Sprintf("spec.valuesFrom[%d]", i), v)
+	if n := len(s.ValuesFrom); n > values.DefaultMaxReferences {
+		// Composition would refuse them at run time; say so now, once,
+		// rather than checking each of so many entries.
+		p.add("spec.valuesFrom", fmt.Sprint(n), "has more entries than the %d a release may have (values.DefaultMaxReferences)", values.DefaultMaxReferences)
+	} else {
+		for i, v := range s.ValuesFrom {
+			validateValuesReference(&p, fmt.Sprintf("spec.valuesFrom[%d]", i), v)
+		}
 	}
 	for i, pr := range s.PostRenderers {
 		if pr.Kustomize != nil {
@@ -412,6 +419,9 @@ func validateValuesReference(p *problems, path string, v ValuesReference) {
 	}
 	if v.ValuesKey != "" && (len(v.ValuesKey) > 253 || !valuesKeyRe.MatchString(v.ValuesKey)) {
 		p.add(path+".valuesKey", v.ValuesKey, "must be at most 253 of the characters a-z, A-Z, 0-9, '-', '_' and '.'")
+	}
+	if v.Literal && v.TargetPath == "" {
+		p.add(path+".literal", "true", "requires targetPath: a literal value is set at a path")
 	}
 	if v.TargetPath != "" {
 		switch {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -35,29 +36,42 @@ type Document struct {
 
 // Split cuts a YAML stream at separator lines ("---", optionally followed
 // by blanks or a comment) and returns its non-empty documents in order.
-// Documents that hold only blank lines and comments are dropped.
+// Documents that hold only blank lines and comments are dropped. Each
+// Document's Data is a slice of stream, not a copy, and the stream is read
+// once, so Split is linear in its length.
 func Split(stream []byte) []Document {
 	var docs []Document
-	lines := bytes.SplitAfter(stream, []byte("\n"))
-	start := 1
-	var cur [][]byte
-	flush := func() {
-		data := bytes.Join(cur, nil)
-		if first, ok := firstContentLine(cur); ok {
-			docs = append(docs, Document{Index: len(docs) + 1, Line: start + first, Data: data, start: start})
+	line := 1           // stream line of the line at pos
+	start, from := 1, 0 // stream line and offset of the current document
+	first := 0          // stream line of its first content line, 0 if none yet
+	flush := func(to int) {
+		if first > 0 {
+			docs = append(docs, Document{Index: len(docs) + 1, Line: first, Data: stream[from:to:to], start: start})
 		}
-		cur = nil
 	}
-	for i, l := range lines {
-		if isSeparator(l) {
-			flush()
-			start = i + 2
-			continue
+	for pos := 0; pos < len(stream); line++ {
+		end := len(stream)
+		if i := bytes.IndexByte(stream[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
 		}
-		cur = append(cur, l)
+		l := stream[pos:end]
+		switch {
+		case isSeparator(l):
+			flush(pos)
+			start, from, first = line+1, end, 0
+		case first == 0 && isContent(l):
+			first = line
+		}
+		pos = end
 	}
-	flush()
+	flush(len(stream))
 	return docs
+}
+
+// isContent reports whether line is neither blank nor a comment.
+func isContent(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && t[0] != '#'
 }
 
 func isSeparator(line []byte) bool {
@@ -66,18 +80,6 @@ func isSeparator(line []byte) bool {
 	}
 	rest := bytes.TrimSpace(line[3:])
 	return len(rest) == 0 || rest[0] == '#'
-}
-
-// firstContentLine returns the 0-based index of the first line that is
-// neither blank nor a comment.
-func firstContentLine(lines [][]byte) (int, bool) {
-	for i, l := range lines {
-		t := bytes.TrimSpace(l)
-		if len(t) > 0 && t[0] != '#' {
-			return i, true
-		}
-	}
-	return 0, false
 }
 
 // maxLineNodes bounds the nodes Lines visits, so that aliases cannot make
@@ -228,20 +230,46 @@ func ParseJSON(data []byte) (any, error) {
 // UnmarshalParsed is Unmarshal for a caller that has parsed data with
 // ParseJSON already (to look at it before picking v's type).
 func UnmarshalParsed(data []byte, tree, v any) []FieldError {
+	errs, decoded := unmarshal(data, tree, v, false)
+	if decoded {
+		return nil
+	}
+	return errs
+}
+
+// UnmarshalLenient is UnmarshalParsed, except when every error is an
+// invalid value of a type that decodes itself (a duration such as
+// "10x"): then v is written all the same, with those fields left at their
+// zero values, and decoded is true, so that the caller can go on checking
+// the rest of the object. It removes those values from tree.
+func UnmarshalLenient(data []byte, tree, v any) (errs []FieldError, decoded bool) {
+	return unmarshal(data, tree, v, true)
+}
+
+func unmarshal(data []byte, tree, v any, lenient bool) ([]FieldError, bool) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return []FieldError{{Message: fmt.Sprintf("strictyaml: Unmarshal needs a non-nil pointer, got %T", v)}}
+		return []FieldError{{Message: fmt.Sprintf("strictyaml: Unmarshal needs a non-nil pointer, got %T", v)}}, false
 	}
-	w := walker{fields: map[reflect.Type]map[string]reflect.Type{}}
+	w := walker{lenient: lenient}
 	w.walk("", tree, rv.Type().Elem())
 	if len(w.errs) > 0 {
 		slices.SortStableFunc(w.errs, func(a, b FieldError) int { return strings.Compare(a.Path, b.Path) })
-		return w.errs
+		if !lenient || w.hard > 0 {
+			return w.errs, false
+		}
+		var err error
+		if data, err = json.Marshal(tree); err != nil {
+			return w.errs, false
+		}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return []FieldError{{Message: err.Error()}}
+		if len(w.errs) > 0 {
+			return w.errs, false
+		}
+		return []FieldError{{Message: err.Error()}}, false
 	}
-	return nil
+	return w.errs, true
 }
 
 var (
@@ -250,11 +278,22 @@ var (
 )
 
 type walker struct {
-	errs   []FieldError
-	fields map[reflect.Type]map[string]reflect.Type
+	errs []FieldError
+	// hard counts the errors other than invalid values of self-decoding
+	// types; lenient removes such values from the tree (see
+	// UnmarshalLenient).
+	hard    int
+	lenient bool
+	soft    bool // the last walk found an invalid self-decoding value
 }
 
+// fieldCache maps a struct type to its fields by JSON name (see fieldsOf);
+// like encoding/json's own cache, it is computed once per type for the
+// life of the program rather than once per document.
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
 func (w *walker) fail(path string, v any, format string, args ...any) {
+	w.hard++
 	w.errs = append(w.errs, FieldError{Path: path, Value: render(v), Message: fmt.Sprintf(format, args...)})
 }
 
@@ -265,7 +304,8 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 	if selfDecoding(t) {
 		raw, _ := json.Marshal(v)
 		if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
-			w.fail(path, v, "invalid value: %s", cleanJSONError(err))
+			w.errs = append(w.errs, FieldError{Path: path, Value: render(v), Message: "invalid value: " + cleanJSONError(err)})
+			w.soft = true
 		}
 		return
 	}
@@ -291,7 +331,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 				w.fail(JoinPath(path, k), obj[k], "%s", msg)
 				continue
 			}
-			w.walk(JoinPath(path, k), obj[k], ft)
+			w.child(obj, k, JoinPath(path, k), ft)
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
@@ -300,7 +340,7 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			return
 		}
 		for _, k := range sortedKeys(obj) {
-			w.walk(JoinPath(path, k), obj[k], t.Elem())
+			w.child(obj, k, JoinPath(path, k), t.Elem())
 		}
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice {
@@ -318,7 +358,12 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 			w.fail(path, v, "expected at most %d items, got %d", t.Len(), len(list))
 		}
 		for i, e := range list {
+			w.soft = false
 			w.walk(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+			if w.soft && w.lenient {
+				w.hard++ // a list keeps its length: the item cannot be left out
+			}
+			w.soft = false
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
@@ -360,7 +405,19 @@ func (w *walker) walk(path string, v any, t reflect.Type) {
 	}
 }
 
+// child walks obj[k], a field or map entry at path, and, when lenient,
+// removes it from obj if it is an invalid value of a self-decoding type.
+func (w *walker) child(obj map[string]any, k, path string, t reflect.Type) {
+	w.soft = false
+	w.walk(path, obj[k], t)
+	if w.soft && w.lenient {
+		delete(obj, k)
+	}
+	w.soft = false
+}
+
 func (w *walker) mismatch(path string, v any, want string) {
+	w.hard++
 	got := jsonType(v)
 	msg := fmt.Sprintf("expected %s, got %s", want, got)
 	if want == "string" && (got == "number" || got == "boolean") {
@@ -382,11 +439,22 @@ func selfDecoding(t reflect.Type) bool {
 // embedded structs without a JSON name as encoding/json does; a shallower
 // field wins over an inlined one of the same name.
 func (w *walker) fieldsOf(t reflect.Type) map[string]reflect.Type {
-	if m, ok := w.fields[t]; ok {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := fieldsOf(t, map[reflect.Type]bool{})
+	fieldCache.Store(t, m)
+	return m
+}
+
+// fieldsOf computes what walker.fieldsOf caches; seen stops a struct that
+// embeds itself through a pointer.
+func fieldsOf(t reflect.Type, seen map[reflect.Type]bool) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	if seen[t] {
 		return m
 	}
-	m := map[string]reflect.Type{}
-	w.fields[t] = m
+	seen[t] = true
 	var inlined []reflect.Type
 	for f := range t.Fields() {
 		tag := f.Tag.Get("json")
@@ -413,7 +481,7 @@ func (w *walker) fieldsOf(t reflect.Type) map[string]reflect.Type {
 		m[name] = f.Type
 	}
 	for _, it := range inlined {
-		for k, ft := range w.fieldsOf(it) {
+		for k, ft := range fieldsOf(it, seen) {
 			if _, ok := m[k]; !ok {
 				m[k] = ft
 			}

@@ -214,3 +214,82 @@ func FuzzSplitToJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckJSON(t *testing.T) {
+	doc := func(s string) Document { return Split([]byte("---\n" + s))[0] }
+	tests := []struct {
+		name     string
+		in       string
+		isJSON   bool
+		obj      string
+		problems []JSONProblem
+	}{
+		{name: "YAML", in: "a: 1\n"},
+		{name: "YAML flow mapping", in: "{a: 1}\n"},
+		{name: "not an object", in: "[1]\n"},
+		{name: "clean", in: "# c\n{\"a\": 1}\n", isJSON: true, obj: "{\"a\": 1}"},
+		{name: "duplicates", in: "{\"a\": {\"b\": 1,\n \"b\": 2}, \"a\": 3}", isJSON: true, obj: "{\"a\": {\"b\": 1,\n \"b\": 2}, \"a\": 3}",
+			problems: []JSONProblem{
+				{Line: 3, FieldError: FieldError{Path: "a.b", Message: "invalid JSON: duplicate key"}},
+				{Line: 3, FieldError: FieldError{Path: "a", Message: "invalid JSON: duplicate key"}},
+			}},
+		{name: "trailing", in: "{}\n\n x", isJSON: true, obj: "{}",
+			problems: []JSONProblem{{Line: 4, FieldError: FieldError{Value: "x", Message: "invalid JSON: data after the object"}}}},
+		{name: "too deep", in: strings.Repeat("{\"a\":", maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj, problems, isJSON := CheckJSON(doc(tt.in))
+			assert.Equal(t, tt.isJSON, isJSON)
+			assert.Equal(t, tt.obj, string(obj))
+			assert.Equal(t, tt.problems, problems)
+		})
+	}
+}
+
+func TestUnmarshalLenient(t *testing.T) {
+	data := []byte(`{"timeout":"10x","name":1}`)
+	tree, err := ParseJSON(data)
+	require.NoError(t, err)
+	var o outer
+	errs, decoded := UnmarshalLenient(data, tree, &o)
+	assert.False(t, decoded, "a value of the wrong type stops the object")
+	assert.Len(t, errs, 2)
+
+	data = []byte(`{"kind":"K","timeout":"10x"}`)
+	tree, err = ParseJSON(data)
+	require.NoError(t, err)
+	errs, decoded = UnmarshalLenient(data, tree, &o)
+	assert.True(t, decoded)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "timeout", errs[0].Path)
+	assert.Equal(t, "K", o.Kind)
+	assert.Nil(t, o.Timeout)
+	tree, err = ParseJSON(data)
+	require.NoError(t, err)
+	assert.Len(t, UnmarshalParsed(data, tree, &outer{}), 1, "UnmarshalParsed stays strict")
+}
+
+func FuzzCheckJSON(f *testing.F) {
+	f.Add([]byte(`{"a": {"b": 1, "b": [2, {"c": null}]}, "a": 3} {"x": 1} tail`))
+	f.Add([]byte("# c\n\t{\"a\":\n\t1}\n"))
+	f.Add([]byte(`{a: 1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, doc := range Split(data) {
+			obj, problems, isJSON := CheckJSON(doc)
+			if !isJSON {
+				require.Nil(t, obj)
+				require.Empty(t, problems)
+				continue
+			}
+			require.True(t, json.Valid(obj), "%q", obj)
+			for _, p := range problems {
+				require.GreaterOrEqual(t, p.Line, doc.Line)
+			}
+			if len(problems) == 0 {
+				_, err := ParseJSON(obj)
+				require.NoError(t, err)
+			}
+		}
+	})
+}

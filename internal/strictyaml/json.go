@@ -1,0 +1,136 @@
+package strictyaml
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// JSONProblem is one thing wrong with a JSON document, at a line of the
+// stream.
+type JSONProblem struct {
+	// Line of the stream where the problem is.
+	Line int
+	// FieldError names the field (for a duplicate key) and what is wrong.
+	FieldError
+}
+
+// CheckJSON reads doc as JSON when it is JSON: its first content (after
+// blank and comment lines) is '{' and a JSON object parses from there.
+// It then returns the object's text, and as problems every duplicate key
+// and anything but whitespace after the object (a second object,
+// trailing garbage): the JSON counterparts of what ToJSON refuses in
+// YAML. isJSON is false for a document that is not JSON, such as a YAML
+// flow mapping ({a: 1}); ToJSON is the judge of those.
+func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
+	from := 0
+	for from < len(doc.Data) {
+		end := len(doc.Data)
+		if i := bytes.IndexByte(doc.Data[from:], '\n'); i >= 0 {
+			end = from + i + 1
+		}
+		if isContent(doc.Data[from:end]) {
+			break
+		}
+		from = end
+	}
+	data := doc.Data[from:]
+	t := bytes.TrimLeft(data, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return nil, nil, false
+	}
+	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
+	c.dec.UseNumber()
+	if err := c.value(""); err != nil {
+		return nil, nil, false // not JSON: leave it to the YAML parser
+	}
+	end := int(c.dec.InputOffset())
+	obj = data[:end]
+	lineAt := func(off int) int {
+		return max(doc.start, 1) + bytes.Count(doc.Data[:from+off], []byte("\n"))
+	}
+	for _, d := range c.dups {
+		problems = append(problems, JSONProblem{Line: lineAt(d.off), FieldError: FieldError{Path: d.path, Message: "invalid JSON: duplicate key"}})
+	}
+	if rest := data[end:]; len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
+		off := end + len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
+		msg := "invalid JSON: data after the object"
+		var second any
+		if json.NewDecoder(bytes.NewReader(data[off:])).Decode(&second) == nil {
+			msg = "invalid JSON: a second JSON value after the object; separate documents with --- lines or put them in a v1 List"
+		}
+		extra, _, _ := bytes.Cut(data[off:], []byte("\n"))
+		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Shorten(string(bytes.TrimSpace(extra)), maxValueLen), Message: msg}})
+	}
+	return obj, problems, true
+}
+
+type duplicate struct {
+	path string
+	off  int
+}
+
+// jsonChecker walks one JSON value token by token, noting duplicate keys.
+type jsonChecker struct {
+	dec   *json.Decoder
+	dups  []duplicate
+	depth int
+}
+
+var errNotJSON = errors.New("not JSON")
+
+// maxJSONDepth is encoding/json's own nesting limit, which also keeps
+// the recursion of value off the end of the stack.
+const maxJSONDepth = 10000
+
+func (c *jsonChecker) value(path string) error {
+	if c.depth++; c.depth > maxJSONDepth {
+		return errNotJSON
+	}
+	defer func() { c.depth-- }()
+	tok, err := c.dec.Token()
+	if err != nil {
+		return err
+	}
+	return c.rest(path, tok)
+}
+
+// rest reads what follows tok, the first token of a value at path.
+func (c *jsonChecker) rest(path string, tok json.Token) error {
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for c.dec.More() {
+			kt, err := c.dec.Token()
+			if err != nil {
+				return err
+			}
+			k, ok := kt.(string)
+			if !ok {
+				return errNotJSON
+			}
+			p := JoinPath(path, k)
+			if seen[k] {
+				c.dups = append(c.dups, duplicate{path: p, off: int(c.dec.InputOffset())})
+			}
+			seen[k] = true
+			if err := c.value(p); err != nil {
+				return err
+			}
+		}
+		_, err := c.dec.Token() // '}'
+		return err
+	case json.Delim('['):
+		for i := 0; c.dec.More(); i++ {
+			if err := c.value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+				return err
+			}
+		}
+		_, err := c.dec.Token() // ']'
+		return err
+	case json.Delim('}'), json.Delim(']'):
+		return errNotJSON
+	}
+	return nil
+}
