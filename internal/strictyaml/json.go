@@ -19,7 +19,7 @@ type JSONProblem struct {
 // CheckJSON reads doc as JSON when it is JSON: its first content (after
 // blank and comment lines) is '{' and a JSON object parses from there.
 // It then returns the object's text, and as problems every duplicate key
-// and anything but whitespace after the object (a second object,
+// and anything but blanks and YAML comments after the object (a second object,
 // trailing garbage): the JSON counterparts of what ToJSON refuses in
 // YAML. isJSON is false for a document that is not JSON, such as a YAML
 // flow mapping ({a: 1}); ToJSON is the judge of those.
@@ -53,8 +53,7 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 	for _, d := range c.dups {
 		problems = append(problems, JSONProblem{Line: lineAt(d.off), FieldError: FieldError{Path: d.path, Message: "invalid JSON: duplicate key"}})
 	}
-	if rest := data[end:]; len(bytes.TrimLeft(rest, " \t\r\n")) > 0 {
-		off := end + len(rest) - len(bytes.TrimLeft(rest, " \t\r\n"))
+	if off, ok := trailing(data, end); ok {
 		msg := "invalid JSON: data after the object"
 		var second any
 		if json.NewDecoder(bytes.NewReader(data[off:])).Decode(&second) == nil {
@@ -64,6 +63,23 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Shorten(string(bytes.TrimSpace(extra)), maxValueLen), Message: msg}})
 	}
 	return obj, problems, true
+}
+
+// trailing returns the offset of the first data in data[from:], if any.
+// Blank lines and YAML comments (the document is part of a YAML stream)
+// are not data.
+func trailing(data []byte, from int) (int, bool) {
+	for pos := from; pos < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			end = pos + i + 1
+		}
+		if isContent(data[pos:end]) {
+			return end - len(bytes.TrimLeft(data[pos:end], " \t\r")), true
+		}
+		pos = end
+	}
+	return 0, false
 }
 
 type duplicate struct {

@@ -235,6 +235,9 @@ func TestCheckJSON(t *testing.T) {
 			}},
 		{name: "trailing", in: "{}\n\n x", isJSON: true, obj: "{}",
 			problems: []JSONProblem{{Line: 4, FieldError: FieldError{Value: "x", Message: "invalid JSON: data after the object"}}}},
+		{name: "trailing comments", in: "{} # c\n\n# d\n", isJSON: true, obj: "{}"},
+		{name: "trailing data after a comment", in: "{} # c\n\t[1] # d\n", isJSON: true, obj: "{}",
+			problems: []JSONProblem{{Line: 3, FieldError: FieldError{Value: "[1] # d", Message: "invalid JSON: a second JSON value after the object; separate documents with --- lines or put them in a v1 List"}}}},
 		{name: "too deep", in: strings.Repeat("{\"a\":", maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1)},
 	}
 	for _, tt := range tests {
