@@ -272,9 +272,6 @@ func TestValuesFromLiteral(t *testing.T) {
 	}, composeLiteral(t, "externalConfig.content"))
 
 	t.Run("escaped dots in the target path", func(t *testing.T) {
-		t.Skip("values composes literal target paths without Helm's \\. escapes " +
-			"(values/setpath.go: until() skips escapes when mode == setLiteral), " +
-			"so this gives key `application\\` then `yml`; package values is outside this change")
 		assert.Equal(t, map[string]any{
 			"externalConfig": map[string]any{"application.yml": map[string]any{"content": literalText}},
 			"replicaCount":   int64(3),
