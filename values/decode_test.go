@@ -24,6 +24,13 @@ func sameAsReadValues(t *testing.T, doc string) {
 		return // helmfleet's own bound
 	}
 	theirs, herr := chartutil.ReadValues([]byte(doc))
+	if derr != nil && herr == nil && len(theirs) == 0 {
+		// A documented difference: yaml.v2, under Helm, reads some
+		// malformed documents as nothing at all (an anchor name with a
+		// comma, then an unterminated quote: "&0, \"00"); we refuse them,
+		// as an error beats values that vanish in silence.
+		return
+	}
 	if (derr == nil) != (herr == nil) {
 		t.Fatalf("doc %q: ours err=%v, helm err=%v", doc, derr, herr)
 	}

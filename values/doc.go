@@ -33,7 +33,10 @@
 // sigs.k8s.io/yaml over YAML 1.1: yes/on are booleans, numbers are float64,
 // keys become strings, merge keys and anchors work) and --set paths with
 // Helm's exact parser semantics (strvals); fuzz tests compare both with Helm
-// itself. Unlike Helm, documents are bounded (Limits: size and alias
+// itself. Unlike Helm, a malformed document that Helm's YAML parser reads
+// as nothing at all (an anchor name with a comma before an unterminated
+// quote) is refused rather than taken as empty values; documents are
+// bounded (Limits: size and alias
 // expansion), a request has at most Limits.MaxReferences valuesFrom
 // references (DefaultMaxReferences, 1,000, unless raised; more is a
 // *TooManyReferencesError before anything is read), a nil Reader is an error
