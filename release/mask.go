@@ -65,9 +65,8 @@ func (m *secretMask) object(o *unstructured.Unstructured, paths, hide map[string
 	if m == nil && len(hide) == 0 {
 		return o
 	}
-	c := o.DeepCopy()
-	c.Object = m.walk(c.Object, "", paths, hide).(map[string]any)
-	return c
+	// walk builds new maps and lists, so o is left as it is.
+	return &unstructured.Unstructured{Object: m.walk(o.Object, "", paths, hide).(map[string]any)}
 }
 
 func (m *secretMask) walk(v any, path string, paths, hide map[string]bool) any {
@@ -79,10 +78,11 @@ func (m *secretMask) walk(v any, path string, paths, hide map[string]bool) any {
 		}
 		return out
 	case []any:
+		out := make([]any, len(t))
 		for i, e := range t {
-			t[i] = m.walk(e, fmt.Sprintf("%s\x00%d", path, i), paths, hide)
+			out[i] = m.walk(e, fmt.Sprintf("%s\x00%d", path, i), paths, hide)
 		}
-		return t
+		return out
 	case string:
 		if masked := m.text(t); masked != t {
 			paths[path] = true
@@ -182,28 +182,8 @@ func (m *secretMask) report(r *drift.Report) {
 	}
 }
 
-// value masks every Secret value in a copy of v.
+// value masks every Secret value in a copy of v (walk copies as it
+// goes, so values shared with the caller are not written through).
 func (m *secretMask) value(v any) any {
-	return m.walk(deepCopyJSON(v), "", map[string]bool{}, nil)
-}
-
-// deepCopyJSON copies maps and lists, so masking does not write through
-// to values shared with the caller.
-func deepCopyJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = deepCopyJSON(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = deepCopyJSON(e)
-		}
-		return out
-	default:
-		return t
-	}
+	return m.walk(v, "", map[string]bool{}, nil)
 }
