@@ -5,11 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -34,6 +39,13 @@ type ReleasePlan struct {
 	Chart, Version string
 	// Revision is the Helm revision running now (0 if none).
 	Revision int
+	// KubeVersion is the Kubernetes version the chart was rendered for,
+	// and CapabilitiesFrom says where it and the API versions came from
+	// (CapabilitiesFromCluster, CapabilitiesFromDiscovery or
+	// CapabilitiesFromHelmDefault). A plan for a cluster never seen is
+	// made against a stand-in that says its version (for example
+	// memory.New(name, memory.WithKubeVersion(v))).
+	KubeVersion, CapabilitiesFrom string
 	// Values are the composed values with provenance (secret-safe when
 	// printed); nil when they could not be composed.
 	Values *values.Result
@@ -90,12 +102,23 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	if p.Action, err = ru.decide(obs); err != nil {
 		p.Err = err
 	}
-	manifest, err := ru.render()
+	caps, from, err := capabilitiesOf(ctx, cluster, ru.cfg)
+	if err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", rel.ref(), cluster.Name(), err)
+		return p
+	}
+	p.KubeVersion, p.CapabilitiesFrom = caps.KubeVersion.Version, from
+	if err := checkKubeVersion(d.chart.Chart, caps, cluster.Name()); err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", rel.ref(), cluster.Name(), err)
+		return p
+	}
+	manifest, err := ru.render(caps)
 	if err != nil {
 		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
 		return p
 	}
-	if p.Objects, err = objectsOf(ru.cfg.KubeClient, manifest); err != nil {
+	crds := chartCRDs(d.chart.Chart)
+	if p.Objects, err = planObjects(ru.cfg.KubeClient, manifest, rel.GetTargetNamespace(), crds); err != nil {
 		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
 		return p
 	}
@@ -103,27 +126,44 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	if obs.state == StateAbsent {
 		current = ""
 	}
-	p.Diff, err = manifestDiff(ru.cfg, current, manifest, mask)
+	p.Diff, err = manifestDiff(ru.cfg, current, manifest, rel.GetTargetNamespace(), crds, mask)
 	if err != nil && p.Err == nil {
 		p.Err = err
 	}
 	return p
 }
 
-// render renders the desired manifest with Helm, client-side, with the
-// cluster's capabilities: nothing reaches the cluster or its storage.
-func (ru *run) render() (string, error) {
+// render renders the desired manifest with Helm, client-side, with caps
+// (the cluster's capabilities): nothing reaches the cluster or its
+// storage. Unless the release skips CRDs, the API versions of the chart's
+// crds/ are added, as an install sees them once it has created them.
+func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
 	rel := ru.rel
-	i := action.NewInstall(&action.Configuration{Capabilities: ru.cfg.Capabilities, Log: func(string, ...any) {}})
-	i.DryRun, i.ClientOnly, i.Replace = true, true, true
+	c := caps.Copy()
+	if rel.GetInstall().GetCRDsPolicy() != Skip {
+		extra, err := CRDVersions(chartCRDs(ru.d.chart.Chart)...)
+		if err != nil {
+			return "", err
+		}
+		c.APIVersions = append(c.APIVersions, extra...)
+	}
+	// A client-side dry run that is not ClientOnly renders with exactly
+	// the configuration's capabilities (ClientOnly would add Helm's
+	// default API versions, which a cluster may not serve); the printing
+	// client and a fresh memory storage keep it off the cluster.
+	mem := driver.NewMemory()
+	mem.SetNamespace(rel.GetTargetNamespace())
+	i := action.NewInstall(&action.Configuration{
+		Capabilities: c,
+		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
+		Releases:     storage.Init(mem),
+		Log:          func(string, ...any) {},
+	})
+	i.DryRun, i.Replace = true, true
 	i.ReleaseName = rel.GetReleaseName()
 	i.Namespace = rel.GetTargetNamespace()
 	i.PostRenderer = ru.d.post
 	i.SkipSchemaValidation = rel.GetInstall().DisableSchemaValidation
-	if ru.cfg.Capabilities != nil {
-		i.KubeVersion = &ru.cfg.Capabilities.KubeVersion
-		i.APIVersions = ru.cfg.Capabilities.APIVersions
-	}
 	h, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
 	if err != nil {
 		return "", err
@@ -142,7 +182,7 @@ func objectKey(u *unstructured.Unstructured) string {
 // manifestDiff renders a unified diff per object between two manifests,
 // Secret objects' values and values that came from Secrets (mask)
 // replaced by short digests, so that a change shows without the value.
-func manifestDiff(cfg *action.Configuration, from, to string, mask *secretMask) (string, error) {
+func manifestDiff(cfg *action.Configuration, from, to, namespace string, crds [][]byte, mask *secretMask) (string, error) {
 	// The desired side is parsed first: where it holds a Secret value,
 	// the running side is masked whole too (the value may have been
 	// rotated since, and the old one is as secret as the new).
@@ -152,7 +192,7 @@ func manifestDiff(cfg *action.Configuration, from, to string, mask *secretMask) 
 		if strings.TrimSpace(m) == "" {
 			return out, nil
 		}
-		objs, err := objectsOf(cfg.KubeClient, m)
+		objs, err := planObjects(cfg.KubeClient, m, namespace, crds)
 		if err != nil {
 			return nil, err
 		}

@@ -375,6 +375,11 @@ func (ru *run) reconcile() error {
 		ru.markReady(metav1.ConditionFalse, ReasonInitFailed, err.Error())
 		return err
 	}
+	if err := ru.checkKubeVersion(); err != nil {
+		res.Next = NextRequeue
+		ru.markReady(metav1.ConditionFalse, ReasonInitFailed, err.Error())
+		return err
+	}
 	for {
 		if err := ru.ctx.Err(); err != nil {
 			res.Next = NextRequeue
@@ -544,4 +549,23 @@ func (ru *run) resetFailuresOnChange() {
 		st.ClearFailures()
 		st.RemoveCondition(ConditionStalled)
 	}
+}
+
+// checkKubeVersion refuses, before any action, a chart whose kubeVersion
+// the cluster does not satisfy, with an error that names the chart, its
+// constraint and the cluster's version (Helm's own says neither chart nor
+// cluster). Charts without a constraint cost nothing.
+func (ru *run) checkKubeVersion() error {
+	c := ru.d.chart.Chart
+	if c.Metadata == nil || c.Metadata.KubeVersion == "" {
+		return nil
+	}
+	caps, _, err := capabilitiesOf(ru.ctx, ru.cluster, ru.cfg)
+	if err != nil {
+		return fmt.Errorf("release %s on cluster %s: %w", ru.rel.ref(), ru.cluster.Name(), err)
+	}
+	if err := checkKubeVersion(c, caps, ru.cluster.Name()); err != nil {
+		return fmt.Errorf("release %s on cluster %s: %w", ru.rel.ref(), ru.cluster.Name(), err)
+	}
+	return nil
 }
