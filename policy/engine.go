@@ -125,6 +125,7 @@ type propPolicy struct {
 	namespaced bool
 	priority   int32
 	spec       *PropagationSpec
+	valuesPath []string // ReplicasValuesPathAnnotation's keys, nil if absent
 	sels       []compiledSelector
 	groups     []affinityGroup // one group unless clusterAffinities is used
 	weights    []compiledWeight
@@ -169,11 +170,11 @@ func NewEngine(set Set) (*Engine, error) {
 	var errs []error
 	for i := range set.Propagation {
 		p := &set.Propagation[i]
-		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec) })
+		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec, p.Annotations) })
 	}
 	for i := range set.ClusterPropagation {
 		p := &set.ClusterPropagation[i]
-		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec) })
+		register(&errs, e.propByRef, &e.props, p.ref(), p.Validate(), func() *propPolicy { return newPropPolicy(p.ref(), &p.Spec, p.Annotations) })
 	}
 	for i := range set.Override {
 		p := &set.Override[i]
@@ -221,8 +222,9 @@ func compareRef(a, b Ref) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-func newPropPolicy(ref Ref, spec *PropagationSpec) *propPolicy {
+func newPropPolicy(ref Ref, spec *PropagationSpec, annotations map[string]string) *propPolicy {
 	p := &propPolicy{ref: ref, namespaced: ref.Namespace != "", spec: spec, sels: compileSelectors(spec.ResourceSelectors, ref.Namespace)}
+	p.valuesPath, _, _ = valuesPathOf(annotations) // Validate refused a bad path
 	if spec.Priority != nil {
 		p.priority = *spec.Priority
 	}

@@ -125,6 +125,7 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 	p.Warnings = append(p.Warnings, e.follow(p)...)
 	p.Warnings = append(p.Warnings, resolveConflicts(p)...)
 	p.Warnings = append(p.Warnings, e.warnings(p, matched, won)...)
+	p.Warnings = append(p.Warnings, dividedWithoutReplicas(p)...)
 	sortWarnings(p.Warnings)
 	var errs []error
 	for _, op := range p.Objects {
@@ -182,6 +183,14 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 	won[pp] = true
 	op.Selection = sel
 	op.policy = pp
+	if hrPath, hrReplicas, ok, err := helmReleaseReplicas(pp, obj, op.Object); err != nil {
+		op.Err = err
+		return
+	} else if ok {
+		path, replicas, hasReplicas = hrPath, hrReplicas, true
+		op.replicaPath = path
+		op.Replicas = &replicas
+	}
 	targets, group, err := r.scheduleObject(pp, obj, op.Object, hasReplicas, replicas)
 	if err != nil {
 		op.Err = err

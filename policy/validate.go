@@ -49,6 +49,7 @@ func (v *validator) meta(apiVersion, kind, wantKind, name, namespace string, nam
 func (p *PropagationPolicy) Validate() error {
 	v := &validator{ref: p.ref()}
 	v.meta(p.APIVersion, p.Kind, KindPropagationPolicy, p.Name, p.Namespace, true)
+	v.valuesPathAnnotation(p.Annotations)
 	v.propagationSpec(&p.Spec, p.Namespace)
 	return v.err()
 }
@@ -58,6 +59,7 @@ func (p *PropagationPolicy) Validate() error {
 func (p *ClusterPropagationPolicy) Validate() error {
 	v := &validator{ref: p.ref()}
 	v.meta(p.APIVersion, p.Kind, KindClusterPropagationPolicy, p.Name, p.Namespace, false)
+	v.valuesPathAnnotation(p.Annotations)
 	v.propagationSpec(&p.Spec, "")
 	return v.err()
 }
@@ -387,5 +389,11 @@ func (v *validator) overriders(path string, o *Overriders) {
 			v.pointer(p+".path", vo.Path)
 			v.operator(p+".operator", vo.Operator, allOps...)
 		}
+	}
+}
+
+func (v *validator) valuesPathAnnotation(annotations map[string]string) {
+	if _, _, err := valuesPathOf(annotations); err != nil {
+		v.add("metadata.annotations["+ReplicasValuesPathAnnotation+"]", annotations[ReplicasValuesPathAnnotation], "%v", err)
 	}
 }

@@ -136,8 +136,11 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "\n== plan (nothing written yet)\n%s", plan.Table())
-	if len(plan.Errors) > 0 {
-		return fmt.Errorf("plan: %w", errors.Join(plan.Errors...))
+	// A release that cannot be placed stops the rollout; a release that
+	// fails on some member (an *ItemError, shown in the table) is left to
+	// the waves, which halt on it.
+	if placement := plan.PlacementErrors(); len(placement) > 0 {
+		return fmt.Errorf("plan: %w", errors.Join(placement...))
 	}
 
 	fmt.Fprintf(out, "\n== rollout: wave dev, then wave prod after a bake time and a gate\n")

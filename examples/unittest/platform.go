@@ -42,15 +42,18 @@ func (e *PlanError) Unwrap() []error { return e.Errs }
 // wave by wave (Waves), each wave baking for bake before the next; the
 // first failed or unhealthy member halts the rollout and rolls its wave's
 // failed members back to their previous revision. Nothing is applied
-// when the plan has errors (a *PlanError). The report says what happened
+// when a release cannot be placed (a *PlanError); a release that fails
+// on one member fails that member's part, and the waves halt. The report says what happened
 // on every member, also when the error is not nil.
 func RolloutPlatform(ctx context.Context, fl *fleet.Fleet, in fleet.Inputs, bake time.Duration) (*fleet.ApplyReport, error) {
 	plan, err := fl.Plan(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("platform rollout: %w", err)
 	}
-	if len(plan.Errors) > 0 {
-		return nil, &PlanError{Errs: plan.Errors}
+	// A member that fails fails its own part (the waves halt on it);
+	// a release that cannot be placed stops everything.
+	if errs := plan.PlacementErrors(); len(errs) > 0 {
+		return nil, &PlanError{Errs: errs}
 	}
 	return fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
 		Waves:          Waves,

@@ -123,13 +123,46 @@ type Plan struct {
 	// Warnings are the policy engine's (a policy that matches nothing, an
 	// override of a path a kind lacks, …).
 	Warnings []policy.Warning
-	// Errors are placement problems of whole releases (no policy, an
-	// override that fails on a member), each naming release and member.
+	// Errors are every problem of the plan, each naming release and
+	// member: placement problems of whole releases (no policy, an override
+	// that fails on a member) and every item that failed (Item.Err), so a
+	// plan with failed items never looks clean. Those of failed items are
+	// *ItemError: Apply still runs the other items (a caller that wants
+	// all or nothing refuses any error).
 	Errors []error
 
 	graph *depgraph.Graph[Key]
 	gc    *depgraph.Graph[Key]
 	items map[Key]*release.ReleasePlan
+}
+
+// ItemError is a Plan error of one release on one member: the item's
+// Err, which names both.
+type ItemError struct {
+	// Key names the member and release.
+	Key Key
+	// Err is the item's error.
+	Err error
+}
+
+func (e *ItemError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the item's error.
+func (e *ItemError) Unwrap() error { return e.Err }
+
+// PlacementErrors returns the errors of Errors that are not an item's:
+// what stops whole releases (no policy, an override that fails, a
+// dependency cycle). A caller that lets Apply run what it can, member by
+// member, refuses to go on only on these.
+func (p *Plan) PlacementErrors() []error {
+	var out []error
+	for _, e := range p.Errors {
+		var item *ItemError
+		if !errors.As(e, &item) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Item returns the plan of one release on one member.
@@ -164,9 +197,11 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		objs = append(objs, u)
 	}
 	placement, err := engine.Place(objs, release.FactsOf(f.members))
-	if err != nil {
+	if placement == nil {
 		return nil, fmt.Errorf("fleet plan: %w", err)
 	}
+	// A release that cannot be placed is named in Plan.Errors (below);
+	// the others are still planned.
 	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
@@ -219,6 +254,9 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	for i, w := range work {
 		plan.items[w.key] = plan.Items[i]
+		if err := plan.Items[i].Err; err != nil {
+			plan.Errors = append(plan.Errors, &ItemError{Key: w.key, Err: err})
+		}
 	}
 
 	// Garbage collection: what the fleet applied before and no longer
@@ -371,11 +409,11 @@ func fromUnstructured(u *unstructured.Unstructured) (*release.Release, error) {
 }
 
 // Table renders the plan as a table: member, release, state, action,
-// chart, revision now, and errors.
+// chart, revision now, the Kubernetes version rendered for, and errors.
 func (p *Plan) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tNOTE")
+	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tNOTE")
 	for _, it := range p.Items {
 		note := it.Reason
 		if it.Err != nil {
@@ -385,7 +423,14 @@ func (p *Plan) Table() string {
 		if it.Chart != "" {
 			chart = it.Chart + "@" + it.Version
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%d\t%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, chart, it.Revision, note)
+		kube := it.KubeVersion
+		switch {
+		case kube == "":
+			kube = "-"
+		case it.CapabilitiesFrom == release.CapabilitiesFromHelmDefault:
+			kube += " (helm default)"
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, chart, it.Revision, kube, note)
 	}
 	_ = tw.Flush()
 	for _, e := range p.Errors {
@@ -420,10 +465,13 @@ type planJSON struct {
 	Chart     string         `json:"chart,omitempty"`
 	Version   string         `json:"version,omitempty"`
 	Revision  int            `json:"revision"`
-	Values    map[string]any `json:"values,omitempty"`
-	Objects   []string       `json:"objects,omitempty"`
-	Diff      string         `json:"diff,omitempty"`
-	Error     string         `json:"error,omitempty"`
+	// KubeVersion and CapabilitiesFrom: what the chart was rendered for.
+	KubeVersion      string         `json:"kubeVersion,omitempty"`
+	CapabilitiesFrom string         `json:"capabilitiesFrom,omitempty"`
+	Values           map[string]any `json:"values,omitempty"`
+	Objects          []string       `json:"objects,omitempty"`
+	Diff             string         `json:"diff,omitempty"`
+	Error            string         `json:"error,omitempty"`
 }
 
 // MarshalJSON renders the plan as JSON: items (with values redacted where
@@ -436,7 +484,8 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	}{Items: []planJSON{}}
 	for _, it := range p.Items {
 		j := planJSON{Cluster: it.Cluster, Namespace: it.Release.Namespace, Name: it.Release.Name, State: it.State,
-			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff}
+			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff,
+			KubeVersion: it.KubeVersion, CapabilitiesFrom: it.CapabilitiesFrom}
 		if it.Values != nil {
 			j.Values = it.Values.Redacted()
 		}
