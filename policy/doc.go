@@ -73,7 +73,12 @@
 // that select a cluster (0 drops it; all 0 means all 1); dynamic weights and
 // Aggregated use Cluster.AvailableReplicas. Clusters given no replicas get no
 // copy. Replicas live in spec.replicas of Deployments, StatefulSets and
-// ReplicaSets and in spec.parallelism of Jobs; other objects go whole.
+// ReplicaSets and in spec.parallelism of Jobs; other objects go whole. A
+// HelmRelease keeps its count in spec.values at the path its policy names
+// with the annotation policy.helmfleet.io/replicas-values-path
+// (ReplicasValuesPathAnnotation), so each member's release gets its share;
+// Karmada divides nothing for a HelmRelease, and helmfleet warns
+// (WarnDividedWithoutReplicas) when a Divided policy names no path.
 //
 // # Dependencies
 //
