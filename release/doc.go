@@ -52,8 +52,7 @@
 // The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),
 // checked by that project's own test data ported into
 // testdata/peer/flux (peer_flux_test.go). Documented differences: the safe
-// remediation above; Ready says ReconciliationSucceeded (not the Released
-// reason) after a reconcile that ran no action; a Snapshot records no
+// remediation above; a Snapshot records no
 // action; and the Reconcile error is non-nil whenever the release does not
 // end ready, where Flux returns nil after a remediation that wrote storage.
 //

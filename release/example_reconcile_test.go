@@ -56,7 +56,7 @@ spec:
 	fmt.Println(strings.Join(cluster.Summary(), "\n"))
 	// Output:
 	// install revision=1 ready=True reason=InstallSucceeded
-	// none revision=1 ready=True reason=ReconciliationSucceeded
+	// none revision=1 ready=True reason=InstallSucceeded
 	// upgrade revision=2 ready=True reason=UpgradeSucceeded
 	// ConfigMap apps/podinfo
 	// Deployment apps/podinfo

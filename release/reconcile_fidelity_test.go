@@ -133,7 +133,7 @@ func TestInSyncSetsReleasedWithReady(t *testing.T) {
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.Empty(t, res.Actions)
-	assert.Equal(t, "True/ReconciliationSucceeded", cond(rel, release.ConditionReady))
+	assert.Equal(t, "True/UpgradeSucceeded", cond(rel, release.ConditionReady), "Ready takes Released's reason, as in Flux")
 	assert.Equal(t, "True/UpgradeSucceeded", cond(rel, release.ConditionReleased))
 }
 

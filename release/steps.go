@@ -435,9 +435,6 @@ func (ru *run) finish(obs *observation) error {
 	if c := st.GetCondition(ConditionTestSuccess); c != nil && c.Status == metav1.ConditionTrue && ru.res.Did(ActionTest) {
 		reason, msg = c.Reason, c.Message
 	}
-	if len(ru.res.Actions) == 0 {
-		reason = ReasonReconciliationSucceeded
-	}
 	if obs.state == StateDrifted {
 		msg = fmt.Sprintf("%s; drift detected (mode warn): %d object(s) differ", msg, ru.res.Drift.Count("Modified")+ru.res.Drift.Count("Missing"))
 	}
