@@ -64,6 +64,7 @@ type Cluster struct {
 	kubernetes   kubernetes.Interface
 	fieldManager string
 	log          func(format string, args ...any)
+	caps         *capsCache
 }
 
 var _ release.Cluster = (*Cluster)(nil)
@@ -103,6 +104,7 @@ func New(cfg Config) (*Cluster, error) {
 		kubernetes:   cfg.Kubernetes,
 		fieldManager: cfg.FieldManager,
 		log:          cfg.Log,
+		caps:         newCapsCache(),
 	}
 	if c.fieldManager == "" {
 		c.fieldManager = DefaultFieldManager

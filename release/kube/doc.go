@@ -27,6 +27,14 @@
 //   - Delete removes one object with a propagation policy (background by
 //     default).
 //
+// Capabilities (release.CapabilitiesReader) gives the library's own renders
+// (Plan, the Reconciler's kubeVersion check) the cluster's Kubernetes
+// version and API versions, computed from discovery as Helm computes them,
+// cached per Cluster and checked with one conditional request per call
+// (see Cluster.Capabilities for when it rediscovers). Helm's own actions
+// still discover for themselves: HelmConfig sets no Capabilities, so an
+// install sees the CRDs it has just created from crds/.
+//
 // Kinds are mapped to resources through a deferred discovery RESTMapper,
 // reset once when a kind is unknown so CRDs created after the first call
 // are found. Absent objects yield a *release.NotFoundError (matching

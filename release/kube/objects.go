@@ -45,6 +45,9 @@ type target struct {
 func (c *Cluster) resolve(gvk schema.GroupVersionKind, namespace string) (*target, error) {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
+		// The server serves a kind the mapper has not seen: discovery
+		// changed, and so may the capabilities.
+		c.caps.invalidate()
 		meta.MaybeResetRESTMapper(c.mapper)
 		mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
@@ -175,7 +178,18 @@ func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opt
 		}
 		return nil, c.callError(ctx, err, verbPatch, ref.String(), ref, t)
 	}
+	if !opts.DryRun {
+		c.wrote(ref)
+	}
 	return out, nil
+}
+
+// wrote notes a write of ref: a CRD or an APIService changes what
+// discovery serves, so the next Capabilities rediscovers.
+func (c *Cluster) wrote(ref release.ObjectRef) {
+	if changesDiscovery(ref.GroupVersionKind.GroupKind()) {
+		c.caps.invalidate()
+	}
 }
 
 // subresourceNotFound tells the two 404s of a write to a subresource
@@ -202,6 +216,7 @@ func (c *Cluster) Delete(ctx context.Context, ref release.ObjectRef, opts releas
 	if err := t.client.Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &propagation}); err != nil {
 		return c.callError(ctx, err, verbDelete, ref.String(), ref, t)
 	}
+	c.wrote(ref)
 	return nil
 }
 

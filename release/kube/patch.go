@@ -29,5 +29,6 @@ func (c *Cluster) Patch(ctx context.Context, ref release.ObjectRef, jsonPatch []
 	if err != nil {
 		return nil, c.callError(ctx, err, verbPatch, ref.String(), ref, t)
 	}
+	c.wrote(ref)
 	return out, nil
 }
