@@ -433,3 +433,32 @@ func TestCapabilitiesProbeError(t *testing.T) {
 	require.Error(t, err, "an unchecked cache is not served")
 	assert.ErrorContains(t, err, "cluster test: capabilities: discovery probe: GET "+srv.URL+"/apis: 503 Service Unavailable: unavailable")
 }
+
+// TestCapabilitiesProbeConcurrent: concurrent calls on a cold cache
+// discover once, and calls that wait while another checks share its
+// check.
+func TestCapabilitiesProbeConcurrent(t *testing.T) {
+	d, srv := newDiscoveryServer(t, true)
+	c, err := New(Config{Name: "test", REST: &rest.Config{Host: srv.URL}})
+	require.NoError(t, err)
+	call := func() {
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				caps, err := c.Capabilities(t.Context())
+				if assert.NoError(t, err) {
+					assert.Contains(t, caps.APIVersions, "apps/v1/Deployment")
+				}
+			})
+		}
+		wg.Wait()
+	}
+	call()
+	got := d.take()
+	assert.Equal(t, 1, got["/version"], "one discovery: %v", got)
+	call()
+	got = d.take()
+	assert.Zero(t, got["/version"], "no rediscovery: %v", got)
+	assert.LessOrEqual(t, got["/apis"], 16, "at most one check per call: %v", got)
+	t.Logf("16 concurrent calls on a warm cache made %d requests of /apis", got["/apis"])
+}
