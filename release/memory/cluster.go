@@ -12,7 +12,6 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,11 +57,27 @@ func WithHealth(h HealthFunc) Option { return func(c *Cluster) { c.health = h } 
 // WithPollInterval sets how often waits re-check health (default 5ms).
 func WithPollInterval(d time.Duration) Option { return func(c *Cluster) { c.poll = d } }
 
-// WithKubeVersion sets the Kubernetes version charts see in
-// .Capabilities.KubeVersion (default Helm's default, v1.20.0... see
-// chartutil.DefaultCapabilities).
+// WithKubeVersion sets the Kubernetes version the cluster runs: what
+// charts see as .Capabilities.KubeVersion and their kubeVersion
+// constraint is checked against, as "v1.29.4" or "1.29" (default
+// DefaultKubeVersion(), the release of the k8s.io libraries the binary is
+// built with). It changes no kind the cluster serves. A version that does
+// not parse fails HelmConfig and Capabilities.
 func WithKubeVersion(version string) Option {
 	return func(c *Cluster) { c.kubeVersion = version }
+}
+
+// WithAPIVersions adds API versions the cluster reports as served besides
+// its own kinds, in the forms of Helm's --api-versions: "group/version"
+// or "group/version/Kind" ("v1" and "v1/Kind" for the core group). Charts
+// see them in .Capabilities.APIVersions, in plans (Capabilities) and in
+// Helm's own actions (HelmConfig's discovery) alike, as on a cluster that
+// serves them; the cluster stores no object of them all the same (a kind
+// still needs its CustomResourceDefinition). Use it to plan offline for a
+// cluster that has APIs the in-memory one lacks. An entry that does not
+// parse fails HelmConfig and Capabilities.
+func WithAPIVersions(extra ...string) Option {
+	return func(c *Cluster) { c.apiVersions = append(c.apiVersions, extra...) }
 }
 
 // Cluster is an in-memory Kubernetes cluster for Helm: Helm's real action
@@ -77,6 +92,7 @@ type Cluster struct {
 	now         func() time.Time
 	poll        time.Duration
 	kubeVersion string
+	apiVersions []string
 
 	mu          sync.Mutex
 	health      HealthFunc
@@ -92,7 +108,7 @@ var (
 
 // New returns an empty in-memory cluster called name.
 func New(name string, opts ...Option) *Cluster {
-	c := &Cluster{name: name, now: time.Now, poll: 5 * time.Millisecond, health: AlwaysReady, drivers: map[string]*driver.Memory{}}
+	c := &Cluster{name: name, now: time.Now, poll: 5 * time.Millisecond, health: AlwaysReady, drivers: map[string]*driver.Memory{}, kubeVersion: DefaultKubeVersion()}
 	for _, o := range opts {
 		o(c)
 	}
@@ -158,8 +174,12 @@ func (c *Cluster) driver(namespace string) *driver.Memory {
 
 // HelmConfig returns Helm's action configuration for scope: the memory
 // driver of scope.StorageNamespace (one per namespace, kept for the life
-// of the cluster) and a kube client over the object store whose default
-// namespace is scope.Namespace.
+// of the cluster), a kube client over the object store whose default
+// namespace is scope.Namespace, and a RESTClientGetter through which Helm
+// discovers the cluster as it would a real one: Capabilities is left nil,
+// so Helm asks discovery when it renders, after it created a chart's CRDs,
+// and templates see their API versions on the first install; lookup reads
+// the stored objects.
 func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -174,19 +194,20 @@ func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*act
 	if ns == "" {
 		ns = scope.StorageNamespace
 	}
-	caps := chartutil.DefaultCapabilities.Copy()
-	if c.kubeVersion != "" {
-		kv, err := chartutil.ParseKubeVersion(c.kubeVersion)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: kube version %q: %w", c.name, c.kubeVersion, err)
+	// What would fail Helm's discovery fails here, before any action.
+	if _, err := c.kubeVersionOf(); err != nil {
+		return nil, err
+	}
+	for _, v := range c.apiVersions {
+		if _, _, err := parseAPIVersion(v); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c.name, err)
 		}
-		caps.KubeVersion = *kv
 	}
 	return &action.Configuration{
-		Releases:     storage.Init(&faultDriver{Driver: c.driver(scope.StorageNamespace), c: c, namespace: scope.StorageNamespace}),
-		KubeClient:   &kubeClient{c: c, namespace: ns},
-		Capabilities: caps,
-		Log:          func(string, ...any) {},
+		Releases:         storage.Init(&faultDriver{Driver: c.driver(scope.StorageNamespace), c: c, namespace: scope.StorageNamespace}),
+		KubeClient:       &kubeClient{c: c, namespace: ns},
+		RESTClientGetter: restClientGetter{c: c},
+		Log:              func(string, ...any) {},
 	}, nil
 }
 

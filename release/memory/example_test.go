@@ -73,3 +73,35 @@ func ExampleWithSchemas() {
 	// prod-eu prod-eu-000001 platform {"f:data":{"f:region":{}}}
 	// prod-us prod-us-000001 platform {"f:data":{"f:region":{}}}
 }
+
+// A cluster says which Kubernetes version it runs and which API versions
+// it serves, as discovery on a real cluster does: a CRD's API appears once
+// the CRD is stored.
+func ExampleCluster_Capabilities() {
+	ctx := context.Background()
+	cluster := memory.New("dev-1", memory.WithKubeVersion("v1.33.1"))
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "servicemonitors.monitoring.coreos.com"},
+		"spec": map[string]any{
+			"group": "monitoring.coreos.com", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "ServiceMonitor", "plural": "servicemonitors"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}},
+		},
+	}}
+	for _, step := range []string{"before", "after"} {
+		caps, err := cluster.Capabilities(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(step, caps.KubeVersion.Version, caps.APIVersions.Has("apps/v1/Deployment"), caps.APIVersions.Has("monitoring.coreos.com/v1/ServiceMonitor"))
+		if _, err := cluster.Apply(ctx, crd, release.ApplyOptions{FieldManager: "platform"}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	// Output:
+	// before v1.33.1 true false
+	// after v1.33.1 true true
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
@@ -16,12 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/resource"
-	"k8s.io/client-go/kubernetes/scheme"
-	restfake "k8s.io/client-go/rest/fake"
 
 	"github.com/helmfleet/helmfleet/release"
 )
@@ -88,7 +84,7 @@ func (k *kubeClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 			return nil, err
 		}
 		out = append(out, &resource.Info{
-			Client:    k.restClient(gvk.GroupVersion()),
+			Client:    k.c.rest(gvk.GroupVersion()),
 			Mapping:   mapping,
 			Namespace: obj.GetNamespace(),
 			Name:      obj.GetName(),
@@ -371,62 +367,4 @@ func (k *kubeClient) GetPodList(namespace string, opts metav1.ListOptions) (*cor
 // OutputContainerLogsForPodList writes nothing: in-memory Pods have no logs.
 func (k *kubeClient) OutputContainerLogsForPodList(*corev1.PodList, string, func(namespace, pod, container string) io.Writer) error {
 	return nil
-}
-
-// restClient serves GETs of single objects from the store, which is all
-// Helm asks of resource.Info.Client (to check ownership of objects that
-// already exist before an install or upgrade).
-func (k *kubeClient) restClient(gv schema.GroupVersion) *restfake.RESTClient {
-	return &restfake.RESTClient{
-		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
-		GroupVersion:         gv,
-		Client: restfake.CreateHTTPClient(func(req *http.Request) (*http.Response, error) {
-			return k.serve(gv, req)
-		}),
-	}
-}
-
-func (k *kubeClient) serve(gv schema.GroupVersion, req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodGet {
-		return nil, fmt.Errorf("memory: %s not supported on %s", req.Method, req.URL.Path)
-	}
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("memory: bad path %s", req.URL.Path)
-	}
-	name, res := parts[len(parts)-1], parts[len(parts)-2]
-	ns := ""
-	if len(parts) >= 4 && parts[len(parts)-4] == "namespaces" {
-		ns = parts[len(parts)-3]
-	}
-	gvk, err := k.c.store.mapper.kindFor(gv.WithResource(res))
-	var body []byte
-	code := http.StatusOK
-	if err == nil {
-		// A failed request, as when the connection drops: the fault
-		// reaches Helm as the error itself, not as an API status.
-		if ferr := k.c.fault(OpHelmGet, release.ObjectRef{GroupVersionKind: gvk, Namespace: ns, Name: name}); ferr != nil {
-			return nil, ferr
-		}
-		var obj *unstructured.Unstructured
-		obj, err = k.c.store.get(gvk, ns, name)
-		if err == nil {
-			body, err = json.Marshal(obj.Object)
-		}
-	}
-	if err != nil {
-		status := apierrors.NewNotFound(gv.WithResource(res).GroupResource(), name).Status()
-		if !apierrors.IsNotFound(err) {
-			status = apierrors.NewInternalError(err).Status()
-		}
-		status.APIVersion, status.Kind = "v1", "Status"
-		code = int(status.Code)
-		body, _ = json.Marshal(status)
-	}
-	return &http.Response{
-		StatusCode: code,
-		Header:     http.Header{"Content-Type": []string{"application/json"}},
-		Body:       io.NopCloser(bytes.NewReader(body)),
-		Request:    req,
-	}, nil
 }

@@ -39,6 +39,7 @@ const maxShapes = 4096
 type Schemas struct {
 	typed, deduced managedfields.TypeConverter
 	mapper         *meta.DefaultRESTMapper // the built-in kinds; only read
+	builtins       []servedKind            // the built-in kinds as served; only read
 	seed           maphash.Seed
 
 	mu         sync.Mutex
@@ -72,10 +73,12 @@ type shapeEntry struct {
 // NewSchemas returns an empty Schemas; give it to clusters with
 // WithSchemas.
 func NewSchemas() *Schemas {
+	mapper, builtins := builtInMapper()
 	return &Schemas{
 		typed:      applyconfigurations.NewTypeConverter(scheme.Scheme),
 		deduced:    managedfields.NewDeducedTypeConverter(),
-		mapper:     builtInMapper(),
+		mapper:     mapper,
+		builtins:   builtins,
 		seed:       maphash.MakeSeed(),
 		converters: map[schema.GroupVersionKind]managedfields.TypeConverter{},
 		managers:   map[managerKey]*managedfields.FieldManager{},

@@ -80,6 +80,12 @@ func withStatus(obj *unstructured.Unstructured, h Health) *unstructured.Unstruct
 		} else {
 			st = map[string]any{"conditions": []any{cond("Established", "False", "Installing", h.Message)}}
 		}
+	case "APIService":
+		if h.Ready {
+			st = map[string]any{"conditions": []any{cond("Available", "True", "Passed", "all checks passed")}}
+		} else {
+			st = map[string]any{"conditions": []any{cond("Available", "False", "FailedDiscoveryCheck", h.Message)}}
+		}
 	case "PersistentVolumeClaim":
 		st = map[string]any{"phase": "Bound"}
 		if !h.Ready {

@@ -63,13 +63,13 @@ func (m statusMode) resetFields(gvk schema.GroupVersionKind) map[fieldpath.APIVe
 
 // hasStatusSubresource reports whether gvk has a status subresource: a
 // kind a stored CRD serves if that CRD version declares
-// subresources.status; CustomResourceDefinition itself; a built-in kind if
-// client-go's schema gives it a status field.
+// subresources.status; CustomResourceDefinition and APIService; a
+// built-in kind if client-go's schema gives it a status field.
 func (s *store) hasStatusSubresource(gvk schema.GroupVersionKind) bool {
 	if status, crd := s.mapper.crdStatus(gvk); crd {
 		return status
 	}
-	if gvk.GroupKind() == crdGVK.GroupKind() {
+	if gvk.GroupKind() == crdGVK.GroupKind() || gvk.GroupKind() == apiServiceGVK.GroupKind() {
 		return true
 	}
 	return s.schemas.typedStatus(gvk)

@@ -56,7 +56,7 @@ func newStore(cluster string, now func() time.Time, schemas *Schemas) *store {
 	}
 	return &store{
 		objects: map[key]*unstructured.Unstructured{},
-		mapper:  newRESTMapper(schemas.mapper),
+		mapper:  newRESTMapper(schemas.mapper, schemas.builtins),
 		schemas: schemas,
 		now:     now,
 		cluster: cluster,
