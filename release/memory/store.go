@@ -48,6 +48,7 @@ type store struct {
 	now     func() time.Time
 	cluster string
 	serial  int64
+	alloc   *allocations
 }
 
 func newStore(cluster string, now func() time.Time, schemas *Schemas) *store {
@@ -60,6 +61,7 @@ func newStore(cluster string, now func() time.Time, schemas *Schemas) *store {
 		schemas: schemas,
 		now:     now,
 		cluster: cluster,
+		alloc:   newAllocations(),
 	}
 }
 
@@ -317,11 +319,17 @@ func (s *store) apply(obj *unstructured.Unstructured, opts release.ApplyOptions)
 		}
 		in.SetNamespace(ns)
 		mode.prepareIn(in)
-		out, err := fm.Apply(base.DeepCopy(), in, manager, force)
+		res, err := fm.Apply(base.DeepCopy(), in, manager, force)
 		if err != nil {
 			return nil, err
 		}
-		return mode.prepareOut(live, out.(*unstructured.Unstructured)), nil
+		out := mode.prepareOut(live, res.(*unstructured.Unstructured))
+		if gvk.GroupKind() == serviceGK && mode != statusOnly {
+			if err := s.alloc.service(k, live, out, false); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 	if live == nil {
 		return s.write(k, nil, obj, mode, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
@@ -431,6 +439,11 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMod
 	out := mode.prepareOut(live, res.(*unstructured.Unstructured))
 	out.SetGroupVersionKind(gvk)
 	out.SetNamespace(k.Namespace)
+	if gvk.GroupKind() == serviceGK && mode != statusOnly {
+		if err := s.alloc.service(k, live, out, true); err != nil {
+			return nil, err
+		}
+	}
 	s.serial++
 	if live == nil {
 		out.SetUID(types.UID(fmt.Sprintf("%s-%06d", s.cluster, s.serial)))
@@ -487,7 +500,7 @@ func (s *store) remove(gvk schema.GroupVersionKind, namespace, name string, prop
 	if !ok {
 		return s.notFound(gvk, name)
 	}
-	delete(s.objects, k)
+	s.drop(k)
 	if gvk.GroupKind() == crdGVK.GroupKind() {
 		s.mapper.learnCRD(obj, true)
 	}
@@ -497,11 +510,18 @@ func (s *store) remove(gvk schema.GroupVersionKind, namespace, name string, prop
 	if gvk.Kind == "Namespace" && gvk.Group == "" {
 		for k := range s.objects {
 			if k.Namespace == name {
-				delete(s.objects, k)
+				s.drop(k)
 			}
 		}
 	}
 	return nil
+}
+
+// drop removes the object of k and frees what it holds. Callers hold
+// s.mu.
+func (s *store) drop(k key) {
+	delete(s.objects, k)
+	s.alloc.release(k)
 }
 
 // collect removes, transitively, every object owned by uid.
@@ -509,7 +529,7 @@ func (s *store) collect(uid types.UID) {
 	for k, o := range s.objects {
 		for _, ref := range o.GetOwnerReferences() {
 			if ref.UID == uid {
-				delete(s.objects, k)
+				s.drop(k)
 				s.collect(o.GetUID())
 				break
 			}
