@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,11 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kube"
+	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/releasetest"
 )
 
@@ -76,6 +79,37 @@ func deployment(namespace, name string, replicas int64, app string) *unstructure
 // TestConformance runs the backend conformance suite on member1.
 func TestConformance(t *testing.T) {
 	releasetest.TestCluster(t, admin(t, "member1"), releasetest.Options{NamespacePrefix: "conf"})
+}
+
+// TestMemoryServesWhatKubeServes checks the in-memory cluster's default
+// view of the API against a real API server: every API version and kind
+// it reports (its built-in kinds, as served by a server of the k8s.io
+// libraries' release) is one the real server serves too, and its default
+// Kubernetes version is not newer than the real one (the harness runs a
+// release at least as new as the libraries).
+func TestMemoryServesWhatKubeServes(t *testing.T) {
+	dc, err := discovery.NewDiscoveryClientForConfig(controlPlane(t, "member1").Admin)
+	require.NoError(t, err)
+	served, err := action.GetVersionSet(dc)
+	require.NoError(t, err)
+	v, err := dc.ServerVersion()
+	require.NoError(t, err)
+
+	caps, err := memory.New("memory").Capabilities(ctx(t))
+	require.NoError(t, err)
+	var missing []string
+	for _, av := range caps.APIVersions {
+		if !served.Has(av) {
+			missing = append(missing, av)
+		}
+	}
+	assert.Empty(t, missing, "the in-memory cluster serves what %s does not", v.GitVersion)
+	memMinor, err := strconv.Atoi(caps.KubeVersion.Minor)
+	require.NoError(t, err)
+	realMinor, err := strconv.Atoi(strings.TrimSuffix(v.Minor, "+"))
+	require.NoError(t, err)
+	assert.Equal(t, v.Major, caps.KubeVersion.Major)
+	assert.LessOrEqual(t, memMinor, realMinor, "memory runs %s, the real server %s", caps.KubeVersion.Version, v.GitVersion)
 }
 
 // TestHelmLifecycle installs, upgrades, rolls back and uninstalls a

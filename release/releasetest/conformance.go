@@ -51,10 +51,19 @@ const (
 // subtest of t. It creates its namespaces through c.Apply first (a real API
 // server needs them) and deletes them at the end.
 //
+// The object checks include what an API server allocates to Services
+// (cluster IPs, node ports, kept when an apply leaves them out). A cluster
+// that implements release.CapabilitiesReader is checked to report its
+// version, the APIs of a current server, and a CRD's API once the CRD is
+// created; the check is skipped for one that does not.
+//
 // The Helm checks install Chart with Helm's action package through
 // c.HelmConfig, with Wait off: the backend need not make Deployments ready.
 // Every Helm step asks c.HelmConfig for a new configuration, so release
-// records must outlive one configuration.
+// records must outlive one configuration. A last chart brings a CRD in
+// crds/: its templates must see the CRD's API in .Capabilities on the
+// first install, as Helm discovers after creating CRDs, and its lookup
+// must read the cluster's objects.
 func TestCluster(t *testing.T, c release.Cluster, opts ...Options) {
 	t.Helper()
 	var o Options
@@ -86,9 +95,12 @@ func TestCluster(t *testing.T, c release.Cluster, opts ...Options) {
 		t.Run("not found", s.testNotFound)
 		t.Run("field ownership", s.testOwnership)
 		t.Run("status subresource", s.testStatusSubresource)
+		t.Run("services", s.testServices)
 		t.Run("cancellation", s.testCancel)
 	})
+	t.Run("capabilities", s.testCapabilities)
 	t.Run("helm", s.testHelm)
+	t.Run("helm crds and lookup", s.testHelmCRDs)
 }
 
 type suite struct {
