@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -41,22 +42,23 @@ func ports(t *testing.T, svc *unstructured.Unstructured) []int64 {
 	return out
 }
 
-func svc(name, typ string, spec map[string]any, ports ...map[string]any) *unstructured.Unstructured {
-	s := map[string]any{}
+// svc is Service name in namespace apps: of type typ unless empty, with
+// the fields of extra and ports.
+func svc(name, typ string, extra map[string]any, ports ...map[string]any) *unstructured.Unstructured {
+	spec := maps.Clone(extra)
+	if spec == nil {
+		spec = map[string]any{}
+	}
 	if typ != "" {
-		s["type"] = typ
+		spec["type"] = typ
 	}
-	for k, v := range spec {
-		s[k] = v
-	}
-	if len(ports) > 0 {
-		list := make([]any, 0, len(ports))
-		for _, p := range ports {
-			list = append(list, p)
+	if ports != nil {
+		spec["ports"] = make([]any, len(ports))
+		for i := range ports {
+			spec["ports"].([]any)[i] = ports[i]
 		}
-		s["ports"] = list
 	}
-	return object("v1", "Service", "apps", name, map[string]any{"spec": s})
+	return object("v1", "Service", "apps", name, map[string]any{"spec": spec})
 }
 
 func svcPort(name string, number int64, nodePort int64) map[string]any {
