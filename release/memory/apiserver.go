@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -112,10 +113,6 @@ func (a apiServer) serve(req *http.Request) (any, error) {
 	if path == "version" {
 		return (&discoveryClient{c: a.c}).ServerVersion()
 	}
-	docs, err := a.c.discover()
-	if err != nil {
-		return nil, err
-	}
 	parts := strings.Split(path, "/")
 	var gv schema.GroupVersion
 	var rest []string
@@ -123,19 +120,21 @@ func (a apiServer) serve(req *http.Request) (any, error) {
 	case path == "api":
 		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}, nil
 	case path == "apis":
-		list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-		for _, g := range docs.groups {
-			if g.Name != "" {
-				list.Groups = append(list.Groups, *g)
-			}
+		groups, err := (&discoveryClient{c: a.c}).ServerGroups()
+		if err != nil {
+			return nil, err
 		}
-		return list, nil
+		groups.Groups = slices.DeleteFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == "" })
+		return groups, nil
 	case parts[0] == "apis" && len(parts) == 2:
-		for _, g := range docs.groups {
+		groups, err := (&discoveryClient{c: a.c}).ServerGroups()
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range groups.Groups {
 			if g.Name == parts[1] && g.Name != "" {
-				out := *g
-				out.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
-				return &out, nil
+				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+				return &g, nil
 			}
 		}
 		return nil, errNoPath()
@@ -147,7 +146,7 @@ func (a apiServer) serve(req *http.Request) (any, error) {
 		return nil, errNoPath()
 	}
 	if len(rest) == 0 {
-		return docs.resourcesOf(gv.String())
+		return (&discoveryClient{c: a.c}).ServerResourcesForGroupVersion(gv.String())
 	}
 	namespace := ""
 	if rest[0] == "namespaces" && len(rest) >= 3 {

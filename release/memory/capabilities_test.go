@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/helmfleet/helmfleet/release"
@@ -243,6 +244,20 @@ func TestRESTConfigServesReads(t *testing.T) {
 	assert.True(t, apierrors.IsBadRequest(err), "field selectors: %v", err)
 	_, err = cms.Get(ctx, "a", metav1.GetOptions{}, "status")
 	assert.True(t, apierrors.IsNotFound(err), "subresources: %v", err)
+
+	// client-go's own discovery over the HTTP API sees what Capabilities
+	// says.
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	require.NoError(t, err)
+	set, err := action.GetVersionSet(dc)
+	require.NoError(t, err)
+	slices.Sort(set)
+	caps, err := c.Capabilities(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, caps.APIVersions, set)
+	group, err := dc.RESTClient().Get().AbsPath("/apis/apps").Do(ctx).Raw()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"kind":"APIGroup","apiVersion":"v1","name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}`, string(group))
 
 	boom := errors.New("boom")
 	c.SetFaults(func(op memory.Operation, ref release.ObjectRef) error {
