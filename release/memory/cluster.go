@@ -37,9 +37,11 @@ type Health struct {
 // Helm waits and whenever Get or List read an object, so a func that
 // returns not-ready for some time and then ready models a slow rollout.
 // Get and List show the health as the status a controller would write
-// (Deployment replicas and conditions, Job and Pod phases, a Ready or
-// Stalled condition for other kinds), so kstatus reads it as on a real
-// cluster.
+// (Deployment replicas and conditions, Job and Pod phases, a LoadBalancer's
+// ingress address, an APIService's Available condition, a Ready or Stalled
+// condition for other kinds), so kstatus reads it as on a real cluster —
+// which also means it judges a LoadBalancer by its cluster IP alone and an
+// APIService always Current, as it does there.
 type HealthFunc func(obj *unstructured.Unstructured) Health
 
 // AlwaysReady is the default HealthFunc: every object is ready at once.
