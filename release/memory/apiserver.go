@@ -31,9 +31,9 @@ func (c *Cluster) restConfig() *rest.Config {
 	return &rest.Config{Host: apiHost, Transport: apiServer{c: c}, QPS: -1}
 }
 
-// rest returns a REST client of group version gv (the unversioned root
+// restClient returns a REST client of group version gv (the unversioned root
 // for the empty one) over the cluster's read-only HTTP API.
-func (c *Cluster) rest(gv schema.GroupVersion) *rest.RESTClient {
+func (c *Cluster) restClient(gv schema.GroupVersion) *rest.RESTClient {
 	path := ""
 	switch {
 	case gv.Group != "":
@@ -115,7 +115,7 @@ func (a apiServer) serve(req *http.Request) (any, error) {
 	}
 	parts := strings.Split(path, "/")
 	var gv schema.GroupVersion
-	var rest []string
+	var tail []string
 	switch {
 	case path == "api":
 		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}, nil
@@ -139,28 +139,28 @@ func (a apiServer) serve(req *http.Request) (any, error) {
 		}
 		return nil, errNoPath()
 	case parts[0] == "api" && len(parts) >= 2:
-		gv, rest = schema.GroupVersion{Version: parts[1]}, parts[2:]
+		gv, tail = schema.GroupVersion{Version: parts[1]}, parts[2:]
 	case parts[0] == "apis" && len(parts) >= 3:
-		gv, rest = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
+		gv, tail = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
 	default:
 		return nil, errNoPath()
 	}
-	if len(rest) == 0 {
+	if len(tail) == 0 {
 		return (&discoveryClient{c: a.c}).ServerResourcesForGroupVersion(gv.String())
 	}
 	namespace := ""
-	if rest[0] == "namespaces" && len(rest) >= 3 {
-		namespace, rest = rest[1], rest[2:]
+	if tail[0] == "namespaces" && len(tail) >= 3 {
+		namespace, tail = tail[1], tail[2:]
 	}
-	if len(rest) > 2 {
+	if len(tail) > 2 {
 		return nil, errNoPath() // subresources
 	}
-	gvk, err := a.c.store.mapper.kindFor(gv.WithResource(rest[0]))
+	gvk, err := a.c.store.mapper.kindFor(gv.WithResource(tail[0]))
 	if err != nil {
 		return nil, errNoPath()
 	}
-	if len(rest) == 2 {
-		return a.get(release.ObjectRef{GroupVersionKind: gvk, Namespace: namespace, Name: rest[1]})
+	if len(tail) == 2 {
+		return a.get(release.ObjectRef{GroupVersionKind: gvk, Namespace: namespace, Name: tail[1]})
 	}
 	return a.list(gvk, namespace, req.URL.Query())
 }

@@ -59,9 +59,9 @@ var applyOpts = release.ApplyOptions{FieldManager: "test"}
 // serves what an API server of that release serves by default: GA
 // versions only, no removed or beta API, no subresource kinds.
 func TestCapabilitiesDefault(t *testing.T) {
-	caps, err := memory.New("c").Capabilities(t.Context())
+	caps, err := memory.New("c", memory.WithKubeVersion("")).Capabilities(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, memory.DefaultKubeVersion(), caps.KubeVersion.Version)
+	assert.Equal(t, memory.DefaultKubeVersion(), caps.KubeVersion.Version, "an empty WithKubeVersion keeps the default")
 	assert.Equal(t, "1", caps.KubeVersion.Major)
 	assert.True(t, slices.IsSorted(caps.APIVersions), "sorted")
 	for _, want := range []string{"v1", "v1/Pod", "v1/Service", "apps/v1", "apps/v1/Deployment", "autoscaling/v2",

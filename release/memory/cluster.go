@@ -63,10 +63,14 @@ func WithPollInterval(d time.Duration) Option { return func(c *Cluster) { c.poll
 // charts see as .Capabilities.KubeVersion and their kubeVersion
 // constraint is checked against, as "v1.29.4" or "1.29" (default
 // DefaultKubeVersion(), the release of the k8s.io libraries the binary is
-// built with). It changes no kind the cluster serves. A version that does
-// not parse fails HelmConfig and Capabilities.
+// built with; empty keeps it). It changes no kind the cluster serves. A
+// version that does not parse fails HelmConfig and Capabilities.
 func WithKubeVersion(version string) Option {
-	return func(c *Cluster) { c.kubeVersion = version }
+	return func(c *Cluster) {
+		if version != "" {
+			c.kubeVersion = version
+		}
+	}
 }
 
 // WithAPIVersions adds API versions the cluster reports as served besides

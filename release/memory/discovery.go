@@ -176,7 +176,7 @@ type discoveryClient struct{ c *Cluster }
 var _ discovery.CachedDiscoveryInterface = (*discoveryClient)(nil)
 
 // RESTClient returns a client of the cluster's read-only HTTP API.
-func (d *discoveryClient) RESTClient() rest.Interface { return d.c.rest(schema.GroupVersion{}) }
+func (d *discoveryClient) RESTClient() rest.Interface { return d.c.restClient(schema.GroupVersion{}) }
 
 // ServerGroups returns the served groups.
 func (d *discoveryClient) ServerGroups() (*metav1.APIGroupList, error) {

@@ -84,7 +84,7 @@ func (k *kubeClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 			return nil, err
 		}
 		out = append(out, &resource.Info{
-			Client:    k.c.rest(gvk.GroupVersion()),
+			Client:    k.c.restClient(gvk.GroupVersion()),
 			Mapping:   mapping,
 			Namespace: obj.GetNamespace(),
 			Name:      obj.GetName(),
