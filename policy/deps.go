@@ -1,6 +1,10 @@
 package policy
 
 import (
+	"slices"
+	"strings"
+	"unicode"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -195,4 +199,189 @@ func selectorMatches(selector map[string]any, podLabels map[string]any) bool {
 
 func isCore(k ObjectKey, kind string) bool {
 	return k.Kind == kind && k.APIVersion == "v1"
+}
+
+// nsName names an object by namespace and name ("" namespace: cluster
+// scoped).
+type nsName struct{ namespace, name string }
+
+// boundServiceAccounts lists the ServiceAccounts a RoleBinding or
+// ClusterRoleBinding binds (subjects of kind ServiceAccount; a subject
+// without a namespace is in the binding's namespace).
+func boundServiceAccounts(obj *unstructured.Unstructured, namespace string) []nsName {
+	var out []nsName
+	for _, s := range list(obj.Object, "subjects") {
+		if str(s, "kind") != "ServiceAccount" || str(s, "name") == "" {
+			continue
+		}
+		ns := str(s, "namespace")
+		if ns == "" {
+			ns = namespace
+		}
+		out = append(out, nsName{ns, str(s, "name")})
+	}
+	return out
+}
+
+// roleRef returns the Role or ClusterRole a binding grants, with the
+// namespace it lives in ("" for a ClusterRole).
+func roleRef(obj *unstructured.Unstructured, namespace string) (kind string, ref nsName, ok bool) {
+	r := nested(obj.Object, "roleRef")
+	kind, name := str(r, "kind"), str(r, "name")
+	switch kind {
+	case "Role":
+		return kind, nsName{namespace, name}, name != ""
+	case "ClusterRole":
+		return kind, nsName{"", name}, name != ""
+	}
+	return "", nsName{}, false
+}
+
+// calledServices lists the Services a webhook configuration
+// (webhooks[].clientConfig.service) or an APIService (spec.service) sends
+// requests to.
+func calledServices(obj *unstructured.Unstructured, kind string) []nsName {
+	var out []nsName
+	add := func(svc map[string]any) {
+		if n := str(svc, "name"); n != "" {
+			out = append(out, nsName{str(svc, "namespace"), n})
+		}
+	}
+	switch kind {
+	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
+		for _, w := range list(obj.Object, "webhooks") {
+			add(nested(w, "clientConfig", "service"))
+		}
+	case "APIService":
+		add(nested(obj.Object, "spec", "service"))
+	}
+	return out
+}
+
+// isRBACKind reports whether k is one of the four RBAC kinds.
+func isRBACKind(k ObjectKey, kinds ...string) bool {
+	if !strings.HasPrefix(k.APIVersion, "rbac.authorization.k8s.io/") {
+		return false
+	}
+	return slices.Contains(kinds, k.Kind)
+}
+
+// podTexts lists the words a pod spec's containers are started with: each
+// args and command entry, and the value of each literal env entry; a
+// "--flag=value" entry gives both itself and its value.
+func podTexts(spec map[string]any) []string {
+	var out []string
+	for _, field := range []string{"containers", "initContainers"} {
+		for _, c := range list(spec, field) {
+			var words []any
+			a, _ := c["args"].([]any)
+			cmd, _ := c["command"].([]any)
+			words = append(append(words, cmd...), a...)
+			for _, env := range list(c, "env") {
+				if v, ok := env["value"].(string); ok {
+					words = append(words, v)
+				}
+			}
+			for _, w := range words {
+				s, ok := w.(string)
+				if !ok || s == "" {
+					continue
+				}
+				out = append(out, s)
+				if i := strings.IndexByte(s, '='); i >= 0 {
+					out = append(out, s[i+1:])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// flagName returns the flag of a "--flag=value" word, lower case and
+// without dashes, dots and underscores, so that --ingress-class,
+// --ingressClass and --providers.kubernetesingress.ingressclass compare
+// alike by suffix.
+func flagName(word string) string {
+	i := strings.IndexByte(word, '=')
+	if i < 0 || !strings.HasPrefix(word, "-") {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '.', '_':
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, word[:i])
+}
+
+// namedInPodTexts returns the names among words that a workload in
+// namespace passes as a flag value naming an object: "name",
+// "namespace/name" or "$(VAR)/name" (the Downward API namespace, as
+// ingress-nginx's --configmap=$(POD_NAMESPACE)/name does).
+func namedInPodTexts(words []string, namespace string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range words {
+		i := strings.IndexByte(w, '=')
+		if i < 0 || !strings.HasPrefix(w, "-") {
+			continue
+		}
+		v := w[i+1:]
+		if j := strings.IndexByte(v, '/'); j >= 0 {
+			prefix := v[:j]
+			if prefix != namespace && !(strings.HasPrefix(prefix, "$(") && strings.HasSuffix(prefix, ")")) {
+				continue
+			}
+			v = v[j+1:]
+		}
+		if v != "" && !strings.ContainsAny(v, "/:,= ") {
+			out[v] = true
+		}
+	}
+	return out
+}
+
+// runsIngressClass reports whether a workload started with words is the
+// controller of an IngressClass: one word is the class's spec.controller
+// (ingress-nginx's --controller-class, a controller name in an env value),
+// or a flag whose name ends in "ingressclass" gives the class's name.
+func runsIngressClass(words []string, class *unstructured.Unstructured) bool {
+	controller := str(class.Object, "spec", "controller")
+	for _, w := range words {
+		if controller != "" && w == controller {
+			return true
+		}
+		if f := flagName(w); strings.HasSuffix(f, "ingressclass") && w[strings.IndexByte(w, '=')+1:] == class.GetName() {
+			return true
+		}
+	}
+	return false
+}
+
+// ingressClassOf returns the IngressClass an Ingress names
+// (spec.ingressClassName, else the kubernetes.io/ingress.class
+// annotation).
+func ingressClassOf(obj *unstructured.Unstructured) string {
+	if n := str(obj.Object, "spec", "ingressClassName"); n != "" {
+		return n
+	}
+	return obj.GetAnnotations()["kubernetes.io/ingress.class"]
+}
+
+// crdKind returns the group and kind of the custom resources a
+// CustomResourceDefinition defines.
+func crdKind(obj *unstructured.Unstructured) (group, kind string) {
+	return str(obj.Object, "spec", "group"), str(obj.Object, "spec", "names", "kind")
+}
+
+// groupOf returns the API group of an apiVersion ("" for the core group).
+func groupOf(apiVersion string) string {
+	if i := strings.IndexByte(apiVersion, '/'); i >= 0 {
+		return apiVersion[:i]
+	}
+	return ""
+}
+
+func isCRD(k ObjectKey) bool {
+	return k.Kind == "CustomResourceDefinition" && groupOf(k.APIVersion) == "apiextensions.k8s.io"
 }

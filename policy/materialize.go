@@ -75,6 +75,16 @@ type Explanation struct {
 	Target Target
 	// Follows lists the objects whose placement this one follows.
 	Follows []ObjectKey
+	// ByPolicy is true when the winning policy itself schedules the object
+	// on the cluster (rather than only the objects it follows).
+	ByPolicy bool
+	// Because lists the links by which followed objects bring this one to
+	// the cluster: those of FollowsVia whose leader goes there, sorted.
+	Because []Follow
+	// Default is true when PlaceDefault put the object on the cluster.
+	Default bool
+	// DefaultReason is the reason PlaceDefault was given for its clusters.
+	DefaultReason string
 	// Applied are the override rules applied, in order.
 	Applied []Applied
 	// Diff is the RFC 6902 patch from the object as given to the object as
@@ -109,6 +119,17 @@ func (e *Engine) Explain(p *Placement, key ObjectKey, cluster string) (*Explanat
 	}
 	x := &Explanation{Object: key, Cluster: cluster, Selection: op.Selection, Follows: op.Follows, Err: op.Err}
 	t, placed := op.Cluster(cluster)
+	if placed {
+		for _, f := range op.FollowsVia {
+			if l := p.Get(f.Leader); l != nil {
+				if _, there := l.Cluster(cluster); there {
+					x.Because = append(x.Because, f)
+				}
+			}
+		}
+		x.Default, x.DefaultReason = op.Default, p.defaultReason
+		_, x.ByPolicy = slices.BinarySearch(op.scheduled, cluster)
+	}
 	if !placed || op.Err != nil {
 		return x, nil
 	}
@@ -154,6 +175,16 @@ func (x *Explanation) String() string {
 	}
 	for _, f := range x.Follows {
 		fmt.Fprintf(&b, "  follows: %s\n", f)
+	}
+	for _, f := range x.Because {
+		fmt.Fprintf(&b, "  placed here as it follows %s\n", f)
+	}
+	if x.Default {
+		fmt.Fprintf(&b, "  placed here by default")
+		if x.DefaultReason != "" {
+			fmt.Fprintf(&b, ": %s", x.DefaultReason)
+		}
+		b.WriteString("\n")
 	}
 	switch {
 	case x.Err != nil && !x.Placed:

@@ -20,6 +20,9 @@ type Placement struct {
 
 	clusters []Cluster // sorted by name
 	byKey    map[ObjectKey]*ObjectPlacement
+
+	defaultClusters []string // given to PlaceDefault
+	defaultReason   string
 }
 
 // ObjectPlacement is where one object goes.
@@ -38,6 +41,12 @@ type ObjectPlacement struct {
 	// Follows lists the workloads (or Services, Ingresses) this object
 	// follows as their dependency, sorted.
 	Follows []ObjectKey
+	// FollowsVia says, for each object followed, through which field,
+	// sorted by leader and field.
+	FollowsVia []Follow
+	// Default is true when PlaceDefault placed the object (no policy
+	// selects it and it follows no placed object).
+	Default bool
 	// Err is why the object could not be placed (binding, scheduling); the
 	// object then has no targets from its own policy.
 	Err error
@@ -48,7 +57,8 @@ type ObjectPlacement struct {
 	Conflict Conflict
 
 	obj         *unstructured.Unstructured
-	pos         int // index in Placement.Objects
+	scheduled   []string // clusters its own policy scheduled, sorted
+	pos         int      // index in Placement.Objects
 	replicaPath []string
 	overrides   []ovMatch
 	policy      *propPolicy
@@ -198,15 +208,47 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 	}
 	op.AffinityGroup = group
 	op.Targets = slices.Clone(targets)
+	for _, t := range targets {
+		op.scheduled = append(op.scheduled, t.Cluster)
+	}
 }
 
-// follow lets dependencies take the clusters of the objects they follow:
-// Karmada's propagateDeps fields, plus (helmfleet) Services whose selector
-// matches a workload's pod labels, Ingresses that name a followed Service as
-// a backend, and an Ingress's TLS Secrets. A dependency that also has its own
-// placement gets the union. It returns warnings for dependencies that are not
-// among the objects.
+// follow lets dependencies take the clusters of the objects they follow,
+// starting from the objects whose policy has propagateDeps (or
+// association): see followFrom.
 func (e *Engine) follow(p *Placement) []Warning {
+	var leaders []*ObjectPlacement
+	for _, op := range p.Objects {
+		if op.Err == nil && op.policy != nil && (op.policy.spec.PropagateDeps || op.policy.spec.Association) && len(op.Targets) > 0 {
+			leaders = append(leaders, op)
+		}
+	}
+	return followFrom(p, leaders)
+}
+
+// dependent is one edge of the follow graph: the object that follows and
+// the field that links it to its leader.
+type dependent struct {
+	op  *ObjectPlacement
+	via string
+}
+
+// followFrom lets the dependencies of leaders take the leaders' clusters,
+// transitively: Karmada's propagateDeps fields, plus (helmfleet) Services
+// whose selector matches a workload's pod labels, Ingresses that name a
+// followed Service as a backend, an Ingress's TLS Secrets and IngressClass,
+// ConfigMaps and Secrets a workload names in a container flag
+// (--configmap=$(POD_NAMESPACE)/name), the IngressClass whose controller a
+// workload runs, the RoleBindings and ClusterRoleBindings of a followed
+// ServiceAccount and the Role or ClusterRole they grant, the webhook
+// configurations and APIServices that call a followed Service, and the
+// custom resources of a followed CustomResourceDefinition. A dependency
+// that also has a placement of its own gets the union. It returns warnings
+// for dependencies of Karmada's fields that are not among the objects.
+func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
+	if len(leaders) == 0 {
+		return nil
+	}
 	type nsKind struct{ namespace, kind, name string }
 	core := map[nsKind]*ObjectPlacement{}
 	// Services are indexed by namespace and the smallest key of their
@@ -215,6 +257,11 @@ func (e *Engine) follow(p *Placement) []Warning {
 	type selectorKey struct{ namespace, key, value string }
 	services := map[selectorKey][]*ObjectPlacement{}
 	ingressByBackend := map[nsKind][]*ObjectPlacement{}
+	bindingsBySA := map[nsName][]*ObjectPlacement{}
+	roles := map[nsKind]*ObjectPlacement{}
+	callersBySvc := map[nsName][]*ObjectPlacement{}
+	var classes []*ObjectPlacement
+	crsByKind := map[[2]string][]*ObjectPlacement{}
 	for _, op := range p.Objects {
 		o, k := op.obj, op.Object
 		switch {
@@ -236,45 +283,101 @@ func (e *Engine) follow(p *Placement) []Warning {
 					ingressByBackend[k] = append(ingressByBackend[k], op)
 				}
 			}
+		case isRBACKind(k, "RoleBinding", "ClusterRoleBinding"):
+			for _, sa := range boundServiceAccounts(o, k.Namespace) {
+				if !slices.Contains(bindingsBySA[sa], op) {
+					bindingsBySA[sa] = append(bindingsBySA[sa], op)
+				}
+			}
+		case isRBACKind(k, "Role", "ClusterRole"):
+			roles[nsKind{k.Namespace, k.Kind, k.Name}] = op
+		case k.Kind == "IngressClass" && groupOf(k.APIVersion) == "networking.k8s.io":
+			classes = append(classes, op)
+		default:
+			for _, svc := range calledServices(o, k.Kind) {
+				callersBySvc[svc] = append(callersBySvc[svc], op)
+			}
 		}
+		crsByKind[[2]string{groupOf(k.APIVersion), k.Kind}] = append(crsByKind[[2]string{groupOf(k.APIVersion), k.Kind}], op)
 	}
 	var warnings []Warning
 	missing := map[string]bool{}
-	edges := func(op *ObjectPlacement) []*ObjectPlacement {
-		o, ns := op.obj, op.Object.Namespace
+	edges := func(op *ObjectPlacement) []dependent {
+		o, k, ns := op.obj, op.Object, op.Object.Namespace
 		var deps []depRef
-		var out []*ObjectPlacement
-		if spec, podLabels, ok := podTemplate(o, op.Object.Kind); ok {
+		var out []dependent
+		if spec, podLabels, ok := podTemplate(o, k.Kind); ok {
 			deps = podDependencies(spec)
-			if op.Object.Kind == "StatefulSet" {
+			if k.Kind == "StatefulSet" {
 				deps = withoutClaimTemplates(deps, o)
 			}
 			for _, lk := range sortedKeys(podLabels) {
 				v, _ := podLabels[lk].(string)
 				for _, svc := range services[selectorKey{ns, lk, v}] {
 					if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
-						out = append(out, svc)
+						out = append(out, dependent{svc, "Service spec.selector"})
 					}
 				}
 			}
+			words := podTexts(spec)
+			named := namedInPodTexts(words, ns)
+			for _, name := range sortedKeys(named) {
+				for _, kind := range []string{"ConfigMap", "Secret"} {
+					if dep := core[nsKind{ns, kind, name}]; dep != nil {
+						out = append(out, dependent{dep, "container flag naming it"})
+					}
+				}
+			}
+			for _, c := range classes {
+				if runsIngressClass(words, c.obj) {
+					out = append(out, dependent{c, "IngressClass spec.controller run by the workload"})
+				}
+			}
 		}
-		if isCore(op.Object, "Service") {
-			out = append(out, ingressByBackend[nsKind{ns, "Service", op.Object.Name}]...)
-		}
-		if op.Object.Kind == "Ingress" {
+		switch {
+		case isCore(k, "Service"):
+			for _, in := range ingressByBackend[nsKind{ns, "Service", k.Name}] {
+				out = append(out, dependent{in, "Ingress backend"})
+			}
+			for _, c := range callersBySvc[nsName{ns, k.Name}] {
+				out = append(out, dependent{c, "clientConfig.service"})
+			}
+		case isCore(k, "ServiceAccount"):
+			for _, b := range bindingsBySA[nsName{ns, k.Name}] {
+				out = append(out, dependent{b, b.Object.Kind + " subjects"})
+			}
+		case isRBACKind(k, "RoleBinding", "ClusterRoleBinding"):
+			if kind, ref, ok := roleRef(o, ns); ok {
+				if r := roles[nsKind{ref.namespace, kind, ref.name}]; r != nil {
+					out = append(out, dependent{r, "roleRef"})
+				}
+			}
+		case k.Kind == "Ingress":
 			deps = append(deps, ingressTLSSecrets(o)...)
+			if name := ingressClassOf(o); name != "" {
+				for _, c := range classes {
+					if c.Object.Name == name {
+						out = append(out, dependent{c, "spec.ingressClassName"})
+					}
+				}
+			}
+		case isCRD(k):
+			group, kind := crdKind(o)
+			for _, cr := range crsByKind[[2]string{group, kind}] {
+				out = append(out, dependent{cr, "custom resource of the CustomResourceDefinition"})
+			}
 		}
 		for _, d := range deps {
 			if dep := core[nsKind{ns, d.kind, d.name}]; dep != nil {
-				out = append(out, dep)
+				out = append(out, dependent{dep, d.via})
 				continue
 			}
 			dk := ObjectKey{APIVersion: "v1", Kind: d.kind, Namespace: ns, Name: d.name}
-			id := op.Object.String() + "|" + dk.String()
+			id := k.String() + "|" + dk.String()
 			if !missing[id] {
 				missing[id] = true
-				warnings = append(warnings, Warning{Code: WarnDependencyMissing, Policy: refOf(op), Object: op.Object, Path: d.via,
-					Message: fmt.Sprintf("%s depends on %s through %s, which is not among the objects", op.Object, dk, d.via)})
+				warnings = append(warnings, Warning{Code: WarnDependencyMissing, Policy: refOf(op), Object: k, Path: d.via,
+					Message: fmt.Sprintf("%s depends on %s through %s, which is not among the objects", k, dk, d.via)})
 			}
 		}
 		return out
@@ -301,24 +404,21 @@ func (e *Engine) follow(p *Placement) []Warning {
 		}
 		return s
 	}
-	var queue []*ObjectPlacement
-	for _, op := range p.Objects {
-		if op.Err == nil && op.policy != nil && (op.policy.spec.PropagateDeps || op.policy.spec.Association) && len(op.Targets) > 0 {
-			queue = append(queue, op)
-		}
-	}
-	follows := make([][]ObjectKey, len(p.Objects))
+	queue := slices.Clone(leaders)
+	follows := make([][]Follow, len(p.Objects))
 	for len(queue) > 0 {
 		leader := queue[0]
 		queue = queue[1:]
 		from := clustersOf(leader)
-		for _, dep := range edges(leader) {
+		for _, d := range edges(leader) {
+			dep := d.op
 			if dep == leader {
 				continue
 			}
 			first := follows[dep.pos] == nil
-			if !slices.Contains(follows[dep.pos], leader.Object) {
-				follows[dep.pos] = append(follows[dep.pos], leader.Object)
+			f := Follow{Leader: leader.Object, Via: d.via}
+			if !slices.Contains(follows[dep.pos], f) {
+				follows[dep.pos] = append(follows[dep.pos], f)
 			}
 			to := clustersOf(dep)
 			changed := false
@@ -333,13 +433,20 @@ func (e *Engine) follow(p *Placement) []Warning {
 			}
 		}
 	}
-	for pos, leaders := range follows {
-		if leaders == nil {
+	for pos, fs := range follows {
+		if fs == nil {
 			continue
 		}
 		op := p.Objects[pos]
-		slices.SortFunc(leaders, compareKeys)
-		op.Follows = leaders
+		op.FollowsVia = append(op.FollowsVia, fs...)
+		slices.SortFunc(op.FollowsVia, compareFollows)
+		op.FollowsVia = slices.Compact(op.FollowsVia)
+		op.Follows = op.Follows[:0]
+		for _, f := range op.FollowsVia {
+			if len(op.Follows) == 0 || op.Follows[len(op.Follows)-1] != f.Leader {
+				op.Follows = append(op.Follows, f.Leader)
+			}
+		}
 		set := reach[pos]
 		own := len(op.Targets)
 		j := 0 // walks op.Targets[:own], sorted like p.clusters
@@ -362,6 +469,23 @@ func (e *Engine) follow(p *Placement) []Warning {
 		}
 	}
 	return warnings
+}
+
+// Follow is one reason an object follows another: the leader's placement
+// reaches it through the field Via (the leader's, such as
+// serviceAccountName, or its own, such as "Service spec.selector").
+type Follow struct {
+	// Leader is the object followed.
+	Leader ObjectKey
+	// Via names the link.
+	Via string
+}
+
+// String renders the link for people: "Deployment ns/web via serviceAccountName".
+func (f Follow) String() string { return f.Leader.String() + " via " + f.Via }
+
+func compareFollows(a, b Follow) int {
+	return cmp.Or(compareKeys(a.Leader, b.Leader), strings.Compare(a.Via, b.Via))
 }
 
 // resolveConflicts sets every object's Conflict, after follow: its
@@ -459,6 +583,9 @@ func (p *Placement) Table() string {
 		}
 		for _, f := range op.Follows {
 			why = append(why, "follows "+f.String())
+		}
+		if op.Default {
+			why = append(why, "default")
 		}
 		if op.Err != nil {
 			why = append(why, "error: "+op.Err.Error())

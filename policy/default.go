@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// WarnNotPlaced: an object goes to no cluster, after the default placement
+// (Engine.PlaceDefault): nothing places it, or its policy places it on no
+// cluster.
+const WarnNotPlaced WarningCode = "NotPlaced"
+
+// PlaceDefault is helmfleet's placement of the objects Place leaves on no
+// cluster: no propagation policy selects them, they follow no placed
+// object, and their placement did not fail. Karmada leaves such objects
+// on its control plane, so a community chart whose policies name only its
+// workloads loses its RBAC, webhook configurations, IngressClass and
+// custom resources on the members; PlaceDefault gives them clusters
+// instead (sorted names among p's clusters), with reason saying why those
+// clusters (for Explain and Table).
+//
+// Workloads (objects with a pod template) are placed first; each object
+// placed so then leads its dependencies as under propagateDeps (see
+// Place), so a default-placed Job's ServiceAccount, the RBAC bound to it
+// and the ConfigMaps it names follow it rather than taking the default
+// themselves; the remaining objects are placed next, and lead theirs. An
+// object with replicas keeps all of them on each cluster (Duplicated).
+// Objects placed so have Default set.
+//
+// Every object still on no cluster afterwards (clusters is empty, or its
+// own policy schedules it nowhere) gets a WarnNotPlaced warning naming it
+// and why. An unknown cluster name is an error and changes nothing.
+func (e *Engine) PlaceDefault(p *Placement, clusters []string, reason string) error {
+	var targets []Target
+	for _, name := range clusters {
+		if _, ok := slices.BinarySearchFunc(p.clusters, name, func(c Cluster, n string) int { return strings.Compare(c.Name, n) }); !ok {
+			return fmt.Errorf("policy: PlaceDefault: cluster %q is not in the placement", name)
+		}
+		targets = append(targets, Target{Cluster: name})
+	}
+	slices.SortFunc(targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+	targets = slices.Compact(targets)
+	p.defaultClusters, p.defaultReason = clusters, reason
+	unplaced := func(op *ObjectPlacement) bool {
+		return op.Err == nil && op.Selection == nil && len(op.Targets) == 0
+	}
+	var warnings []Warning
+	if len(targets) > 0 {
+		for _, workloads := range []bool{true, false} {
+			var leaders []*ObjectPlacement
+			for _, op := range p.Objects {
+				if !unplaced(op) {
+					continue
+				}
+				if _, _, ok := podTemplate(op.obj, op.Object.Kind); ok != workloads {
+					continue
+				}
+				op.Default = true
+				op.Targets = slices.Clone(targets)
+				if op.Replicas != nil {
+					for i := range op.Targets {
+						op.Targets[i].Replicas = *op.Replicas
+					}
+				}
+				leaders = append(leaders, op)
+			}
+			warnings = append(warnings, followFrom(p, leaders)...)
+		}
+	}
+	for _, op := range p.Objects {
+		if op.Err != nil || len(op.Targets) > 0 {
+			continue
+		}
+		var why string
+		switch {
+		case op.Selection != nil:
+			why = fmt.Sprintf("%s selects it but schedules it on no cluster", op.Selection.Policy)
+		case len(targets) == 0:
+			why = "no propagation policy selects it, it follows no placed object, and there is no default placement"
+			if reason != "" {
+				why += " (" + reason + ")"
+			}
+		}
+		warnings = append(warnings, Warning{Code: WarnNotPlaced, Policy: refOf(op), Object: op.Object,
+			Message: fmt.Sprintf("%s goes to no cluster: %s", op.Object, why)})
+	}
+	// Defaults may change whom an object follows, and so its conflict
+	// resolution; the annotation warnings are the same as before.
+	resolveConflicts(p)
+	// A dependency reached from both Place's leaders and the defaults is
+	// reported once.
+	seen := map[Warning]bool{}
+	for _, w := range p.Warnings {
+		seen[w] = true
+	}
+	for _, w := range warnings {
+		if !seen[w] {
+			seen[w] = true
+			p.Warnings = append(p.Warnings, w)
+		}
+	}
+	sortWarnings(p.Warnings)
+	return nil
+}
+
+// DefaultClusters returns the clusters and the reason PlaceDefault was
+// given; none when it did not run.
+func (p *Placement) DefaultClusters() (clusters []string, reason string) {
+	return slices.Clone(p.defaultClusters), p.defaultReason
+}
