@@ -6,12 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/storage"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +38,12 @@ const (
 	// InventoryAnnotation holds namespace/name of the Helm release, for
 	// people reading a member's object.
 	InventoryAnnotation = "helmfleet.io/release"
+	// InventoryHookLabel marks the copies of a release's hooks (value
+	// "true"): they carry the inventory labels too, so that a hook's
+	// delete policy removes only the release's own copies, but they are
+	// not pruned with the release's objects, as Helm leaves hooks to
+	// their delete policy.
+	InventoryHookLabel = "helmfleet.io/hook"
 )
 
 // ErrNoHubObjects is returned by a Distributor's ObjectReader and
@@ -69,7 +79,28 @@ type Config struct {
 	// nor defined by a CustomResourceDefinition of the manifest (custom
 	// resources whose CRD the members already have); may be nil.
 	RESTMapper meta.RESTMapper
+	// Strict makes an object of a release that would go to no member an
+	// error (*UnplacedError, naming each such object and why) that fails
+	// the install, upgrade or rollback before anything is written. By
+	// default such an object is a warning (policy.WarnNotPlaced), given
+	// to OnWarning and shown by Placements, and the rest is applied.
+	Strict bool
+	// OnWarning, when set, is told each placement warning of every
+	// install, upgrade and rollback (and of each hook run), in a
+	// deterministic order, before the objects are applied: objects that go
+	// to no member, dependencies that are not in the chart, policies that
+	// select nothing, overriders that do nothing. It must not block.
+	OnWarning func(Warning)
 }
+
+// Warning is a placement warning of one Helm release.
+type Warning struct {
+	// Release is namespace/name of the Helm release.
+	Release string
+	policy.Warning
+}
+
+func (w Warning) String() string { return "release " + w.Release + ": " + w.Warning.String() }
 
 // Distributor is a Cluster that spreads a Helm release's rendered objects
 // over member clusters. Helm's actions run against the hub (its storage
@@ -123,6 +154,8 @@ type Distributor struct {
 	poll         time.Duration
 	limit        int
 	mapper       *manifestMapper
+	strict       bool
+	onWarning    func(Warning)
 
 	known   manifestIndex
 	reports reportIndex
@@ -154,6 +187,7 @@ func New(cfg Config) (*Distributor, error) {
 		name: cfg.Name, hub: cfg.Hub, members: members, facts: release.FactsOf(members),
 		policies: cfg.Policies, engine: engine, fieldManager: cfg.FieldManager,
 		poll: cfg.PollInterval, limit: cfg.Concurrency, mapper: newManifestMapper(cfg.RESTMapper),
+		strict: cfg.Strict, onWarning: cfg.OnWarning,
 	}
 	if d.name == "" {
 		d.name = "fleet"
@@ -177,19 +211,27 @@ func (d *Distributor) Name() string { return d.name }
 func (d *Distributor) Members() []release.Member { return append([]release.Member(nil), d.members...) }
 
 // HelmConfig returns the hub's action configuration for scope with its
-// kube client replaced by one that spreads objects over the members, and
-// its storage observed so that the client knows which release it works
-// for. The client observes ctx: after cancellation it writes nothing more.
+// kube client replaced by one that spreads objects over the members, its
+// storage observed so that the client knows which release it works for,
+// and the capabilities of the render-once (Capabilities; the hub's when no
+// member reports), to which the API versions of the CRDs Helm creates are
+// added as Helm's discovery would see them. The client observes ctx:
+// after cancellation it writes nothing more.
 func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
 	hubCfg, err := d.hub.HelmConfig(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("distributor %s: hub: %w", d.name, err)
 	}
+	caps, err := d.Capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ns := scope.Namespace
 	if ns == "" {
 		ns = scope.StorageNamespace
 	}
-	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, hooks: map[release.ObjectRef][]string{}}
+	cfg := *hubCfg
+	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
 	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
 	kc.releases = hubCfg.Releases.Driver
 	st := storage.Init(obs)
@@ -197,9 +239,14 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	if hubCfg.Releases.Log != nil {
 		st.Log = hubCfg.Releases.Log
 	}
-	cfg := *hubCfg
 	cfg.Releases = st
 	cfg.KubeClient = kc
+	if caps != nil {
+		cfg.Capabilities = caps
+	} else if cfg.Capabilities != nil {
+		cfg.Capabilities = cfg.Capabilities.Copy()
+		cfg.Capabilities.APIVersions = append(chartutil.VersionSet(nil), cfg.Capabilities.APIVersions...)
+	}
 	return &cfg, nil
 }
 
@@ -277,9 +324,12 @@ type spread struct {
 	unknown []map[release.ObjectRef]bool
 	// errs are placement and override errors, naming object and member.
 	errs []error
-	// placement is the policy engine's placement of the objects.
+	// placement is the policy engine's placement of the objects, the
+	// default placement included.
 	placement *policy.Placement
 	engine    *policy.Engine
+	// objects are the objects placed (policies taken out), by key.
+	byKey map[policy.ObjectKey]*unstructured.Unstructured
 }
 
 // engineFor returns the engine of the configured policies plus those the
@@ -313,7 +363,15 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 	if placement == nil {
 		return nil, perr
 	}
-	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[release.ObjectRef]bool, len(d.members)), placement: placement, engine: engine}
+	byKey := make(map[policy.ObjectKey]*unstructured.Unstructured, len(rest))
+	for _, o := range rest {
+		byKey[policy.KeyOf(o)] = o
+	}
+	clusters, reason := defaultPlacement(placement, byKey)
+	if err := engine.PlaceDefault(placement, clusters, reason); err != nil {
+		return nil, err
+	}
+	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[release.ObjectRef]bool, len(d.members)), placement: placement, engine: engine, byKey: byKey}
 	for i := range d.members {
 		sp.unknown[i] = map[release.ObjectRef]bool{}
 	}
@@ -344,6 +402,90 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 		}
 	}
 	return sp, nil
+}
+
+// defaultPlacement returns the members an object goes to when no policy
+// places it and it follows no placed object, and why: the members the
+// release's workloads (objects with a pod template, hooks aside) go to;
+// when no workload is placed, those its placed objects go to.
+func defaultPlacement(p *policy.Placement, byKey map[policy.ObjectKey]*unstructured.Unstructured) ([]string, string) {
+	for _, workloads := range []bool{true, false} {
+		set := map[string]bool{}
+		var names []string
+		for _, op := range p.Objects {
+			o := byKey[op.Object]
+			if op.Err != nil || len(op.Targets) == 0 || o == nil || o.GetAnnotations()[hookAnnotation] != "" {
+				continue
+			}
+			if workloads && !isWorkload(o) {
+				continue
+			}
+			names = append(names, op.Object.String())
+			for _, t := range op.Targets {
+				set[t.Cluster] = true
+			}
+		}
+		if len(set) == 0 {
+			continue
+		}
+		clusters := make([]string, 0, len(set))
+		for c := range set {
+			clusters = append(clusters, c)
+		}
+		sort.Strings(clusters)
+		if len(names) > 3 {
+			names = append(names[:3], fmt.Sprintf("and %d more", len(names)-3))
+		}
+		if workloads {
+			return clusters, "it goes where the release's workloads go (" + strings.Join(names, ", ") + ")"
+		}
+		return clusters, "no workload of the release is placed, so it goes where its placed objects go (" + strings.Join(names, ", ") + ")"
+	}
+	return nil, "no object of the release is placed by a policy"
+}
+
+// isWorkload reports whether o runs pods: a kind with a pod template.
+func isWorkload(o *unstructured.Unstructured) bool {
+	return workloadKinds[o.GroupVersionKind().GroupKind()]
+}
+
+// warn hands the warnings of sp that concern only (all when nil) to the
+// OnWarning sink, and under Strict returns the objects that go to no
+// member as an *UnplacedError.
+func (d *Distributor) warn(sp *spread, rel releaseID, only map[policy.ObjectKey]bool) error {
+	var unplaced []policy.Warning
+	for _, w := range sp.placement.Warnings {
+		if only != nil && !only[w.Object] {
+			continue
+		}
+		if d.onWarning != nil {
+			d.onWarning(Warning{Release: rel.String(), Warning: w})
+		}
+		if w.Code == policy.WarnNotPlaced {
+			unplaced = append(unplaced, w)
+		}
+	}
+	if d.strict && len(unplaced) > 0 {
+		return &UnplacedError{Release: rel.String(), Warnings: unplaced}
+	}
+	return nil
+}
+
+// UnplacedError is returned under Config.Strict when objects of a release
+// would go to no member; nothing of the action is written.
+type UnplacedError struct {
+	// Release is namespace/name of the Helm release.
+	Release string
+	// Warnings name each object and why (policy.WarnNotPlaced).
+	Warnings []policy.Warning
+}
+
+func (e *UnplacedError) Error() string {
+	msgs := make([]string, len(e.Warnings))
+	for i, w := range e.Warnings {
+		msgs[i] = w.Message
+	}
+	return fmt.Sprintf("release %s: %d object(s) would go to no member (strict): %s", e.Release, len(e.Warnings), strings.Join(msgs, "; "))
 }
 
 func refOfKey(k policy.ObjectKey) release.ObjectRef {
@@ -403,25 +545,44 @@ func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx co
 
 // applyAndPrune applies each member's copies and deletes the objects of
 // rel a member holds that it should no longer hold; kinds are the kinds
-// the release had or has (one List per kind and member).
-func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel releaseID, kinds []schema.GroupVersionKind) error {
+// the release had or has (one List per kind and member). On each member
+// that gets objects, the namespaces they go into come first, then the
+// CRDs of pre (the chart's crds/; nil when there are none) and the
+// manifest's own CRDs, served before the rest is applied in Helm's
+// install order.
+func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel releaseID, kinds []schema.GroupVersionKind, pre *preRelease) error {
 	err := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		m := d.members[i].Cluster
-		if errs := d.ensureNamespaces(ctx, m, sp.objects[i]); len(errs) > 0 {
+		if errs := d.ensureNamespaces(ctx, m, sp.objects[i], pre); len(errs) > 0 {
 			// Nothing can be applied into a namespace that is not there
 			// (and a member that is down fails here once, not per object).
 			return errors.Join(errs...)
+		}
+		if len(sp.objects[i]) > 0 {
+			if err := d.ensureCRDs(ctx, i, pre); err != nil {
+				return err
+			}
 		}
 		owners, errs := inventory(ctx, m, kinds)
 		keep := map[release.ObjectRef]bool{}
 		for ref := range sp.unknown[i] {
 			keep[groupKindRef(ref)] = true
 		}
-		for _, obj := range sp.objects[i] {
+		objs := slices.Clone(sp.objects[i])
+		installOrder(objs)
+		var crds []release.ObjectRef
+		for _, obj := range objs {
 			ref := release.RefOf(obj)
+			if len(crds) > 0 && !isCRDObject(obj) {
+				// Custom resources of the manifest's CRDs need them served.
+				if err := d.waitServed(ctx, i, crds); err != nil {
+					errs = append(errs, err)
+				}
+				crds = nil
+			}
 			keep[groupKindRef(ref)] = true
 			owner, ok := owners[groupKindRef(ref)]
-			if ok && owner != rel {
+			if ok && owner.releaseID != rel {
 				errs = append(errs, &OwnerError{Object: ref, Owner: owner.String()})
 				continue
 			}
@@ -433,12 +594,20 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 			}
 			if _, err := m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", ref, err))
+				continue
+			}
+			if isCRDObject(obj) {
+				crds = append(crds, ref)
 			}
 		}
-		// Prune what this release applied before and no longer wants.
+		if err := d.waitServed(ctx, i, crds); err != nil {
+			errs = append(errs, err)
+		}
+		// Prune what this release applied before and no longer wants;
+		// hooks are left to their delete policy.
 		refs := make([]release.ObjectRef, 0, len(owners))
 		for ref, owner := range owners {
-			if owner == rel && !keep[ref] {
+			if owner.releaseID == rel && !owner.hook && !keep[ref] {
 				refs = append(refs, ref)
 			}
 		}
@@ -568,16 +737,26 @@ func writtenBy(obj *unstructured.Unstructured, manager string) bool {
 	return false
 }
 
+// owned is the release an object of a member belongs to, and whether it
+// is a copy of one of its hooks.
+type owned struct {
+	releaseID
+	hook bool
+}
+
 // inventory lists, one List per kind, the objects of kinds on m that any
 // release of a Distributor applied, with the release that owns each (by
 // group, kind, namespace and name).
-func inventory(ctx context.Context, m release.Cluster, kinds []schema.GroupVersionKind) (map[release.ObjectRef]releaseID, []error) {
-	owned, _ := labels.NewRequirement(InventoryNameLabel, selection.Exists, nil)
-	sel := labels.NewSelector().Add(*owned)
-	out := map[release.ObjectRef]releaseID{}
+func inventory(ctx context.Context, m release.Cluster, kinds []schema.GroupVersionKind) (map[release.ObjectRef]owned, []error) {
+	req, _ := labels.NewRequirement(InventoryNameLabel, selection.Exists, nil)
+	sel := labels.NewSelector().Add(*req)
+	out := map[release.ObjectRef]owned{}
 	var errs []error
 	for _, gvk := range kinds {
 		live, err := m.List(ctx, gvk, "", sel)
+		if meta.IsNoMatchError(err) {
+			continue // a kind the member does not serve holds nothing there
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list %s: %w", gvk.Kind, err))
 			continue
@@ -585,7 +764,7 @@ func inventory(ctx context.Context, m release.Cluster, kinds []schema.GroupVersi
 		for _, obj := range live {
 			ref := release.ObjectRef{GroupVersionKind: gvk, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 			l := obj.GetLabels()
-			out[groupKindRef(ref)] = releaseID{Namespace: l[InventoryNamespaceLabel], Name: l[InventoryNameLabel]}
+			out[groupKindRef(ref)] = owned{releaseID{Namespace: l[InventoryNamespaceLabel], Name: l[InventoryNameLabel]}, l[InventoryHookLabel] == "true"}
 		}
 	}
 	return out, errs
@@ -603,10 +782,12 @@ func versionOf(kinds []schema.GroupVersionKind, gk schema.GroupKind) string {
 var namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 
 // ensureNamespaces creates the namespaces of objs that a member lacks, as
-// Karmada propagates namespaces to every member. They carry no inventory
-// labels: a namespace may hold more than one release, so it is never
-// pruned.
-func (d *Distributor) ensureNamespaces(ctx context.Context, m release.Cluster, objs []*unstructured.Unstructured) []error {
+// Karmada propagates namespaces to every member; a namespace Helm asked
+// for (createNamespace, in pre) is created as Helm would create it, with
+// its labels. They carry no inventory labels: a namespace may hold more
+// than one release, so it is never pruned nor uninstalled (Helm leaves
+// the namespace of createNamespace too).
+func (d *Distributor) ensureNamespaces(ctx context.Context, m release.Cluster, objs []*unstructured.Unstructured, pre *preRelease) []error {
 	var errs []error
 	done := map[string]bool{}
 	for _, o := range objs {
@@ -618,6 +799,9 @@ func (d *Distributor) ensureNamespaces(ctx context.Context, m release.Cluster, o
 		_, err := m.Get(ctx, release.ObjectRef{GroupVersionKind: namespaceGVK, Name: ns})
 		if errors.Is(err, release.ErrNotFound) {
 			obj := &unstructured.Unstructured{}
+			if asked := pre.namespace(ns); asked != nil {
+				obj = asked.DeepCopy()
+			}
 			obj.SetGroupVersionKind(namespaceGVK)
 			obj.SetName(ns)
 			_, err = m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager})
@@ -677,12 +861,12 @@ func (d *Distributor) deleteEverywhere(ctx context.Context, refs []release.Objec
 	}
 	return d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		var errs []error
-		var owners map[release.ObjectRef]releaseID
+		var owners map[release.ObjectRef]owned
 		if owner != nil {
 			owners, errs = inventory(ctx, d.members[i].Cluster, kinds)
 		}
 		for _, ref := range refs {
-			if o, ok := owners[groupKindRef(ref)]; owner != nil && (!ok || o != *owner) {
+			if o, ok := owners[groupKindRef(ref)]; owner != nil && (!ok || o.releaseID != *owner) {
 				continue
 			}
 			if err := d.members[i].Cluster.Delete(ctx, ref, opts); err != nil && !errors.Is(err, release.ErrNotFound) {
@@ -707,9 +891,17 @@ type manifestIndex struct {
 type indexed struct {
 	version int
 	digest  string
+	chart   *chart.Chart
 }
 
-func (x *manifestIndex) learn(rel releaseID, version int, manifest string) {
+// chartOf returns the chart of rel's newest record seen, or nil.
+func (x *manifestIndex) chartOf(rel releaseID) *chart.Chart {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.byRelease[rel].chart
+}
+
+func (x *manifestIndex) learn(rel releaseID, version int, manifest string, c *chart.Chart) {
 	digest := manifestDigest(manifest)
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -723,7 +915,7 @@ func (x *manifestIndex) learn(rel releaseID, version int, manifest string) {
 	if ok {
 		delete(x.byDigest, old.digest)
 	}
-	x.byRelease[rel] = indexed{version: version, digest: digest}
+	x.byRelease[rel] = indexed{version: version, digest: digest, chart: c}
 	x.byDigest[digest] = rel
 }
 

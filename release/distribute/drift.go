@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"weak"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -38,7 +38,7 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 	if !ok {
 		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
 	}
-	objs, _, err := d.build(strings.NewReader(manifest), rel.Namespace)
+	objs, _, err := d.buildWith(manifest, rel.Namespace, d.known.chartOf(rel))
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", rel, err)
 	}
@@ -88,6 +88,9 @@ func listLive(ctx context.Context, m release.Cluster, desired []*unstructured.Un
 	for _, gk := range order {
 		k := byKind[gk]
 		items, err := m.List(ctx, k.gvk, k.ns, nil)
+		if meta.IsNoMatchError(err) {
+			continue // not served there: every object of it is missing
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", k.gvk.Kind, err)
 		}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -41,11 +43,25 @@ type distClient struct {
 	ctx       context.Context
 	namespace string
 	hub       kube.Interface
-	releases  driver.Driver // the hub's storage, unobserved
+	releases  driver.Driver         // the hub's storage, unobserved
+	cfg       *action.Configuration // the configuration handed out
+	pre       *preRelease           // what Helm wrote before its record
 
-	mu    sync.Mutex
-	cur   releaseID                      // the release Helm works on, from storage
-	hooks map[release.ObjectRef][]string // members each hook object went to
+	mu       sync.Mutex
+	cur      releaseID                      // the release Helm works on, from storage
+	chart    *chart.Chart                   // its chart, for the kinds of its crds/
+	recorded bool                           // Helm created a release record through this client's configuration
+	hooks    map[release.ObjectRef][]string // members each hook object went to
+	placed   *hookPlacement                 // the last hookSpread
+}
+
+// hookPlacement is the hook placement of one revision of a release: every
+// hook of a revision is placed with the same objects, so Helm's hook
+// creates of one action share it.
+type hookPlacement struct {
+	rel     releaseID
+	version int
+	sp      *spread
 }
 
 var (
@@ -58,10 +74,55 @@ var (
 // hookAnnotation marks Helm's hook objects.
 const hookAnnotation = "helm.sh/hook"
 
-func (k *distClient) setRelease(rel releaseID) {
+func (k *distClient) setRelease(rel releaseID, c *chart.Chart) {
 	k.mu.Lock()
-	k.cur = rel
+	k.cur, k.chart = rel, c
 	k.mu.Unlock()
+}
+
+// markRecorded notes that Helm created a release record: what it writes
+// from now on are the release's objects and hooks.
+func (k *distClient) markRecorded() {
+	k.mu.Lock()
+	k.recorded = true
+	k.mu.Unlock()
+}
+
+func (k *distClient) isRecorded() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.recorded
+}
+
+// beforeRecord takes what Helm writes before its release record (the
+// CRDs of crds/, created by Helm's install or by the Reconciler's CRD
+// policy, and the Namespace of createNamespace): nothing is applied now,
+// as the release's placement is not known yet; each member gets them
+// with the release's first objects there. The configuration's
+// capabilities gain the CRDs' API versions, as Helm's discovery would
+// after installing them. replace is true for an update (CRD policy
+// CreateReplace). A create of a CRD some member already holds returns
+// Helm's AlreadyExists, on which Helm's install skips it and the
+// Reconciler's CreateReplace replaces it; either way the members that
+// lack it get it.
+func (k *distClient) beforeRecord(objs []*unstructured.Unstructured, replace bool) error {
+	if err := k.pre.add(objs, replace); err != nil {
+		return fmt.Errorf("distributor %s: %w", k.d.name, err)
+	}
+	k.d.mapper.learn(objs)
+	if caps := k.cfg.Capabilities; caps != nil {
+		for _, v := range crdVersions(objs) {
+			if !caps.APIVersions.Has(v) {
+				caps.APIVersions = append(caps.APIVersions, v)
+			}
+		}
+	}
+	if !replace {
+		if name, ok := k.d.heldAnywhere(k.ctx, objs); ok {
+			return alreadyExists(name)
+		}
+	}
+	return nil
 }
 
 // release returns the release Helm works on: the one whose record it
@@ -99,7 +160,14 @@ func (k *distClient) IsReachable() error {
 // CustomResourceDefinitions and the configured RESTMapper; namespaced
 // objects without a namespace get the release's namespace.
 func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) {
-	objs, mappings, err := k.d.build(reader, k.namespace)
+	data, err := io.ReadAll(reader)
+	if err != nil {
+		return nil, fmt.Errorf("distributor %s: read manifest: %w", k.d.name, err)
+	}
+	k.mu.Lock()
+	c := k.chart
+	k.mu.Unlock()
+	objs, mappings, err := k.d.buildWith(string(data), k.namespace, c)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +179,18 @@ func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 		}
 	}
 	return out, nil
+}
+
+// buildWith builds manifest; when a kind does not map and c's crds/ were
+// not learned yet, it learns them and tries again.
+func (d *Distributor) buildWith(manifest, namespace string, c *chart.Chart) ([]*unstructured.Unstructured, []*meta.RESTMapping, error) {
+	objs, mappings, err := d.build(strings.NewReader(manifest), namespace)
+	if err != nil {
+		if _, learned := d.mapper.learnChart(c); learned {
+			return d.build(strings.NewReader(manifest), namespace)
+		}
+	}
+	return objs, mappings, err
 }
 
 // build decodes a manifest and maps its objects, setting namespace on
@@ -226,6 +306,9 @@ func (k *distClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !k.isRecorded() {
+		return &kube.Result{Created: resources}, k.beforeRecord(objs, false)
+	}
 	return &kube.Result{Created: resources}, k.spread(objs, objs)
 }
 
@@ -244,6 +327,9 @@ func (k *distClient) Update(original, target kube.ResourceList, _ bool) (*kube.R
 	old, err := objectsOfList(original)
 	if err != nil {
 		return &kube.Result{}, err
+	}
+	if !k.isRecorded() {
+		return &kube.Result{Updated: target}, k.beforeRecord(objs, true)
 	}
 	res := &kube.Result{}
 	for _, info := range target {
@@ -273,7 +359,10 @@ func (k *distClient) spread(objs []*unstructured.Unstructured, kinds ...[]*unstr
 	if err != nil {
 		return fmt.Errorf("distributor %s: release %s: %w", k.d.name, rel, err)
 	}
-	if err := k.d.applyAndPrune(k.ctx, sp, rel, kindsOf(kinds...)); err != nil {
+	if err := k.d.warn(sp, rel, nil); err != nil {
+		return fmt.Errorf("distributor %s: %w", k.d.name, err)
+	}
+	if err := k.d.applyAndPrune(k.ctx, sp, rel, kindsOf(kinds...), k.pre); err != nil {
 		return fmt.Errorf("distributor %s: release %s: %w", k.d.name, rel, err)
 	}
 	return nil
@@ -292,13 +381,11 @@ func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 	for _, info := range resources {
 		refs = append(refs, release.RefOfInfo(info))
 	}
-	// The release's objects are deleted only where they carry its
-	// inventory labels; hooks carry none and are deleted by name.
+	// The release's objects and hooks are deleted only where they carry
+	// its inventory labels.
 	var owner *releaseID
-	if !isHook(resources) {
-		if rel, err := k.release(); err == nil {
-			owner = &rel
-		}
+	if rel, err := k.release(); err == nil {
+		owner = &rel
 	}
 	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, release.DeleteOptions{Propagation: policy}, owner); err != nil {
 		return nil, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
@@ -328,6 +415,11 @@ func (k *distClient) WaitContext(ctx context.Context, resources kube.ResourceLis
 	objs, err := objectsOfList(resources)
 	if err != nil {
 		return err
+	}
+	if !k.isRecorded() {
+		// Helm waits for the CRDs it created before its record; they are
+		// applied, and waited for, with the release's first objects.
+		return nil
 	}
 	sp, err := k.d.spreadObjects(objs, k.namespace, releaseID{})
 	if err != nil {
@@ -414,8 +506,8 @@ func refsOf(st []release.ObjectStatus) []release.ObjectRef {
 }
 
 // createHooks runs hook objects on the members the release's workloads
-// go to (a hook a propagation policy selects itself goes where that
-// policy puts it), with the override policies applied per member.
+// go to, or where a policy places them, with what they use (see
+// hookSpread), with the override policies applied per member.
 func (k *distClient) createHooks(resources kube.ResourceList) error {
 	hooks, err := objectsOfList(resources)
 	if err != nil {
@@ -441,9 +533,15 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 	}
 	k.mu.Unlock()
 	err = k.d.eachMember(k.ctx, nil, func(ctx context.Context, i int) error {
-		errs := k.d.ensureNamespaces(ctx, k.d.members[i].Cluster, placed.objects[i])
+		if len(placed.objects[i]) == 0 {
+			return nil
+		}
+		errs := k.d.ensureNamespaces(ctx, k.d.members[i].Cluster, placed.objects[i], k.pre)
 		if len(errs) > 0 {
 			return errors.Join(errs...)
+		}
+		if err := k.d.ensureCRDs(ctx, i, k.pre); err != nil {
+			return err
 		}
 		for _, o := range placed.objects[i] {
 			if _, err := k.d.members[i].Cluster.Apply(ctx, o, release.ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
@@ -458,7 +556,7 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 	return nil
 }
 
-// workloadKinds are the kinds whose placement hooks follow.
+// workloadKinds are the kinds that run pods.
 var workloadKinds = map[schema.GroupKind]bool{
 	{Group: "apps", Kind: "Deployment"}: true, {Group: "apps", Kind: "StatefulSet"}: true,
 	{Group: "apps", Kind: "DaemonSet"}: true, {Group: "apps", Kind: "ReplicaSet"}: true,
@@ -466,104 +564,118 @@ var workloadKinds = map[schema.GroupKind]bool{
 	{Group: "", Kind: "Pod"}: true,
 }
 
-// hookCopies computes each member's copies of the hook objects: placed
-// with the release's newest manifest, a hook that a policy selects goes
-// where it says, any other to every member a workload of the release
-// goes to.
+// hookCopies computes each member's copies of the hook objects, stamped
+// with rel's inventory labels and InventoryHookLabel, from the placement
+// of the release's newest record (hookSpread). A hook object that goes
+// to no member is an error, whatever Config.Strict says: a hook that runs
+// nowhere would let the release pass a step it never took.
 func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructured) (*spread, error) {
 	last, err := storage.Init(k.releases).Last(rel.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read release record: %w", err)
 	}
-	rl, err := k.Build(strings.NewReader(last.Manifest), false)
-	if err != nil {
-		return nil, err
-	}
-	objs, err := objectsOfList(rl)
-	if err != nil {
-		return nil, err
-	}
-	inManifest := len(objs)
+	want := map[policy.ObjectKey]bool{}
 	for _, h := range hooks {
-		// A hook named like an object of the manifest would collide in
-		// Place; only the manifest's copy matters for the union.
-		dup := false
-		for _, o := range objs[:inManifest] {
-			if release.RefOf(o) == release.RefOf(h) {
-				dup = true
+		want[policy.KeyOf(h)] = true
+	}
+	k.mu.Lock()
+	cached := k.placed
+	k.mu.Unlock()
+	var sp *spread
+	if cached != nil && cached.rel == rel && cached.version == last.Version {
+		sp = cached.sp
+		for key := range want {
+			if sp.byKey[key] == nil {
+				sp = nil
+				break
 			}
 		}
-		if !dup {
-			objs = append(objs, h)
-		}
 	}
-	sp, err := k.d.spreadObjects(objs, k.namespace, releaseID{})
-	if err != nil {
+	if sp == nil {
+		if sp, err = k.d.hookSpread(last, k.namespace, hooks); err != nil {
+			return nil, err
+		}
+		k.mu.Lock()
+		k.placed = &hookPlacement{rel: rel, version: last.Version, sp: sp}
+		k.mu.Unlock()
+	}
+	if err := k.d.warn(sp, rel, want); err != nil {
 		return nil, err
 	}
-	workloads := map[string]bool{}
-	for _, op := range sp.placement.Objects {
-		gk := schema.FromAPIVersionAndKind(op.Object.APIVersion, op.Object.Kind).GroupKind()
-		if !workloadKinds[gk] || op.Err != nil || isHookKey(hooks, op.Object) {
-			continue
-		}
-		for _, t := range op.Targets {
-			workloads[t.Cluster] = true
-		}
-	}
-	out := &spread{objects: make([][]*unstructured.Unstructured, len(k.d.members)), placement: sp.placement}
+	out := &spread{objects: make([][]*unstructured.Unstructured, len(k.d.members)), placement: sp.placement, engine: sp.engine, byKey: sp.byKey}
+	var nowhere []string
 	for _, h := range hooks {
 		key := policy.KeyOf(h)
-		op := sp.placement.Get(key)
-		own := op != nil && op.Selection != nil && op.Err == nil
-		for i, m := range k.d.members {
-			name := m.Facts.Name
-			if own {
-				for _, o := range sp.objects[i] {
-					if policy.KeyOf(o) == key {
-						out.objects[i] = append(out.objects[i], o)
-					}
-				}
-				continue
-			}
-			if !workloads[name] {
-				continue
-			}
-			cp, _, err := sp.engine.Override(h, m.Facts)
-			if err != nil {
-				out.errs = append(out.errs, err)
-				continue
-			}
-			out.objects[i] = append(out.objects[i], cp)
+		if op := sp.placement.Get(key); op != nil && op.Err == nil && len(op.Targets) == 0 {
+			nowhere = append(nowhere, key.String())
 		}
 	}
-	if len(hooks) > 0 && len(workloads) == 0 {
-		placedAny := false
-		for _, list := range out.objects {
-			placedAny = placedAny || len(list) > 0
+	if len(nowhere) > 0 {
+		return nil, fmt.Errorf("hook objects %s go to no member: no policy places them, and no workload of the release is placed", strings.Join(nowhere, ", "))
+	}
+	for i, list := range sp.objects {
+		for _, o := range list {
+			if want[policy.KeyOf(o)] {
+				o = o.DeepCopy()
+				stamp(o, rel)
+				o.SetLabels(withLabel(o.GetLabels(), InventoryHookLabel, "true"))
+				out.objects[i] = append(out.objects[i], o)
+			}
 		}
-		if !placedAny {
-			return nil, fmt.Errorf("no member runs a workload of the release and no policy places the hook objects %s", hookNames(hooks))
+	}
+	for _, e := range sp.errs {
+		var oe *policy.OverrideError
+		if !errors.As(e, &oe) || want[oe.Object] {
+			out.errs = append(out.errs, e)
 		}
 	}
 	return out, nil
 }
 
-func isHookKey(hooks []*unstructured.Unstructured, key policy.ObjectKey) bool {
-	for _, h := range hooks {
-		if policy.KeyOf(h) == key {
-			return true
-		}
+func withLabel(l map[string]string, k, v string) map[string]string {
+	if l == nil {
+		l = map[string]string{}
 	}
-	return false
+	l[k] = v
+	return l
 }
 
-func hookNames(hooks []*unstructured.Unstructured) string {
-	names := make([]string, len(hooks))
-	for i, h := range hooks {
-		names[i] = policy.KeyOf(h).String()
+// hookSpread places a release record's manifest together with all its
+// hooks (and extra, hook objects Helm creates now, if the record lacks
+// them): a hook that a policy selects goes where it says; a hook workload
+// (a Job, a Pod) that none selects goes where the release's workloads go
+// (the default placement); and what a hook uses — its ServiceAccount,
+// the Roles, ClusterRoles and bindings of that ServiceAccount, the
+// ConfigMaps and Secrets it names — follows the hooks that use it, so it
+// is there wherever they run.
+func (d *Distributor) hookSpread(last *helmrelease.Release, namespace string, extra []*unstructured.Unstructured) (*spread, error) {
+	objs, _, err := d.buildWith(last.Manifest, namespace, last.Chart)
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(names, ", ")
+	seen := map[policy.ObjectKey]bool{}
+	for _, o := range objs {
+		seen[policy.KeyOf(o)] = true
+	}
+	add := func(list []*unstructured.Unstructured) {
+		for _, h := range list {
+			// A hook named like an object of the manifest would collide
+			// in Place; only the first copy matters for the placement.
+			if key := policy.KeyOf(h); !seen[key] {
+				seen[key] = true
+				objs = append(objs, h)
+			}
+		}
+	}
+	for _, h := range last.Hooks {
+		list, _, err := d.buildWith(h.Manifest, namespace, last.Chart)
+		if err != nil {
+			return nil, fmt.Errorf("hook %s: %w", h.Path, err)
+		}
+		add(list)
+	}
+	add(extra)
+	return d.spreadObjects(objs, namespace, releaseID{})
 }
 
 // hookMembers returns the member indexes a hook object went to.
@@ -679,19 +791,20 @@ func (o *observedDriver) saw(rls ...*helmrelease.Release) {
 			continue
 		}
 		id := releaseID{Namespace: r.Namespace, Name: r.Name}
-		o.d.known.learn(id, r.Version, r.Manifest)
+		o.d.known.learn(id, r.Version, r.Manifest, r.Chart)
 		if newest == nil || r.Version > newest.Version {
 			newest = r
 		}
 	}
 	if newest != nil {
-		o.client.setRelease(releaseID{Namespace: newest.Namespace, Name: newest.Name})
+		o.client.setRelease(releaseID{Namespace: newest.Namespace, Name: newest.Name}, newest.Chart)
 	}
 }
 
 // Create stores rls and notes it.
 func (o *observedDriver) Create(key string, rls *helmrelease.Release) error {
 	o.saw(rls)
+	o.client.markRecorded()
 	return o.Driver.Create(key, rls)
 }
 
@@ -720,11 +833,66 @@ func (o *observedDriver) Query(labels map[string]string) ([]*helmrelease.Release
 }
 
 // manifestMapper maps kinds to resources: client-go's built-in kinds, the
-// kinds a manifest's CustomResourceDefinitions define, and whatever an
-// extra mapper knows.
+// kinds a manifest's CustomResourceDefinitions define, those of the CRDs
+// of charts' crds/ it has seen, and whatever an extra mapper knows.
 type manifestMapper struct {
 	base  *meta.DefaultRESTMapper
 	extra meta.RESTMapper
+
+	mu      sync.Mutex
+	learned map[schema.GroupVersionKind]*meta.RESTMapping
+	charts  map[string][]release.ObjectRef // crds/ of the charts learned, by name-version
+}
+
+// learn remembers the kinds the CRDs among objs define: a kind is the
+// same on every member, and custom resources of crds/ must map before
+// their CRDs are on any member.
+func (m *manifestMapper) learn(objs []*unstructured.Unstructured) {
+	found := m.crdsOf(objs)
+	if len(found) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.learned == nil {
+		m.learned = map[schema.GroupVersionKind]*meta.RESTMapping{}
+	}
+	for gvk, mp := range found {
+		m.learned[gvk] = mp
+	}
+}
+
+// learnChart learns the kinds of a chart's crds/, once per chart name and
+// version, and returns the CRDs' references and whether this call learned
+// them (false when they were known already, or the chart has none).
+func (m *manifestMapper) learnChart(c *chart.Chart) ([]release.ObjectRef, bool) {
+	if c == nil || c.Metadata == nil || len(c.CRDObjects()) == 0 {
+		return nil, false
+	}
+	id := c.Metadata.Name + "-" + c.Metadata.Version
+	m.mu.Lock()
+	refs, done := m.charts[id]
+	m.mu.Unlock()
+	if done {
+		return refs, false
+	}
+	var objs []*unstructured.Unstructured
+	for _, crd := range c.CRDObjects() {
+		if list, err := decodeManifest(bytes.NewReader(crd.File.Data)); err == nil {
+			objs = append(objs, list...)
+		}
+	}
+	for _, o := range objs {
+		refs = append(refs, release.RefOf(o))
+	}
+	m.learn(objs)
+	m.mu.Lock()
+	if m.charts == nil {
+		m.charts = map[string][]release.ObjectRef{}
+	}
+	m.charts[id] = refs
+	m.mu.Unlock()
+	return refs, true
 }
 
 // rootKinds are the built-in kinds without a namespace, by group; every
@@ -818,6 +986,12 @@ func (m *manifestMapper) crdsOf(objs []*unstructured.Unstructured) map[schema.Gr
 
 func (m *manifestMapper) mapping(gvk schema.GroupVersionKind, crds map[schema.GroupVersionKind]*meta.RESTMapping) (*meta.RESTMapping, error) {
 	if cm, ok := crds[gvk]; ok {
+		return cm, nil
+	}
+	m.mu.Lock()
+	cm, ok := m.learned[gvk]
+	m.mu.Unlock()
+	if ok {
 		return cm, nil
 	}
 	mp, err := m.base.RESTMapping(gvk.GroupKind(), gvk.Version)
