@@ -24,9 +24,13 @@ const WarnNotPlaced WarningCode = "NotPlaced"
 // placed so then leads its dependencies as under propagateDeps (see
 // Place), so a default-placed Job's ServiceAccount, the RBAC bound to it
 // and the ConfigMaps it names follow it rather than taking the default
-// themselves; the remaining objects are placed next, and lead theirs. An
-// object with replicas keeps all of them on each cluster (Duplicated).
-// Objects placed so have Default set.
+// themselves. The remaining objects are placed next one at a time, those
+// that lead others first (Ingresses, Services, ServiceAccounts, bindings,
+// CRDs, then the rest, then what only follows: roles, IngressClasses,
+// disruption budgets, autoscalers, webhook configurations, APIServices),
+// each leading its own as soon as it is placed. An object with replicas
+// keeps all of them on each cluster (Duplicated). Objects placed so have
+// Default set; the result is the same on every call.
 //
 // Every object still on no cluster afterwards (clusters is empty, or its
 // own policy schedules it nowhere) gets a WarnNotPlaced warning naming it
@@ -47,26 +51,43 @@ func (e *Engine) PlaceDefault(p *Placement, clusters []string, reason string) er
 	}
 	var warnings []Warning
 	if len(targets) > 0 {
-		for _, workloads := range []bool{true, false} {
-			var leaders []*ObjectPlacement
-			for _, op := range p.Objects {
-				if !unplaced(op) {
-					continue
+		f := newFollower(p)
+		place := func(op *ObjectPlacement) {
+			op.Default = true
+			op.Targets = slices.Clone(targets)
+			if op.Replicas != nil {
+				for i := range op.Targets {
+					op.Targets[i].Replicas = *op.Replicas
 				}
-				if _, _, ok := podTemplate(op.obj, op.Object.Kind); ok != workloads {
-					continue
-				}
-				op.Default = true
-				op.Targets = slices.Clone(targets)
-				if op.Replicas != nil {
-					for i := range op.Targets {
-						op.Targets[i].Replicas = *op.Replicas
-					}
-				}
-				leaders = append(leaders, op)
 			}
-			warnings = append(warnings, followFrom(p, leaders)...)
+			f.retarget(op)
 		}
+		// Workloads first, all at once: they do not follow one another.
+		var leaders, rest []*ObjectPlacement
+		for _, op := range p.Objects {
+			if !unplaced(op) {
+				continue
+			}
+			if _, _, ok := podTemplate(op.obj, op.Object.Kind); ok {
+				place(op)
+				leaders = append(leaders, op)
+			} else {
+				rest = append(rest, op)
+			}
+		}
+		f.propagate(leaders)
+		// Then the rest one by one, the kinds that lead others first, so
+		// that what follows an object placed by default is placed as its
+		// follower: a ServiceAccount before its bindings, a binding before
+		// its role.
+		slices.SortStableFunc(rest, func(a, b *ObjectPlacement) int { return leadRank(a.Object) - leadRank(b.Object) })
+		for _, op := range rest {
+			if unplaced(op) {
+				place(op)
+				f.propagate([]*ObjectPlacement{op})
+			}
+		}
+		warnings = *f.warnings
 	}
 	for _, op := range p.Objects {
 		if op.Err != nil || len(op.Targets) > 0 {
@@ -102,6 +123,28 @@ func (e *Engine) PlaceDefault(p *Placement, clusters []string, reason string) er
 	}
 	sortWarnings(p.Warnings)
 	return nil
+}
+
+// leadRank orders the kinds that PlaceDefault places one by one: those
+// whose dependencies follow them come before their dependencies.
+func leadRank(k ObjectKey) int {
+	switch {
+	case k.Kind == "Ingress":
+		return 0
+	case isCore(k, "Service"):
+		return 1
+	case isCore(k, "ServiceAccount"):
+		return 2
+	case isRBACKind(k, "RoleBinding", "ClusterRoleBinding"):
+		return 3
+	case isCRD(k):
+		return 4
+	case isRBACKind(k, "Role", "ClusterRole"), k.Kind == "IngressClass", k.Kind == "PodDisruptionBudget",
+		k.Kind == "HorizontalPodAutoscaler", k.Kind == "ValidatingWebhookConfiguration",
+		k.Kind == "MutatingWebhookConfiguration", k.Kind == "APIService":
+		return 6
+	}
+	return 5
 }
 
 // DefaultClusters returns the clusters and the reason PlaceDefault was

@@ -368,6 +368,17 @@ func ingressClassOf(obj *unstructured.Unstructured) string {
 	return obj.GetAnnotations()["kubernetes.io/ingress.class"]
 }
 
+// budgetSelects reports whether a PodDisruptionBudget's selector selects
+// pods with podLabels; a selector with matchExpressions, or an empty one,
+// is not read (it follows nothing and takes the default placement).
+func budgetSelects(pdb *unstructured.Unstructured, podLabels map[string]any) bool {
+	sel := nested(pdb.Object, "spec", "selector")
+	if sel == nil || len(list(sel, "matchExpressions")) > 0 {
+		return false
+	}
+	return selectorMatches(nested(sel, "matchLabels"), podLabels)
+}
+
 // crdKind returns the group and kind of the custom resources a
 // CustomResourceDefinition defines.
 func crdKind(obj *unstructured.Unstructured) (group, kind string) {

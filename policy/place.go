@@ -239,7 +239,9 @@ type dependent struct {
 // followed Service as a backend, an Ingress's TLS Secrets and IngressClass,
 // ConfigMaps and Secrets a workload names in a container flag
 // (--configmap=$(POD_NAMESPACE)/name), the IngressClass whose controller a
-// workload runs, the RoleBindings and ClusterRoleBindings of a followed
+// workload runs, the PodDisruptionBudgets that select a workload's pods
+// and the HorizontalPodAutoscalers that scale it, the RoleBindings and
+// ClusterRoleBindings of a followed
 // ServiceAccount and the Role or ClusterRole they grant, the webhook
 // configurations and APIServices that call a followed Service, and the
 // custom resources of a followed CustomResourceDefinition. A dependency
@@ -249,6 +251,24 @@ func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
 	if len(leaders) == 0 {
 		return nil
 	}
+	f := newFollower(p)
+	f.propagate(leaders)
+	return *f.warnings
+}
+
+// follower propagates placements along the follow graph of one
+// placement, whose indexes it builds once.
+type follower struct {
+	// propagate lets the dependencies of leaders take their clusters.
+	propagate func(leaders []*ObjectPlacement)
+	// retarget forgets what it knew of op's clusters, after op's Targets
+	// were set from outside.
+	retarget func(op *ObjectPlacement)
+	// warnings are the missing dependencies found so far.
+	warnings *[]Warning
+}
+
+func newFollower(p *Placement) *follower {
 	type nsKind struct{ namespace, kind, name string }
 	core := map[nsKind]*ObjectPlacement{}
 	// Services are indexed by namespace and the smallest key of their
@@ -261,6 +281,8 @@ func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
 	roles := map[nsKind]*ObjectPlacement{}
 	callersBySvc := map[nsName][]*ObjectPlacement{}
 	var classes []*ObjectPlacement
+	budgets := map[string][]*ObjectPlacement{} // PodDisruptionBudgets by namespace
+	scalers := map[nsKind][]*ObjectPlacement{} // HorizontalPodAutoscalers by target
 	crsByKind := map[[2]string][]*ObjectPlacement{}
 	for _, op := range p.Objects {
 		o, k := op.obj, op.Object
@@ -293,6 +315,13 @@ func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
 			roles[nsKind{k.Namespace, k.Kind, k.Name}] = op
 		case k.Kind == "IngressClass" && groupOf(k.APIVersion) == "networking.k8s.io":
 			classes = append(classes, op)
+		case k.Kind == "PodDisruptionBudget" && groupOf(k.APIVersion) == "policy":
+			budgets[k.Namespace] = append(budgets[k.Namespace], op)
+		case k.Kind == "HorizontalPodAutoscaler" && groupOf(k.APIVersion) == "autoscaling":
+			if kind, name := str(o.Object, "spec", "scaleTargetRef", "kind"), str(o.Object, "spec", "scaleTargetRef", "name"); name != "" {
+				t := nsKind{k.Namespace, kind, name}
+				scalers[t] = append(scalers[t], op)
+			}
 		default:
 			for _, svc := range calledServices(o, k.Kind) {
 				callersBySvc[svc] = append(callersBySvc[svc], op)
@@ -332,6 +361,14 @@ func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
 				if runsIngressClass(words, c.obj) {
 					out = append(out, dependent{c, "IngressClass spec.controller run by the workload"})
 				}
+			}
+			for _, b := range budgets[ns] {
+				if budgetSelects(b.obj, podLabels) {
+					out = append(out, dependent{b, "PodDisruptionBudget spec.selector"})
+				}
+			}
+			for _, h := range scalers[nsKind{ns, k.Kind, k.Name}] {
+				out = append(out, dependent{h, "HorizontalPodAutoscaler spec.scaleTargetRef"})
 			}
 		}
 		switch {
@@ -404,71 +441,77 @@ func followFrom(p *Placement, leaders []*ObjectPlacement) []Warning {
 		}
 		return s
 	}
-	queue := slices.Clone(leaders)
 	follows := make([][]Follow, len(p.Objects))
-	for len(queue) > 0 {
-		leader := queue[0]
-		queue = queue[1:]
-		from := clustersOf(leader)
-		for _, d := range edges(leader) {
-			dep := d.op
-			if dep == leader {
-				continue
-			}
-			first := follows[dep.pos] == nil
-			f := Follow{Leader: leader.Object, Via: d.via}
-			if !slices.Contains(follows[dep.pos], f) {
-				follows[dep.pos] = append(follows[dep.pos], f)
-			}
-			to := clustersOf(dep)
-			changed := false
-			for i := range to {
-				if n := to[i] | from[i]; n != to[i] {
-					to[i] = n
-					changed = true
+	var touched []int // positions of follows in use
+	propagate := func(leaders []*ObjectPlacement) {
+		queue := slices.Clone(leaders)
+		for len(queue) > 0 {
+			leader := queue[0]
+			queue = queue[1:]
+			from := clustersOf(leader)
+			for _, d := range edges(leader) {
+				dep := d.op
+				if dep == leader {
+					continue
+				}
+				first := follows[dep.pos] == nil
+				if first {
+					touched = append(touched, dep.pos)
+				}
+				f := Follow{Leader: leader.Object, Via: d.via}
+				if !slices.Contains(follows[dep.pos], f) {
+					follows[dep.pos] = append(follows[dep.pos], f)
+				}
+				to := clustersOf(dep)
+				changed := false
+				for i := range to {
+					if n := to[i] | from[i]; n != to[i] {
+						to[i] = n
+						changed = true
+					}
+				}
+				if changed || first {
+					queue = append(queue, dep)
 				}
 			}
-			if changed || first {
-				queue = append(queue, dep)
+		}
+		for _, pos := range touched {
+			fs := follows[pos]
+			follows[pos] = nil
+			op := p.Objects[pos]
+			op.FollowsVia = append(op.FollowsVia, fs...)
+			slices.SortFunc(op.FollowsVia, compareFollows)
+			op.FollowsVia = slices.Compact(op.FollowsVia)
+			op.Follows = op.Follows[:0]
+			for _, f := range op.FollowsVia {
+				if len(op.Follows) == 0 || op.Follows[len(op.Follows)-1] != f.Leader {
+					op.Follows = append(op.Follows, f.Leader)
+				}
+			}
+			set := reach[pos]
+			own := len(op.Targets)
+			j := 0 // walks op.Targets[:own], sorted like p.clusters
+			for i := range p.clusters {
+				if j < own && op.Targets[j].Cluster == p.clusters[i].Name {
+					j++
+					continue
+				}
+				if set[i/64]&(1<<(i%64)) == 0 {
+					continue
+				}
+				t := Target{Cluster: p.clusters[i].Name}
+				if op.Replicas != nil {
+					t.Replicas = *op.Replicas
+				}
+				op.Targets = append(op.Targets, t)
+			}
+			if len(op.Targets) != own {
+				slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
 			}
 		}
+		touched = touched[:0]
 	}
-	for pos, fs := range follows {
-		if fs == nil {
-			continue
-		}
-		op := p.Objects[pos]
-		op.FollowsVia = append(op.FollowsVia, fs...)
-		slices.SortFunc(op.FollowsVia, compareFollows)
-		op.FollowsVia = slices.Compact(op.FollowsVia)
-		op.Follows = op.Follows[:0]
-		for _, f := range op.FollowsVia {
-			if len(op.Follows) == 0 || op.Follows[len(op.Follows)-1] != f.Leader {
-				op.Follows = append(op.Follows, f.Leader)
-			}
-		}
-		set := reach[pos]
-		own := len(op.Targets)
-		j := 0 // walks op.Targets[:own], sorted like p.clusters
-		for i := range p.clusters {
-			if j < own && op.Targets[j].Cluster == p.clusters[i].Name {
-				j++
-				continue
-			}
-			if set[i/64]&(1<<(i%64)) == 0 {
-				continue
-			}
-			t := Target{Cluster: p.clusters[i].Name}
-			if op.Replicas != nil {
-				t.Replicas = *op.Replicas
-			}
-			op.Targets = append(op.Targets, t)
-		}
-		if len(op.Targets) != own {
-			slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
-		}
-	}
-	return warnings
+	return &follower{propagate: propagate, retarget: func(op *ObjectPlacement) { reach[op.pos] = nil }, warnings: &warnings}
 }
 
 // Follow is one reason an object follows another: the leader's placement
