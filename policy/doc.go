@@ -87,10 +87,32 @@
 // projected, CSI and volume-plugin secretRefs), ConfigMaps, the
 // ServiceAccount (not "default") and PVCs (not those a StatefulSet's
 // volumeClaimTemplates create), across containers, init and ephemeral
-// containers, and an Ingress's TLS Secrets. helmfleet adds:
-// Services whose selector matches a followed workload's pod labels, and
-// Ingresses that name a followed Service as a backend (with their TLS
-// Secrets). A follower with its own policy gets the union of both.
+// containers, and an Ingress's TLS Secrets. helmfleet adds what
+// community charts need beside their workloads:
+//
+//   - Services whose selector matches a followed workload's pod labels,
+//     and Ingresses that name a followed Service as a backend (with their
+//     TLS Secrets and their IngressClass);
+//   - ConfigMaps and Secrets a workload names in a container flag
+//     (--configmap=$(POD_NAMESPACE)/name, --flag=name);
+//   - the IngressClass whose spec.controller a workload's flags or env
+//     name, or whose name an ...ingressclass flag gives;
+//   - PodDisruptionBudgets that select a workload's pods, and
+//     HorizontalPodAutoscalers that scale it;
+//   - the RoleBindings and ClusterRoleBindings of a followed
+//     ServiceAccount, and the Role or ClusterRole they grant;
+//   - webhook configurations and APIServices that call a followed Service;
+//   - the custom resources of a followed CustomResourceDefinition.
+//
+// A follower with its own policy gets the union of both.
+// ObjectPlacement.FollowsVia records each link and its field.
+//
+// Karmada leaves an object that no policy selects on its control plane.
+// Engine.PlaceDefault is helmfleet's alternative for rendered-manifest
+// mode: such objects go to clusters the caller gives (the Distributor
+// gives those of the release's workloads), workloads first, leaders
+// before followers, each leading its dependencies as above; what still
+// goes nowhere is a WarnNotPlaced warning naming it and why.
 //
 // # Conflict resolution
 //
@@ -138,7 +160,10 @@
 // Placement.Warnings reports policies that match nothing or never win,
 // overriders that target a path absent from a kind their policy selects
 // (Karmada issues 4650 and 6103), image overriders that would write an
-// invalid reference, and dependencies that are not among the objects. Placement.Table prints the placement for people.
+// invalid reference, dependencies that are not among the objects and,
+// after PlaceDefault, objects that go nowhere. Explanation.Because gives the
+// links that bring a follower to the cluster, and Default the default
+// placement. Placement.Table prints the placement for people.
 //
 // # Fidelity to Karmada
 //
@@ -160,7 +185,10 @@
 //   - command and args overriders also reach the pod template of a
 //     CronJob's jobTemplate (Karmada: Pod, ReplicaSet, Deployment,
 //     DaemonSet, StatefulSet and Job);
-//   - Services and Ingresses follow workloads (see Dependencies);
+//   - Services, Ingresses, RBAC, webhook configurations, IngressClasses,
+//     disruption budgets, autoscalers, flag-named ConfigMaps and Secrets
+//     and custom resources follow workloads (see Dependencies), and
+//     PlaceDefault places what no policy names;
 //   - replicas are divided from scratch on every evaluation, not on top of
 //     a previous assignment, and clusters are ranked by available replicas
 //     rather than by scheduler plugin scores.
