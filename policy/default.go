@@ -111,17 +111,7 @@ func (e *Engine) PlaceDefault(p *Placement, clusters []string, reason string) er
 	resolveConflicts(p)
 	// A dependency reached from both Place's leaders and the defaults is
 	// reported once.
-	seen := map[Warning]bool{}
-	for _, w := range p.Warnings {
-		seen[w] = true
-	}
-	for _, w := range warnings {
-		if !seen[w] {
-			seen[w] = true
-			p.Warnings = append(p.Warnings, w)
-		}
-	}
-	sortWarnings(p.Warnings)
+	p.addWarnings(warnings)
 	return nil
 }
 
@@ -151,4 +141,34 @@ func leadRank(k ObjectKey) int {
 // given; none when it did not run.
 func (p *Placement) DefaultClusters() (clusters []string, reason string) {
 	return slices.Clone(p.defaultClusters), p.defaultReason
+}
+
+// Lead lets the dependencies of the objects keys names (those that are
+// placed) follow them as under propagateDeps, whatever their own policy
+// says: helmfleet's Distributor makes a hook lead what it uses wherever a
+// policy runs it. Missing dependencies are warned about as in Place.
+func (p *Placement) Lead(keys ...ObjectKey) {
+	var leaders []*ObjectPlacement
+	for _, k := range keys {
+		if op := p.byKey[k]; op != nil && op.Err == nil && len(op.Targets) > 0 {
+			leaders = append(leaders, op)
+		}
+	}
+	p.addWarnings(followFrom(p, leaders))
+	resolveConflicts(p)
+}
+
+// addWarnings appends the warnings p does not have yet, and sorts.
+func (p *Placement) addWarnings(ws []Warning) {
+	seen := make(map[Warning]bool, len(p.Warnings))
+	for _, w := range p.Warnings {
+		seen[w] = true
+	}
+	for _, w := range ws {
+		if !seen[w] {
+			seen[w] = true
+			p.Warnings = append(p.Warnings, w)
+		}
+	}
+	sortWarnings(p.Warnings)
 }

@@ -364,9 +364,16 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 		return nil, perr
 	}
 	byKey := make(map[policy.ObjectKey]*unstructured.Unstructured, len(rest))
+	var hooks []policy.ObjectKey
 	for _, o := range rest {
-		byKey[policy.KeyOf(o)] = o
+		key := policy.KeyOf(o)
+		byKey[key] = o
+		if o.GetAnnotations()[hookAnnotation] != "" {
+			hooks = append(hooks, key)
+		}
 	}
+	// A hook runs with what it uses wherever a policy runs it.
+	placement.Lead(hooks...)
 	clusters, reason := defaultPlacement(placement, byKey)
 	if err := engine.PlaceDefault(placement, clusters, reason); err != nil {
 		return nil, err

@@ -38,7 +38,7 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 	if !ok {
 		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
 	}
-	objs, _, err := d.buildWith(manifest, rel.Namespace, d.known.chartOf(rel))
+	objs, _, err := d.buildWith(ctx, manifest, rel.Namespace, d.known.chartOf(rel))
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", rel, err)
 	}

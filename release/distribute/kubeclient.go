@@ -167,7 +167,7 @@ func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 	k.mu.Lock()
 	c := k.chart
 	k.mu.Unlock()
-	objs, mappings, err := k.d.buildWith(string(data), k.namespace, c)
+	objs, mappings, err := k.d.buildWith(k.ctx, string(data), k.namespace, c)
 	if err != nil {
 		return nil, err
 	}
@@ -181,16 +181,28 @@ func (k *distClient) Build(reader io.Reader, _ bool) (kube.ResourceList, error) 
 	return out, nil
 }
 
-// buildWith builds manifest; when a kind does not map and c's crds/ were
-// not learned yet, it learns them and tries again.
-func (d *Distributor) buildWith(manifest, namespace string, c *chart.Chart) ([]*unstructured.Unstructured, []*meta.RESTMapping, error) {
+// buildWith builds manifest. When a kind does not map, it learns the
+// kinds of c's crds/ (once per chart) and, failing that, those of the
+// CRDs the members hold (one List per member: a chart whose CRD policy is
+// Skip uses CRDs someone else put there), and tries again.
+func (d *Distributor) buildWith(ctx context.Context, manifest, namespace string, c *chart.Chart) ([]*unstructured.Unstructured, []*meta.RESTMapping, error) {
 	objs, mappings, err := d.build(strings.NewReader(manifest), namespace)
-	if err != nil {
-		if _, learned := d.mapper.learnChart(c); learned {
-			return d.build(strings.NewReader(manifest), namespace)
+	if err == nil || !meta.IsNoMatchError(err) {
+		return objs, mappings, err
+	}
+	if _, learned := d.mapper.learnChart(c); learned {
+		if objs, mappings, err = d.build(strings.NewReader(manifest), namespace); err == nil || !meta.IsNoMatchError(err) {
+			return objs, mappings, err
 		}
 	}
-	return objs, mappings, err
+	_ = d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
+		crds, err := d.members[i].Cluster.List(ctx, crdGVK, "", nil)
+		if err == nil {
+			d.mapper.learn(crds)
+		}
+		return nil
+	})
+	return d.build(strings.NewReader(manifest), namespace)
 }
 
 // build decodes a manifest and maps its objects, setting namespace on
@@ -592,7 +604,7 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 		}
 	}
 	if sp == nil {
-		if sp, err = k.d.hookSpread(last, k.namespace, hooks); err != nil {
+		if sp, err = k.d.hookSpread(k.ctx, last, k.namespace, hooks); err != nil {
 			return nil, err
 		}
 		k.mu.Lock()
@@ -648,8 +660,8 @@ func withLabel(l map[string]string, k, v string) map[string]string {
 // the Roles, ClusterRoles and bindings of that ServiceAccount, the
 // ConfigMaps and Secrets it names — follows the hooks that use it, so it
 // is there wherever they run.
-func (d *Distributor) hookSpread(last *helmrelease.Release, namespace string, extra []*unstructured.Unstructured) (*spread, error) {
-	objs, _, err := d.buildWith(last.Manifest, namespace, last.Chart)
+func (d *Distributor) hookSpread(ctx context.Context, last *helmrelease.Release, namespace string, extra []*unstructured.Unstructured) (*spread, error) {
+	objs, _, err := d.buildWith(ctx, last.Manifest, namespace, last.Chart)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +680,7 @@ func (d *Distributor) hookSpread(last *helmrelease.Release, namespace string, ex
 		}
 	}
 	for _, h := range last.Hooks {
-		list, _, err := d.buildWith(h.Manifest, namespace, last.Chart)
+		list, _, err := d.buildWith(ctx, h.Manifest, namespace, last.Chart)
 		if err != nil {
 			return nil, fmt.Errorf("hook %s: %w", h.Path, err)
 		}

@@ -108,7 +108,7 @@ func (d *Distributor) Placements(ctx context.Context, rel *release.Release) (*Pl
 	ns := last.Namespace
 	id := releaseID{Namespace: ns, Name: last.Name}
 	crds, _ := d.mapper.learnChart(last.Chart)
-	objs, _, err := d.build(strings.NewReader(last.Manifest), ns)
+	objs, _, err := d.buildWith(ctx, last.Manifest, ns, last.Chart)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", id, err)
 	}
@@ -116,7 +116,7 @@ func (d *Distributor) Placements(ctx context.Context, rel *release.Release) (*Pl
 	if err != nil {
 		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, id, err)
 	}
-	hooks, err := d.hookSpread(last, ns, nil)
+	hooks, err := d.hookSpread(ctx, last, ns, nil)
 	if err != nil {
 		return nil, fmt.Errorf("distributor %s: release %s: hooks: %w", d.name, id, err)
 	}
@@ -345,12 +345,14 @@ func (p *Placements) reasons(sp *spread, key policy.ObjectKey, member string, x 
 		case op.Default:
 			clusters, reason := sp.placement.DefaultClusters()
 			out = append(out, fmt.Sprintf("it goes by default to %s only: %s", strings.Join(clusters, ", "), reason))
+		case len(x.Follows) == 1:
+			out = append(out, fmt.Sprintf("it follows only %s, which does not go there", x.Follows[0]))
 		default:
 			names := make([]string, len(x.Follows))
 			for i, f := range x.Follows {
 				names[i] = f.String()
 			}
-			out = append(out, fmt.Sprintf("it follows %s, none of which goes there", strings.Join(names, ", ")))
+			out = append(out, fmt.Sprintf("it follows only %s, none of which goes there", strings.Join(names, ", ")))
 		}
 	}
 	return out

@@ -2,10 +2,13 @@ package distribute_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,17 +103,22 @@ func allocate(o *unstructured.Unstructured) {
 	}
 }
 
-// realCharts serves the vendored community charts by name.
-func realCharts() release.ChartGetter {
+// realCharts serves the vendored community charts by name, and extra.
+func realCharts(extra ...*chart.Chart) release.ChartGetter {
 	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+		for _, c := range extra {
+			if c.Metadata.Name == rel.Spec.Chart.Spec.Chart {
+				return &release.Chart{Chart: c}, nil
+			}
+		}
 		c, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
 		return &release.Chart{Chart: c}, err
 	})
 }
 
-func realReconciler(t testing.TB) *release.Reconciler {
+func realReconciler(t testing.TB, extra ...*chart.Chart) *release.Reconciler {
 	t.Helper()
-	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: realCharts(), PollInterval: time.Millisecond})
+	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: realCharts(extra...), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	return r
 }
@@ -515,4 +523,432 @@ func countTable(names []string, counts map[string]int) string {
 	return strings.TrimSpace(b.String())
 }
 
-var _ = chart.Chart{}
+// With install.createNamespace the release's namespace is created on
+// every member its objects go to, as Helm creates it (with its name
+// label); Helm writes it before its release record, when the placement
+// is not known yet.
+func TestRealChartsCreateNamespace(t *testing.T) {
+	ctx := context.Background()
+	tc := chartCases()[0]
+	tc.policy = strings.ReplaceAll(tc.policy, "namespace: apps", "namespace: web")
+	f := newRealFleet(t, tc.policy, false, nil)
+	rel := realRelease(testcharts.Podinfo, "web", tc.values)
+	rel.Spec.Install = &release.Install{CreateNamespace: true}
+	_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	for _, name := range f.names {
+		ns, err := f.members[name].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, Name: "web"})
+		require.NoError(t, err, name)
+		assert.Equal(t, "web", ns.GetLabels()["name"], "%s: the namespace as Helm creates it", name)
+		assert.Len(t, releaseObjects(f.members[name], rel), 2, name)
+	}
+	assert.Empty(t, f.hub.Objects(), "the hub holds the release record only")
+}
+
+// widgetsCRD is a CRD of the widgets test chart's crds/; version says
+// which copy a member holds.
+func widgetsCRD(version string) string {
+	return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+  annotations: {example.com/copy: ` + version + `}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+}
+
+// widgetsChart brings a CRD in crds/, a custom resource of it and a
+// Deployment.
+func widgetsChart() *chart.Chart {
+	return &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: "v2", Name: "widgets", Version: "1.0.0"},
+		Files:    []*chart.File{{Name: "crds/widgets.yaml", Data: []byte(widgetsCRD("chart"))}},
+		Templates: []*chart.File{{Name: "templates/all.yaml", Data: []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: widgets}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: widgets}}
+  template:
+    metadata: {labels: {app: widgets}}
+    spec: {containers: [{name: c, image: example.com/widgets:1}]}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: default}
+spec: {size: 3}
+`)}},
+	}
+}
+
+// The CRD policy of a release decides what happens to the chart's crds/
+// on the members its objects reach: Create makes those that are missing
+// and leaves a member's own copy alone, CreateReplace replaces it too,
+// Skip leaves them to someone else (a member without the CRD then fails
+// its part, by name). Members the release does not reach get none;
+// uninstall leaves them, as Helm does.
+func TestDistributorCRDPolicy(t *testing.T) {
+	ctx := context.Background()
+	crdRef := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, Name: "widgets.example.com"}
+	copyOn := func(t *testing.T, m *memory.Cluster) string {
+		crd, err := m.Get(ctx, crdRef)
+		if err != nil {
+			return "none"
+		}
+		return crd.GetAnnotations()["example.com/copy"]
+	}
+	tests := []struct {
+		policy   release.CRDsPolicy
+		m1, m2   string // which copy each member holds after the install
+		failOnM2 bool
+	}{
+		{"", "member", "chart", false},
+		{release.Create, "member", "chart", false},
+		{release.CreateReplace, "chart", "chart", false},
+		{release.Skip, "member", "none", true},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			f := newRealFleet(t, workloadPolicy("widgets", "apps", "Deployment", "widgets", weighted), false, nil)
+			own := decodeDocs(t, widgetsCRD("member"))[0]
+			_, err := f.members["m1"].Apply(ctx, own, release.ApplyOptions{FieldManager: "kubectl"})
+			require.NoError(t, err)
+			rel := realRelease("widgets", "apps", nil)
+			rel.Spec.Install = &release.Install{CRDs: tt.policy}
+			rec := realReconciler(t, widgetsChart())
+			_, err = rec.Reconcile(ctx, f.dist, rel)
+			if tt.failOnM2 {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "member m2")
+				assert.Contains(t, err.Error(), `no matches for kind "Widget"`)
+				assert.NotContains(t, err.Error(), "member m1")
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.m1, copyOn(t, f.members["m1"]), "m1")
+			assert.Equal(t, tt.m2, copyOn(t, f.members["m2"]), "m2")
+			assert.Equal(t, "none", copyOn(t, f.members["m3"]), "m3 runs nothing of the release")
+			_, err = f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Namespace: "apps", Name: "default"})
+			assert.NoError(t, err, "the custom resource is on m1")
+			if tt.failOnM2 {
+				return
+			}
+			_, err = rec.Uninstall(ctx, f.dist, rel)
+			require.NoError(t, err)
+			assert.Equal(t, tt.m2, copyOn(t, f.members["m2"]), "uninstall leaves the CRDs of crds/")
+			assert.Empty(t, releaseObjects(f.members["m2"], rel))
+		})
+	}
+}
+
+// Helm writes only CRDs and the release's namespace before its release
+// record; anything else there is an error that names it.
+func TestDistributorOnlyCRDsAndNamespaceBeforeTheRecord(t *testing.T) {
+	ctx := context.Background()
+	f := newRealFleet(t, "", false, nil)
+	cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	rl, err := cfg.KubeClient.Build(strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early}\n"), false)
+	require.NoError(t, err)
+	_, err = cfg.KubeClient.Create(rl)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `Helm wrote ConfigMap "early" before the release record`)
+	for _, name := range f.names {
+		assert.Empty(t, f.members[name].Objects(), name)
+	}
+}
+
+// Strict turns an object that would go to no member into an error that
+// names it, before anything is written; without it the object is a
+// warning, given to OnWarning and shown by Placements.
+func TestRealChartsStrict(t *testing.T) {
+	ctx := context.Background()
+	// The policy names a Deployment the chart does not have.
+	typo := workloadPolicy("podinfo", "apps", "Deployment", "podinfo-web", weighted)
+	t.Run("strict", func(t *testing.T) {
+		f := newRealFleet(t, typo, true, nil)
+		rel := realRelease(testcharts.Podinfo, "apps", nil)
+		_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+		require.Error(t, err)
+		var ue *distribute.UnplacedError
+		require.ErrorAs(t, err, &ue)
+		assert.Equal(t, "apps/podinfo", ue.Release)
+		assert.Contains(t, err.Error(), "Deployment apps/podinfo goes to no cluster: no propagation policy selects it, it follows no placed object, and there is no default placement")
+		assert.Contains(t, err.Error(), "Service apps/podinfo goes to no cluster")
+		for _, name := range f.names {
+			assert.Empty(t, f.members[name].Objects(), "nothing is written to %s", name)
+		}
+	})
+	t.Run("warning", func(t *testing.T) {
+		f := newRealFleet(t, typo, false, nil)
+		rel := realRelease(testcharts.Podinfo, "apps", nil)
+		_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+		require.NoError(t, err)
+		var unplaced []string
+		for _, w := range f.warnings {
+			assert.Equal(t, "apps/podinfo", w.Release)
+			if w.Code == policy.WarnNotPlaced {
+				unplaced = append(unplaced, w.Object.String())
+			}
+		}
+		assert.Equal(t, []string{"Deployment apps/podinfo", "Service apps/podinfo"}, unplaced)
+		p, err := f.dist.Placements(ctx, rel)
+		require.NoError(t, err)
+		assert.Contains(t, p.Table(), "NOT PLACED")
+		var codes []string
+		for _, w := range p.Warnings {
+			codes = append(codes, string(w.Code))
+		}
+		assert.Contains(t, codes, string(policy.WarnNotPlaced))
+		x, err := p.Explain(release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "apps", Kind: "Deployment"}, Namespace: "apps", Name: "podinfo"}, "m1")
+		require.NoError(t, err)
+		assert.False(t, x.Placed)
+		assert.Contains(t, x.String(), "goes to no cluster")
+	})
+}
+
+// watching records, each time the Distributor reads a hook Job of a
+// member (while Helm waits for it), which of the objects the Job needs the
+// member holds at that moment.
+type watching struct {
+	allocating
+	needs []release.ObjectRef
+	mu    *sync.Mutex
+	seen  map[string][]string // "member/Job" -> objects present
+}
+
+func (w watching) Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
+	o, err := w.allocating.Get(ctx, ref)
+	if err == nil && ref.Kind == "Job" {
+		var present []string
+		for _, n := range w.needs {
+			if _, err := w.Cluster.Get(ctx, n); err == nil {
+				present = append(present, n.Kind)
+			}
+		}
+		w.mu.Lock()
+		w.seen[w.Name()+"/"+ref.Name] = present
+		w.mu.Unlock()
+	}
+	return o, err
+}
+
+// A hook runs with what it uses: its ServiceAccount and RBAC reach every
+// member the hook Job runs on before it runs (the Job goes where the
+// release's workloads go, or where a policy of its own puts it), and its
+// delete policy (hook-succeeded) removes all of it from every member.
+func TestRealChartsHooksRunWithWhatTheyUse(t *testing.T) {
+	ctx := context.Background()
+	ns := "ingress"
+	rbac := func(kind, namespace string) release.ObjectRef {
+		return release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: kind}, Namespace: namespace, Name: "ingress-nginx-admission"}
+	}
+	needs := []release.ObjectRef{
+		{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, Namespace: ns, Name: "ingress-nginx-admission"},
+		rbac("Role", ns), rbac("RoleBinding", ns), rbac("ClusterRole", ""), rbac("ClusterRoleBinding", ""),
+	}
+	all := []string{"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+	tests := []struct {
+		name   string
+		extra  string // policies beside the workload's
+		expect map[string][]string
+	}{
+		{"where the workloads go", "", map[string][]string{
+			"m1/ingress-nginx-admission-create": all, "m2/ingress-nginx-admission-create": all,
+			"m1/ingress-nginx-admission-patch": all, "m2/ingress-nginx-admission-patch": all,
+		}},
+		{"where its own policy puts it", `
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: admission-create, namespace: ingress}
+spec:
+  resourceSelectors: [{apiVersion: batch/v1, kind: Job, name: ingress-nginx-admission-create}]
+  placement: {clusterAffinity: {clusterNames: [m3]}}
+`, map[string][]string{
+			"m3/ingress-nginx-admission-create": all,
+			"m1/ingress-nginx-admission-patch":  all, "m2/ingress-nginx-admission-patch": all,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string][]string{}
+			f := newRealFleet(t, workloadPolicy("ingress-nginx", ns, "Deployment", "ingress-nginx-controller", weighted)+tt.extra, false,
+				func(c *memory.Cluster) release.Cluster {
+					return watching{allocating: allocating{c}, needs: needs, mu: &mu, seen: seen}
+				})
+			rel := realRelease(testcharts.IngressNginx, ns, map[string]any{"controller": map[string]any{"replicaCount": 3}})
+			_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+			require.NoError(t, err)
+			mu.Lock()
+			assert.Equal(t, tt.expect, seen)
+			mu.Unlock()
+			for _, name := range f.names {
+				for _, o := range f.members[name].Objects() {
+					assert.Empty(t, o.GetLabels()[distribute.InventoryHookLabel], "%s: hook object %s left after hook-succeeded", name, refKey(o))
+				}
+			}
+		})
+	}
+}
+
+// reporting is a member that reports its capabilities.
+type reporting struct {
+	allocating
+	caps *chartutil.Capabilities
+	err  error
+}
+
+func (r reporting) Capabilities(context.Context) (*chartutil.Capabilities, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.caps.Copy(), nil
+}
+
+func capsOf(t testing.TB, version string, drop ...string) *chartutil.Capabilities {
+	t.Helper()
+	kv, err := chartutil.ParseKubeVersion(version)
+	require.NoError(t, err)
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	caps.APIVersions = nil
+	for _, v := range chartutil.DefaultVersionSet {
+		if !slices.Contains(drop, v) {
+			caps.APIVersions = append(caps.APIVersions, v)
+		}
+	}
+	return caps
+}
+
+// A chart rendered once for all members must be valid on each: the
+// Distributor renders for the lowest Kubernetes version among the members
+// that report theirs and the API versions all of them serve, says which
+// member set the version and why a member did not count, and a chart
+// whose kubeVersion one member does not satisfy is refused.
+func TestDistributorCapabilities(t *testing.T) {
+	ctx := context.Background()
+	fleet := func(t *testing.T, versions map[string]*chartutil.Capabilities, errs map[string]error, policies string) *realFleet {
+		return newRealFleet(t, policies, false, func(c *memory.Cluster) release.Cluster {
+			if caps, ok := versions[c.Name()]; ok || errs[c.Name()] != nil {
+				return reporting{allocating: allocating{c}, caps: caps, err: errs[c.Name()]}
+			}
+			return allocating{c}
+		})
+	}
+	policies := workloadPolicy("ingress-nginx", "ingress", "Deployment", "ingress-nginx-controller", weighted)
+
+	t.Run("lowest version, common API versions", func(t *testing.T) {
+		f := fleet(t, map[string]*chartutil.Capabilities{"m1": capsOf(t, "v1.36.0"), "m2": capsOf(t, "v1.32.3", "batch/v1beta1")}, nil, policies)
+		caps, report, err := f.dist.CapabilitiesOf(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "v1.32.3", caps.KubeVersion.Version)
+		assert.False(t, caps.APIVersions.Has("batch/v1beta1"), "m2 does not serve it")
+		assert.True(t, caps.APIVersions.Has("apps/v1"))
+		assert.Equal(t, []string{"m2"}, report.Lowest)
+		assert.Equal(t, "it does not implement release.CapabilitiesReader", report.Members[2].Ignored)
+		assert.Equal(t, distribute.MemberCapabilities{Member: "m1", KubeVersion: "v1.36.0", APIVersions: len(chartutil.DefaultVersionSet)}, report.Members[0])
+		cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "ingress", Namespace: "ingress"})
+		require.NoError(t, err)
+		assert.Equal(t, "v1.32.3", cfg.Capabilities.KubeVersion.Version, "Helm's own actions render for it too")
+
+		// ingress-nginx sets resizePolicy only for Kubernetes 1.33 and
+		// later: m2 runs 1.32, so no member gets it.
+		rel := realRelease(testcharts.IngressNginx, "ingress", map[string]any{"controller": map[string]any{"replicaCount": 3, "resizePolicy": []any{map[string]any{"resourceName": "cpu", "restartPolicy": "NotRequired"}}}})
+		_, err = realReconciler(t).Reconcile(ctx, f.dist, rel)
+		require.NoError(t, err)
+		dep := find(releaseObjects(f.members["m1"], rel), "apps/Deployment ingress/ingress-nginx-controller")
+		assert.NotContains(t, fmt.Sprint(dep.Object), "resizePolicy")
+	})
+
+	t.Run("every member new enough", func(t *testing.T) {
+		f := fleet(t, map[string]*chartutil.Capabilities{"m1": capsOf(t, "v1.36.0"), "m2": capsOf(t, "v1.33.1")}, map[string]error{"m3": errors.New("connection refused")}, policies)
+		_, report, err := f.dist.CapabilitiesOf(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "v1.33.1", report.KubeVersion)
+		assert.Equal(t, "its capabilities could not be read: connection refused", report.Members[2].Ignored)
+		rel := realRelease(testcharts.IngressNginx, "ingress", map[string]any{"controller": map[string]any{"replicaCount": 3, "resizePolicy": []any{map[string]any{"resourceName": "cpu", "restartPolicy": "NotRequired"}}}})
+		_, err = realReconciler(t).Reconcile(ctx, f.dist, rel)
+		require.NoError(t, err)
+		dep := find(releaseObjects(f.members["m1"], rel), "apps/Deployment ingress/ingress-nginx-controller")
+		assert.Contains(t, fmt.Sprint(dep.Object), "resizePolicy")
+	})
+
+	t.Run("no member reports: the hub's", func(t *testing.T) {
+		f := newRealFleet(t, policies, false, nil)
+		caps, report, err := f.dist.CapabilitiesOf(ctx)
+		require.NoError(t, err)
+		assert.Nil(t, caps, "the Reconciler then uses the Helm configuration's, the hub's")
+		assert.True(t, report.FromHub)
+		cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "ingress", Namespace: "ingress"})
+		require.NoError(t, err)
+		assert.Equal(t, realKubeVersion, cfg.Capabilities.KubeVersion.Version)
+	})
+
+	t.Run("a member below the chart's kubeVersion", func(t *testing.T) {
+		f := fleet(t, map[string]*chartutil.Capabilities{"m1": capsOf(t, "v1.36.0"), "m2": capsOf(t, "v1.24.0")}, nil,
+			workloadPolicy("kube-prometheus-stack", "monitoring", "Deployment", "kube-prometheus-stack-operator", prodOnly))
+		rel := realRelease(testcharts.KubePrometheusStack, "monitoring", nil)
+		_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+		var kv *release.KubeVersionError
+		require.ErrorAs(t, err, &kv)
+		assert.Equal(t, "v1.24.0", kv.KubeVersion)
+		assert.Equal(t, ">=1.25.0-0", kv.Constraint)
+		for _, name := range f.names {
+			assert.Empty(t, f.members[name].Objects(), name)
+		}
+	})
+}
+
+// "Why is this object on that member?" has one answer, down to the
+// policy or the default, the same on every call.
+func TestRealChartsExplain(t *testing.T) {
+	ctx := context.Background()
+	tc := chartCases()[1]
+	f := newRealFleet(t, tc.policy, false, nil)
+	rel := realRelease(tc.chart, tc.ns, tc.values)
+	_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+	require.NoError(t, err)
+	clusterRole := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, Name: "ingress-nginx"}
+	var first string
+	for range 2 {
+		p, err := f.dist.Placements(ctx, rel)
+		require.NoError(t, err)
+		x, err := p.Explain(clusterRole, "m2")
+		require.NoError(t, err)
+		if first == "" {
+			first = x.String()
+			continue
+		}
+		assert.Equal(t, first, x.String())
+	}
+	assert.Equal(t, `rbac.authorization.k8s.io/v1 ClusterRole ingress-nginx is on member m2:
+  - it follows ClusterRoleBinding ingress-nginx via roleRef, which is there because it follows ServiceAccount ingress/ingress-nginx via ClusterRoleBinding subjects, which is there because it follows Deployment ingress/ingress-nginx-controller via serviceAccountName, which is there because PropagationPolicy ingress/ingress-nginx places it there (only matching policy (matched by name))
+`, first)
+
+	p, err := f.dist.Placements(ctx, rel)
+	require.NoError(t, err)
+	x, err := p.Explain(release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Kind: "ConfigMap"}, Namespace: "ingress", Name: "ingress-nginx-controller"}, "m3")
+	require.NoError(t, err)
+	assert.False(t, x.Placed)
+	assert.Equal(t, []string{"it follows only Deployment ingress/ingress-nginx-controller, which does not go there"}, x.Reasons)
+	x, err = p.Explain(release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "batch", Kind: "Job"}, Namespace: "ingress", Name: "ingress-nginx-admission-create"}, "m1")
+	require.NoError(t, err)
+	assert.Equal(t, distribute.SourceHook, x.Source)
+	assert.Equal(t, []string{"no propagation policy selects it and it follows no placed object, so it goes by default: it goes where the release's workloads go (Deployment ingress/ingress-nginx-controller)"}, x.Reasons)
+	x, err = p.Explain(release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Kind: "Namespace"}, Name: "ingress"}, "m2")
+	require.NoError(t, err)
+	assert.True(t, x.Placed)
+	_, err = p.Explain(clusterRole, "m9")
+	assert.Error(t, err)
+	t.Logf("placements of %s:\n%s", p.Release, p.Table())
+}
