@@ -109,9 +109,16 @@ func (w Warning) String() string { return "release " + w.Release + ": " + w.Warn
 //
 //   - places the manifest's objects with the propagation policies (by
 //     kind, name and labels: community charts work unmodified), divides
-//     replicas by weight, lets ConfigMaps, Secrets, ServiceAccounts,
-//     Services and Ingresses follow their workloads and applies the
-//     override policies per member (package policy);
+//     replicas by weight, lets what a workload uses follow it (ConfigMaps,
+//     Secrets, ServiceAccounts and their RBAC, Services, Ingresses,
+//     IngressClasses, webhook configurations, custom resources, …), puts
+//     what no policy places where the release's workloads go, and applies
+//     the override policies per member (package policy; see the package
+//     documentation for the rules and Placements for the result);
+//   - holds the CRDs of crds/ and the namespace of createNamespace, which
+//     Helm writes before its release record, and gives them to each member
+//     with the release's first objects there, CRDs served before anything
+//     that uses them, as the release's CRD policy says;
 //   - server-side applies each member's copies (creating their namespaces
 //     where missing) and prunes the objects of the release a member holds
 //     but should no longer hold, found by their inventory labels; an
@@ -127,9 +134,10 @@ func (w Warning) String() string { return "release " + w.Release + ": " + w.Warn
 //     workload it follows has it (policy.ObjectPlacement.Conflict). The
 //     release's own copies are never a conflict, nor is a Namespace the
 //     Distributor created for them;
-//   - runs hooks (Jobs, Pods, …) on the members the release's workloads
-//     go to, unless a policy places the hook itself, and waits for them
-//     there;
+//   - runs hooks (Jobs, Pods, …) where a policy puts them, else on the
+//     members the release's workloads go to, with what they use, and
+//     waits for them there; deletes them per their delete policy from the
+//     members it put them on;
 //   - waits until every member's copy is Current by kstatus;
 //   - deletes from every member on uninstall the copies that carry the
 //     release's inventory labels (objects it never took over stay).

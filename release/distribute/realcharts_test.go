@@ -404,8 +404,10 @@ func subset(want, got any, path string, skip map[string]bool) string {
 // rendering: each rendered object is on exactly the members of tc (where
 // the workload runs), equal but for the replicas the policy divided, the
 // replicas sum to the total, nothing else of the release is there, and
-// Placements says the same. It returns the object count per member.
-func checkAgainstOracle(t *testing.T, f *realFleet, tc chartCase, rel *release.Release, crds []*unstructured.Unstructured) map[string]int {
+// Placements says the same. It returns a row of the object count table:
+// the release's objects per member, then what Helm rendered (objects,
+// hooks, CRDs).
+func checkAgainstOracle(t *testing.T, f *realFleet, tc chartCase, rel *release.Release, crds []*unstructured.Unstructured) []string {
 	t.Helper()
 	ctx := context.Background()
 	caps, err := f.dist.Capabilities(ctx)
@@ -415,7 +417,7 @@ func checkAgainstOracle(t *testing.T, f *realFleet, tc chartCase, rel *release.R
 		require.NoError(t, err)
 		caps = cfg.Capabilities
 	}
-	want, _ := oracle(t, rel, caps, crds)
+	want, hooks := oracle(t, rel, caps, crds)
 	require.NotEmpty(t, want)
 	pl, err := f.dist.Placements(ctx, rel)
 	require.NoError(t, err)
@@ -466,11 +468,17 @@ func checkAgainstOracle(t *testing.T, f *realFleet, tc chartCase, rel *release.R
 		}
 		assert.Equal(t, tc.members, op.MemberNames(), "Placements: %s", op.Object)
 	}
-	return counts
+	row := []string{string(tc.chart) + "/" + tc.ns}
+	for _, name := range f.names {
+		row = append(row, fmt.Sprint(counts[name]))
+	}
+	return append(row, fmt.Sprint(len(want)), fmt.Sprint(len(hooks)), fmt.Sprint(len(crds)))
 }
 
 func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 	ctx := context.Background()
+	table := [][]string{{"RELEASE", "m1", "m2", "m3", "RENDERED", "HOOKS", "CRDS"}}
+	defer func() { t.Logf("objects of each release per member after install:\n%s", renderRows(table)) }()
 	for _, tc := range chartCases() {
 		t.Run(string(tc.chart)+"/"+tc.ns, func(t *testing.T) {
 			f := newRealFleet(t, tc.policy, false, nil)
@@ -480,8 +488,7 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			res, err := rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
 			require.Equal(t, release.ActionInstall, res.Action)
-			counts := checkAgainstOracle(t, f, tc, rel, crds)
-			t.Logf("%s after install: %s", tc.chart, countTable(f.names, counts))
+			table = append(table, checkAgainstOracle(t, f, tc, rel, crds))
 			for _, w := range f.warnings {
 				assert.NotEqual(t, policy.WarnNotPlaced, w.Code, "%s", w)
 			}
@@ -514,13 +521,22 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 	}
 }
 
-// countTable renders object counts per member.
-func countTable(names []string, counts map[string]int) string {
-	var b strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s=%d ", n, counts[n])
+// renderRows aligns rows in columns.
+func renderRows(rows [][]string) string {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c))
+		}
 	}
-	return strings.TrimSpace(b.String())
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			fmt.Fprintf(&b, "%-*s  ", widths[i], c)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // With install.createNamespace the release's namespace is created on
