@@ -154,6 +154,9 @@ func (p *Placement) Lead(keys ...ObjectKey) {
 			leaders = append(leaders, op)
 		}
 	}
+	if len(leaders) == 0 {
+		return
+	}
 	p.addWarnings(followFrom(p, leaders))
 	resolveConflicts(p)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"helm.sh/helm/v3/pkg/storage"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -408,23 +409,11 @@ func (p *Placements) Table() string {
 }
 
 func renderTable(rows [][]string) string {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
 	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, r := range rows {
-		for i, c := range r {
-			if i == len(r)-1 {
-				b.WriteString(c)
-				break
-			}
-			b.WriteString(c)
-			b.WriteString(strings.Repeat(" ", widths[i]-len([]rune(c))+2))
-		}
-		b.WriteString("\n")
+		fmt.Fprintln(w, strings.Join(r, "\t"))
 	}
+	_ = w.Flush()
 	return b.String()
 }

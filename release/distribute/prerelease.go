@@ -75,7 +75,7 @@ func (p *preRelease) add(objs []*unstructured.Unstructured, replace bool) error 
 			}
 			p.namespaces[o.GetName()] = o
 		default:
-			return fmt.Errorf("Helm wrote %s %q before the release record; only CustomResourceDefinitions (crds/) and the release's Namespace (createNamespace) are expected there", o.GetKind(), o.GetName())
+			return fmt.Errorf("%s %q was written before the release record; Helm writes only CustomResourceDefinitions (crds/) and the release's Namespace (createNamespace) there", o.GetKind(), o.GetName())
 		}
 	}
 	return nil

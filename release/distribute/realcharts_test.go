@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testcharts"
 	"github.com/helmfleet/helmfleet/policy"
@@ -489,6 +491,9 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, release.ActionInstall, res.Action)
 			table = append(table, checkAgainstOracle(t, f, tc, rel, crds))
+			report, err := f.dist.DetectDrift(ctx, res.Helm.Manifest, nil, drift.ModeEnabled)
+			require.NoError(t, err)
+			assert.False(t, report.Drifted(), "drift detection places the objects as the install did:\n%s", report)
 			for _, w := range f.warnings {
 				assert.NotEqual(t, policy.WarnNotPlaced, w.Code, "%s", w)
 			}
@@ -523,19 +528,12 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 
 // renderRows aligns rows in columns.
 func renderRows(rows [][]string) string {
-	widths := make([]int, len(rows[0]))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c))
-		}
-	}
 	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, r := range rows {
-		for i, c := range r {
-			fmt.Fprintf(&b, "%-*s  ", widths[i], c)
-		}
-		b.WriteString("\n")
+		fmt.Fprintln(w, strings.Join(r, "\t")+"\t")
 	}
+	_ = w.Flush()
 	return b.String()
 }
 
@@ -676,7 +674,7 @@ func TestDistributorOnlyCRDsAndNamespaceBeforeTheRecord(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cfg.KubeClient.Create(rl)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `Helm wrote ConfigMap "early" before the release record`)
+	assert.Contains(t, err.Error(), `ConfigMap "early" was written before the release record`)
 	for _, name := range f.names {
 		assert.Empty(t, f.members[name].Objects(), name)
 	}
