@@ -1,6 +1,7 @@
 package distribute_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -599,6 +600,13 @@ apiVersion: example.com/v1
 kind: Widget
 metadata: {name: default}
 spec: {size: 3}
+{{- if .Capabilities.APIVersions.Has "example.com/v1/Widget" }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: widgets-api}
+data: {served: "true"}
+{{- end }}
 `)}},
 	}
 }
@@ -630,7 +638,7 @@ func TestDistributorCRDPolicy(t *testing.T) {
 		{release.Skip, "member", "none", true},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.policy), func(t *testing.T) {
+		t.Run(cmp.Or(string(tt.policy), "default"), func(t *testing.T) {
 			f := newRealFleet(t, workloadPolicy("widgets", "apps", "Deployment", "widgets", weighted), false, nil)
 			own := decodeDocs(t, widgetsCRD("member"))[0]
 			_, err := f.members["m1"].Apply(ctx, own, release.ApplyOptions{FieldManager: "kubectl"})
@@ -652,6 +660,10 @@ func TestDistributorCRDPolicy(t *testing.T) {
 			assert.Equal(t, "none", copyOn(t, f.members["m3"]), "m3 runs nothing of the release")
 			_, err = f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Namespace: "apps", Name: "default"})
 			assert.NoError(t, err, "the custom resource is on m1")
+			// The chart sees its own CRDs' API versions in .Capabilities
+			// unless it skips them (no member reports capabilities here).
+			_, err = f.members["m1"].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "widgets-api"})
+			assert.Equal(t, tt.policy != release.Skip, err == nil, "widgets-api rendered: %v", err)
 			if tt.failOnM2 {
 				return
 			}
