@@ -978,3 +978,41 @@ func TestRealChartsExplain(t *testing.T) {
 	assert.Error(t, err)
 	t.Logf("placements of %s:\n%s", p.Release, p.Table())
 }
+
+// BenchmarkRealChartInstall installs each vendored chart, waits on, with
+// one policy naming its workloads: helmfleet is the Distributor over the
+// three members of newRealFleet (render once on the hub, place, apply to
+// each member its objects); helm-one-cluster, the baseline, is the same
+// Reconciler installing the chart on one in-memory cluster (what each
+// member would cost with per-cluster releases; wrapped like the members,
+// as release/memory leaves a LoadBalancer Service without a cluster IP).
+func BenchmarkRealChartInstall(b *testing.B) {
+	ctx := context.Background()
+	for _, tc := range chartCases() {
+		name := string(tc.chart) + "/" + tc.ns
+		b.Run(name+"/helmfleet", func(b *testing.B) {
+			rec := realReconciler(b)
+			for b.Loop() {
+				b.StopTimer()
+				f := newRealFleet(b, tc.policy, false, nil)
+				rel := realRelease(tc.chart, tc.ns, tc.values)
+				b.StartTimer()
+				if _, err := rec.Reconcile(ctx, f.dist, rel); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/helm-one-cluster", func(b *testing.B) {
+			rec := realReconciler(b)
+			for b.Loop() {
+				b.StopTimer()
+				c := memory.New("one", memory.WithKubeVersion(realKubeVersion), memory.WithPollInterval(time.Millisecond))
+				rel := realRelease(tc.chart, tc.ns, tc.values)
+				b.StartTimer()
+				if _, err := rec.Reconcile(ctx, allocating{c}, rel); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
