@@ -616,14 +616,13 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 	}
 	out := &spread{objects: make([][]*unstructured.Unstructured, len(k.d.members)), placement: sp.placement, engine: sp.engine, byKey: sp.byKey}
 	var nowhere []string
-	for _, h := range hooks {
-		key := policy.KeyOf(h)
-		if op := sp.placement.Get(key); op != nil && op.Err == nil && len(op.Targets) == 0 {
-			nowhere = append(nowhere, key.String())
+	for _, w := range sp.placement.Warnings {
+		if w.Code == policy.WarnNotPlaced && want[w.Object] {
+			nowhere = append(nowhere, w.Message)
 		}
 	}
 	if len(nowhere) > 0 {
-		return nil, fmt.Errorf("hook objects %s go to no member: no policy places them, and no workload of the release is placed", strings.Join(nowhere, ", "))
+		return nil, fmt.Errorf("a hook that runs nowhere: %s", strings.Join(nowhere, "; "))
 	}
 	for i, list := range sp.objects {
 		for _, o := range list {
@@ -635,10 +634,16 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 			}
 		}
 	}
+	// Only the hooks' own placement and override errors fail the hooks.
 	for _, e := range sp.errs {
 		var oe *policy.OverrideError
-		if !errors.As(e, &oe) || want[oe.Object] {
+		if errors.As(e, &oe) && want[oe.Object] {
 			out.errs = append(out.errs, e)
+		}
+	}
+	for _, h := range hooks {
+		if op := sp.placement.Get(policy.KeyOf(h)); op != nil && op.Err != nil {
+			out.errs = append(out.errs, op.Err)
 		}
 	}
 	return out, nil

@@ -741,6 +741,21 @@ func TestRealChartsStrict(t *testing.T) {
 	})
 }
 
+// A hook that would run on no member fails the action even without
+// Strict: the release must not pass a step it never took.
+func TestRealChartsHookThatRunsNowhere(t *testing.T) {
+	ctx := context.Background()
+	f := newRealFleet(t, workloadPolicy("ingress-nginx", "ingress", "Deployment", "not-in-the-chart", weighted), false, nil)
+	rel := realRelease(testcharts.IngressNginx, "ingress", nil)
+	_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pre-install")
+	assert.Contains(t, err.Error(), "a hook that runs nowhere: ServiceAccount ingress/ingress-nginx-admission goes to no cluster")
+	for _, name := range f.names {
+		assert.Empty(t, f.members[name].Objects(), name)
+	}
+}
+
 // watching records, each time the Distributor reads a hook Job of a
 // member (while Helm waits for it), which of the objects the Job needs the
 // member holds at that moment.
