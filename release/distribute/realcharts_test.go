@@ -22,7 +22,6 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -37,7 +36,8 @@ import (
 
 // realKubeVersion is the Kubernetes version of the test fleets' hub and
 // members.
-const realKubeVersion = "v1.36.0"
+// realKubeVersion is what members run: memory's default.
+var realKubeVersion = memory.DefaultKubeVersion()
 
 // realFleet is a hub and three members, m1 and m2 (env prod) and m3 (env
 // dev), all of Kubernetes realKubeVersion, and a Distributor over them.
@@ -55,13 +55,13 @@ type realFleet struct {
 func newRealFleet(t testing.TB, policies string, strict bool, wrap func(*memory.Cluster) release.Cluster) *realFleet {
 	t.Helper()
 	schemas := memory.NewSchemas()
-	opts := []memory.Option{memory.WithKubeVersion(realKubeVersion), memory.WithPollInterval(time.Millisecond), memory.WithSchemas(schemas)}
+	opts := []memory.Option{memory.WithPollInterval(time.Millisecond), memory.WithSchemas(schemas)}
 	f := &realFleet{hub: memory.New("hub", opts...), members: map[string]*memory.Cluster{}, names: []string{"m1", "m2", "m3"}}
 	var members []release.Member
 	for _, m := range []struct{ name, env string }{{"m1", "prod"}, {"m2", "prod"}, {"m3", "dev"}} {
 		c := memory.New(m.name, opts...)
 		f.members[m.name] = c
-		var rc release.Cluster = allocating{c}
+		var rc release.Cluster = c
 		if wrap != nil {
 			rc = wrap(c)
 		}
@@ -76,35 +76,9 @@ func newRealFleet(t testing.TB, policies string, strict bool, wrap func(*memory.
 	return f
 }
 
-// allocating is a memory member that shows Services with the cluster IP
-// an API server allocates (release/memory leaves spec.clusterIP empty,
-// and kstatus holds a LoadBalancer Service without one InProgress).
-type allocating struct{ *memory.Cluster }
-
-func (a allocating) Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
-	o, err := a.Cluster.Get(ctx, ref)
-	if err == nil {
-		allocate(o)
-	}
-	return o, err
-}
-
-func (a allocating) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]*unstructured.Unstructured, error) {
-	list, err := a.Cluster.List(ctx, gvk, namespace, selector)
-	for _, o := range list {
-		allocate(o)
-	}
-	return list, err
-}
-
-func allocate(o *unstructured.Unstructured) {
-	if o.GetKind() != "Service" {
-		return
-	}
-	if ip, _, _ := unstructured.NestedString(o.Object, "spec", "clusterIP"); ip == "" {
-		_ = unstructured.SetNestedField(o.Object, "10.96.0.10", "spec", "clusterIP")
-	}
-}
+// opaque is a member that has only the roles of release.Cluster: it
+// does not report its capabilities, as a caller's own backend may not.
+type opaque struct{ release.Cluster }
 
 // realCharts serves the vendored community charts by name, and extra.
 func realCharts(extra ...*chart.Chart) release.ChartGetter {
@@ -760,14 +734,14 @@ func TestRealChartsHookThatRunsNowhere(t *testing.T) {
 // member (while Helm waits for it), which of the objects the Job needs the
 // member holds at that moment.
 type watching struct {
-	allocating
+	opaque
 	needs []release.ObjectRef
 	mu    *sync.Mutex
 	seen  map[string][]string // "member/Job" -> objects present
 }
 
 func (w watching) Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error) {
-	o, err := w.allocating.Get(ctx, ref)
+	o, err := w.opaque.Get(ctx, ref)
 	if err == nil && ref.Kind == "Job" {
 		var present []string
 		for _, n := range w.needs {
@@ -825,7 +799,7 @@ spec:
 			seen := map[string][]string{}
 			f := newRealFleet(t, workloadPolicy("ingress-nginx", ns, "Deployment", "ingress-nginx-controller", weighted)+tt.extra, false,
 				func(c *memory.Cluster) release.Cluster {
-					return watching{allocating: allocating{c}, needs: needs, mu: &mu, seen: seen}
+					return watching{opaque: opaque{c}, needs: needs, mu: &mu, seen: seen}
 				})
 			rel := realRelease(testcharts.IngressNginx, ns, map[string]any{"controller": map[string]any{"replicaCount": 3}})
 			_, err := realReconciler(t).Reconcile(ctx, f.dist, rel)
@@ -844,7 +818,7 @@ spec:
 
 // reporting is a member that reports its capabilities.
 type reporting struct {
-	allocating
+	opaque
 	caps *chartutil.Capabilities
 	err  error
 }
@@ -881,9 +855,9 @@ func TestDistributorCapabilities(t *testing.T) {
 	fleet := func(t *testing.T, versions map[string]*chartutil.Capabilities, errs map[string]error, policies string) *realFleet {
 		return newRealFleet(t, policies, false, func(c *memory.Cluster) release.Cluster {
 			if caps, ok := versions[c.Name()]; ok || errs[c.Name()] != nil {
-				return reporting{allocating: allocating{c}, caps: caps, err: errs[c.Name()]}
+				return reporting{opaque: opaque{c}, caps: caps, err: errs[c.Name()]}
 			}
-			return allocating{c}
+			return opaque{c}
 		})
 	}
 	policies := workloadPolicy("ingress-nginx", "ingress", "Deployment", "ingress-nginx-controller", weighted)
@@ -925,10 +899,11 @@ func TestDistributorCapabilities(t *testing.T) {
 	})
 
 	t.Run("no member reports: the hub's", func(t *testing.T) {
-		f := newRealFleet(t, policies, false, nil)
+		f := newRealFleet(t, policies, false, func(c *memory.Cluster) release.Cluster { return opaque{c} })
 		caps, report, err := f.dist.CapabilitiesOf(ctx)
 		require.NoError(t, err)
-		assert.Nil(t, caps, "the Reconciler then uses the Helm configuration's, the hub's")
+		require.NotNil(t, caps, "the hub reports its own")
+		assert.Equal(t, realKubeVersion, caps.KubeVersion.Version)
 		assert.True(t, report.FromHub)
 		cfg, err := f.dist.HelmConfig(ctx, release.HelmScope{StorageNamespace: "ingress", Namespace: "ingress"})
 		require.NoError(t, err)
@@ -1024,7 +999,7 @@ func BenchmarkRealChartInstall(b *testing.B) {
 				c := memory.New("one", memory.WithKubeVersion(realKubeVersion), memory.WithPollInterval(time.Millisecond))
 				rel := realRelease(tc.chart, tc.ns, tc.values)
 				b.StartTimer()
-				if _, err := rec.Reconcile(ctx, allocating{c}, rel); err != nil {
+				if _, err := rec.Reconcile(ctx, opaque{c}, rel); err != nil {
 					b.Fatal(err)
 				}
 			}
