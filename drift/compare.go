@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
@@ -46,6 +47,17 @@ type walker struct {
 	// order), so that the error does not depend on map order. The walk
 	// does not go below a value that exceeds a limit.
 	err *LimitError
+	// seed seeds the hash of keyed lists' indexes, drawn for the first.
+	seed   maphash.Seed
+	seeded bool
+}
+
+// hashSeed returns the walker's seed, drawing it the first time.
+func (w *walker) hashSeed() maphash.Seed {
+	if !w.seeded {
+		w.seed, w.seeded = maphash.MakeSeed(), true
+	}
+	return w.seed
 }
 
 // fail records a limit error at the current path, or at below under it.
@@ -171,11 +183,10 @@ func (w *walker) walk(d, l any, node *pathNode, field string, flags walkFlags) {
 				w.fail("live", LimitKeyedList, MaxKeyedListLength, len(ll), "")
 				return
 			case alignedList(dv, ll, mk):
-				w.walkKeyed(dv, ll, node, mk, nil)
+				w.walkKeyed(dv, ll, node, nil)
 				return
 			}
-			if idx := newKeyIndex(dv, ll, mk); idx != nil {
-				w.walkKeyed(dv, ll, node, mk, idx)
+			if idx := newKeyIndex(dv, ll, mk, w.hashSeed()); idx != nil && w.walkKeyed(dv, ll, node, idx) {
 				return
 			}
 		}
@@ -237,17 +248,25 @@ func (w *walker) walkMap(dv, lm map[string]any, node *pathNode, flags walkFlags)
 // walkKeyed pairs desired and live elements by key. idx is nil when
 // alignedList found that element j of both lists has the same key;
 // otherwise it indexes the live elements by key, so that pairing takes
-// linear time whatever the order of the lists.
-func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, idx *keyIndex) {
+// linear time whatever the order of the lists. When idx finds that the
+// list cannot be matched by key (a desired element without the key, or
+// two with the same), walkKeyed takes back what it found and returns
+// false, for the caller to compare by position.
+func (w *walker) walkKeyed(dv, ll []any, node *pathNode, idx *keyIndex) bool {
+	mark, err := len(w.diffs), w.err
 	for j, de := range dv {
+		i := j
+		if idx != nil {
+			var ok bool
+			if i, ok = idx.pair(j); !ok {
+				w.diffs, w.err = w.diffs[:mark], err
+				return false
+			}
+		}
 		dm := de.(map[string]any)
 		child := node.childIndex(j)
 		if child != nil && child.ignored {
 			continue
-		}
-		i := j
-		if idx != nil {
-			i = idx.find(dm, j, ll, mk)
 		}
 		if i < 0 {
 			w.push(step{index: appendStep, dindex: int32(j), elem: dm})
@@ -258,6 +277,7 @@ func (w *walker) walkKeyed(dv, ll []any, node *pathNode, mk mergeKey, idx *keyIn
 		}
 		w.pop()
 	}
+	return true
 }
 
 // emit records a difference at the current path. desired is the value the

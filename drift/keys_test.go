@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
@@ -64,12 +65,16 @@ func pairing(dv, ll []any, mk mergeKey) ([]int, bool) {
 		}
 		return out, true
 	}
-	idx := newKeyIndex(dv, ll, mk)
+	idx := newKeyIndex(dv, ll, mk, maphash.MakeSeed())
 	if idx == nil {
 		return nil, false
 	}
-	for j, de := range dv {
-		out[j] = idx.find(de.(map[string]any), j, ll, mk)
+	for j := range dv {
+		i, ok := idx.pair(j)
+		if !ok {
+			return nil, false
+		}
+		out[j] = i
 	}
 	return out, true
 }
@@ -90,6 +95,8 @@ func FuzzKeyedListPairing(f *testing.F) {
 	f.Add([]byte{4, 5, 7, 16, 17}, []byte{17, 18, 16, 5, 4}, false)
 	f.Add([]byte{0, 2, 0x22, 0x42}, []byte{0x42, 0x02, 0x62, 0x21}, true)
 	f.Add([]byte{11, 12, 13, 14, 15, 19, 20, 21, 22}, []byte{22, 21, 20, 19, 15, 14, 13, 12, 11, 0xff}, false)
+	// More distinct keys than the index's table was sized for: it grows.
+	f.Add([]byte{0, 1, 2, 3, 4, 6, 8, 9, 12}, []byte{14, 15, 16, 17, 20, 21, 4, 0, 22}, false)
 	f.Fuzz(func(t *testing.T, desired, live []byte, ports bool) {
 		mk := mergeKey{first: "name"}
 		if ports {
@@ -177,6 +184,15 @@ func FuzzElementSet(f *testing.F) {
 	f.Add([]byte(`{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{},"k:{\"containerPort\":80}":{}}`), []byte(`{"containerPort":80,"protocol":"TCP"}`), 1)
 	f.Add([]byte(`{"v:1":{},"v:1.0":{},"v:[1,{\"a\":null}]":{},"i:3":{}}`), []byte(`[1,{"a":null}]`), 3)
 	f.Add([]byte(`{"k:{\"a\":null}":{},"k:{\"a\":{\"b\":[1]}}":{}}`), []byte(`{"a":{"b":[1.0]}}`), -1)
+	// Sets spelled as the API server spells them are looked up by spelling
+	// the element's key; any other spelling (-0, digits a float64 drops,
+	// fields out of order) makes the set indexed by hash.
+	f.Add([]byte(`{"k:{\"a\":\"x\",\"b\":1}":{},"k:{\"a\":\"x\"}":{},"i:0":{}}`), []byte(`{"a":"x","b":1.0}`), 0)
+	f.Add([]byte(`{"k:{\"p\":9007199254740992}":{}}`), []byte(`{"p":9007199254740993}`), 0)
+	f.Add([]byte(`{"k:{\"p\":9007199254740993}":{},"k:{\"q\":1}":{}}`), []byte(`{"p":9007199254740992}`), 0)
+	f.Add([]byte(`{"k:{\"p\":-0}":{},"k:{\"p\":0,\"q\":\"r\"}":{}}`), []byte(`{"p":0,"q":"r"}`), 0)
+	f.Add([]byte(`{"k:{\"b\":1,\"a\":\"x\"}":{}}`), []byte(`{"a":"x","b":1}`), 0)
+	f.Add([]byte(`{"k:{\"a\":\"x\\\"\"}":{},"k:{\"a\":\"y\"}":{}}`), []byte(`{"a":"x\""}`), 0)
 	f.Fuzz(func(t *testing.T, setDoc, elemDoc []byte, index int) {
 		var set map[string]any
 		var elem any
