@@ -56,8 +56,8 @@ type HelmRepositorySpec struct {
 	Insecure bool `json:"insecure,omitempty"`
 	// Timeout of each download from the repository: the index, then the
 	// chart archive, each within its own Timeout (Flux's getter applies it
-	// to every request). For an OCI registry it is informational: Helm's
-	// registry client takes no context.
+	// to every request). For an OCI registry it bounds the registry work of
+	// one resolution, the tag list, manifest and chart blob together.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Suspend stops reconciliation of this source.
 	Suspend bool `json:"suspend,omitempty"`
@@ -113,7 +113,7 @@ type OCIRepositorySpec struct {
 	ProxySecretRef *LocalObjectReference `json:"proxySecretRef,omitempty"`
 	// Interval between checks for a new artifact.
 	Interval metav1.Duration `json:"interval,omitempty"`
-	// Timeout of one pull.
+	// Timeout of one pull: the tag list, manifest and chart blob together.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Ignore is a .gitignore-style filter over the artifact's files.
 	Ignore *string `json:"ignore,omitempty"`

@@ -11,14 +11,16 @@
 //
 //	r := source.Composite{
 //		HTTP:  source.NewHTTPResolver(httpClient, source.HTTPOptions{}),
-//		OCI:   source.NewOCIResolver(registryClient, 0),
+//		OCI:   source.NewOCIResolver(source.OCIOptions{ClientOptions: registryOptions}),
 //		Local: source.NewLocalResolver(0),
 //	}
 //	c, err := r.Resolve(ctx, source.Ref{Chart: "podinfo", Version: "6.5.*", HelmRepository: repo})
 //
 // The resolvers take the caller's clients: an *http.Client for HTTP
-// repositories (auth, TLS, proxies) and Helm's *registry.Client for OCI
-// (credentials, plain HTTP). Resolver is one method, so callers can wrap it
+// repositories (auth, TLS, proxies), and for OCI the options of Helm's
+// registry client (credentials, plain HTTP) with an optional *http.Client;
+// the OCI resolver builds a registry client per resolution, so that ctx and
+// spec.timeout bound the pull, which Helm's client alone would not. Resolver is one method, so callers can wrap it
 // (caching, mirroring, metrics) or replace it (an air-gapped store); the
 // release package only depends on the interface.
 //
@@ -79,7 +81,9 @@
 // links, and only then loaded; the loaded chart's Chart.yaml must then
 // name the chart and version it was resolved as (ErrChartMismatch). A cap
 // exceeded is a *LimitError naming the cap. HelmRepository.Spec.Timeout
-// bounds each download from the repository, the index and the archive.
+// bounds each download from the repository, the index and the archive;
+// for an OCI registry, OCIRepository.Spec.Timeout (or the OCI
+// HelmRepository's) bounds the tag list, manifest and blob of one pull.
 // Nothing from a failed or unverified download is kept.
 //
 // A local chart directory is read with Helm's rules (.helmignore) within

@@ -416,7 +416,7 @@ func TestOCIResolverErrorsRedactCredentials(t *testing.T) {
 	tests := []struct {
 		name    string
 		ref     Ref
-		client  *registry.Client
+		opts    []registry.ClientOption
 		max     int64
 		wantErr error
 	}{
@@ -430,15 +430,11 @@ func TestOCIResolverErrorsRedactCredentials(t *testing.T) {
 		{name: "oversized", ref: oci("oci://"+host+"/charts/app", &OCIRepositoryRef{Tag: "1.0.0"}), max: 100, wantErr: ErrTooLarge},
 		{name: "no matching tag", ref: oci("oci://"+host+"/charts/app", &OCIRepositoryRef{SemVer: "7.x"}), wantErr: ErrNoMatchingVersion},
 		{name: "unauthorized", ref: oci("oci://"+authHost+"/charts/app", &OCIRepositoryRef{Tag: "1.0.0"}),
-			client: newRegistryClient(t, registry.ClientOptBasicAuth("fleetuser", "SECRET3")), wantErr: ErrUnauthorized},
+			opts: []registry.ClientOption{registry.ClientOptBasicAuth("fleetuser", "SECRET3")}, wantErr: ErrUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := client
-			if tt.client != nil {
-				c = tt.client
-			}
-			_, err := NewOCIResolver(c, tt.max).Resolve(ctx, tt.ref)
+			_, err := NewOCIResolver(OCIOptions{ClientOptions: registryOptions(t, tt.opts...), MaxChartSize: tt.max}).Resolve(ctx, tt.ref)
 			t.Log(err)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
@@ -462,7 +458,7 @@ func TestOCIResolverChecksChartMetadata(t *testing.T) {
 	loose("app", "9.9.9", "/charts/app:1.0.0")
 	loose("other", "1.0.0", "/charts/app:1.1.0")
 	loose("app", "2.0.0", "/charts/app:stable")
-	r := NewOCIResolver(client, 0)
+	r := newOCIResolver(t)
 	ctx := context.Background()
 	helmRepoOCI := &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/charts"}}
 

@@ -5,20 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/registry"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"oras.land/oras-go/v2/registry/remote/errcode"
+	"oras.land/oras-go/v2/registry/remote/retry"
 
 	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // OCIResolver resolves charts from OCI registries through Helm's registry
-// client, which carries the caller's credentials, TLS and plain-HTTP
-// settings. The reference is chosen as Flux does: a digest pins the
+// client, which it builds for each resolution from OCIOptions (the
+// caller's credentials, TLS and plain-HTTP settings). The reference is
+// chosen as Flux does: a digest pins the
 // artifact; otherwise a concrete version is the tag, a range lists the
 // tags ("_" read as "+"), keeps those spec.ref.semverFilter matches (a
 // regular expression over the tag as the registry holds it) and picks
@@ -31,26 +37,127 @@ import (
 // version, have that version; a digest, or a tag that is not a version
 // ("latest", "stable"), reports the chart's own version.
 //
+// Helm's registry client takes no context, so the resolver gives it an
+// HTTP client that binds every request to the resolution's: ctx, and the
+// source's spec.timeout (OCIRepository.Spec.Timeout, or an OCI
+// HelmRepository's), which bounds the registry work of one resolution, the
+// tag list, manifest and chart blob together, as Flux bounds one pull. A
+// registry that stalls fails within it, with an error naming the
+// repository and the timeout that wraps context.DeadlineExceeded (the
+// caller's own deadline or cancellation: ctx.Err()). Nothing of the pull
+// runs on once Resolve has returned.
+//
 // An oci:// URL with user information, a query or a fragment is refused
 // (ErrUnsupportedSource) before the registry client sees it: registries
 // take credentials from the client, as Flux takes them from secretRef.
 // Errors never print them, nor secrets in the URLs the registry client
-// quotes (see internal/redact).
-//
-// Helm's registry client takes no context: ctx is checked before each
-// registry call, but a pull in progress runs to its end.
+// quotes (see internal/redact). It is safe for concurrent use.
 type OCIResolver struct {
-	client   *registry.Client
-	maxChart int64
+	opts       []registry.ClientOption
+	httpClient *http.Client
+	maxChart   int64
 }
 
-// NewOCIResolver returns a resolver using client; maxChartSize <= 0 means
-// DefaultMaxChartSize.
-func NewOCIResolver(client *registry.Client, maxChartSize int64) *OCIResolver {
-	if maxChartSize <= 0 {
-		maxChartSize = DefaultMaxChartSize
+// OCIOptions configure an OCIResolver.
+type OCIOptions struct {
+	// ClientOptions configure the Helm registry client built for each
+	// resolution: credentials (registry.ClientOptBasicAuth,
+	// registry.ClientOptCredentialsFile), registry.ClientOptPlainHTTP, and
+	// so on. The resolver adds its own registry.ClientOptHTTPClient, which
+	// binds the requests to the resolution's context: it replaces one given
+	// here (set HTTPClient instead), and a registry.ClientOptAuthorizer,
+	// whose own HTTP client would escape it, makes Resolve fail.
+	ClientOptions []registry.ClientOption
+	// HTTPClient carries the registry's requests: TLS, proxies, a
+	// client-wide Timeout; its idle connections are its owner's to close.
+	// Nil means a transport of the resolution's own like Helm's (retries
+	// included), closed when Resolve returns.
+	HTTPClient *http.Client
+	// MaxChartSize caps a pulled chart; <= 0 means DefaultMaxChartSize.
+	MaxChartSize int64
+}
+
+// NewOCIResolver returns a resolver that builds its registry clients from
+// opts.
+func NewOCIResolver(opts OCIOptions) *OCIResolver {
+	if opts.MaxChartSize <= 0 {
+		opts.MaxChartSize = DefaultMaxChartSize
 	}
-	return &OCIResolver{client: client, maxChart: maxChartSize}
+	return &OCIResolver{opts: slices.Clone(opts.ClientOptions), httpClient: opts.HTTPClient, maxChart: opts.MaxChartSize}
+}
+
+// session is the registry client of one resolution, with the transport
+// that binds its requests to the resolution's context.
+type session struct {
+	client    *registry.Client
+	transport *boundTransport
+	// closeIdle closes the connections of a transport the session owns.
+	closeIdle func()
+}
+
+// newSession builds the registry client of one resolution, its requests
+// bound to ctx.
+func (r *OCIResolver) newSession(ctx context.Context) (*session, error) {
+	s := &session{closeIdle: func() {}}
+	hc := &http.Client{}
+	var base http.RoundTripper
+	if r.httpClient != nil {
+		*hc = *r.httpClient
+		base = r.httpClient.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+	} else {
+		// Helm's default: http.DefaultTransport's settings, with ORAS's
+		// retries; but one of the resolution's own, so that no idle
+		// connection (and its goroutines) outlives it.
+		t := &http.Transport{}
+		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+			t = dt.Clone()
+		}
+		base, s.closeIdle = retry.NewTransport(t), t.CloseIdleConnections
+	}
+	s.transport = &boundTransport{ctx: ctx, base: base}
+	hc.Transport = s.transport
+	client, err := registry.NewClient(append(slices.Clone(r.opts), registry.ClientOptHTTPClient(hc))...)
+	if err != nil {
+		s.closeIdle()
+		return nil, err
+	}
+	s.client = client
+	return s, nil
+}
+
+// bound reports an error when the registry client made requests without
+// the session's transport (a registry.ClientOptAuthorizer with its own
+// HTTP client): the resolution's context could not bound them. Call it
+// after a registry call that succeeded, which always makes a request.
+func (s *session) bound() error {
+	if s.transport.requests.Load() == 0 {
+		return fmt.Errorf("%w: the registry client sent its requests without the resolver's HTTP client (a registry.ClientOptAuthorizer among OCIOptions.ClientOptions?), so neither ctx nor spec.timeout could bound them",
+			ErrUnsupportedSource)
+	}
+	return nil
+}
+
+// boundTransport gives every request the context of one resolution: Helm's
+// registry client sends them with context.Background(), or with ORAS's
+// contexts derived from it, which nothing else would end.
+type boundTransport struct {
+	ctx      context.Context
+	base     http.RoundTripper
+	requests atomic.Int64
+}
+
+// RoundTrip implements http.RoundTripper. A request ends with the
+// resolution's context, and with its own too (ORAS cancels the other
+// fetches of a copy that failed). The layers below the registry client's
+// authorizer need none of its context's values.
+func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.requests.Add(1)
+	ctx, cancel := context.WithCancel(t.ctx)
+	context.AfterFunc(req.Context(), cancel)
+	return t.base.RoundTrip(req.WithContext(ctx))
 }
 
 // Resolve implements Resolver for an OCIRepository or an OCI HelmRepository.
@@ -84,10 +191,31 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	fail := func(op string, err error) error {
 		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: constraint, Err: err}
 	}
+	var timeout time.Duration
+	if t := sourceTimeout(ref); t != nil && t.Duration > 0 {
+		timeout = t.Duration
+	}
+	// pullCtx bounds the registry work of this resolution; once Resolve
+	// returns, it ends whatever is left.
+	pullCtx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		pullCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
 	// The registry client quotes the references it is given, and the
 	// URLs of the requests it makes.
 	registryFail := func(op string, err error, refs ...string) error {
-		return fail(op, registryError(redact.Error(err, append(refs, repoURL, base)...)))
+		err = redact.Error(err, append(refs, repoURL, base)...)
+		switch {
+		case ctx.Err() != nil:
+			return fail(op, ctx.Err())
+		case pullCtx.Err() != nil:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+			}
+			return fail(op, fmt.Errorf("spec.timeout %s exceeded: %w", timeout, err))
+		}
+		return fail(op, registryError(err))
 	}
 	if base == repoURL || base == "" {
 		return nil, fail("resolve", fmt.Errorf("%w: %q is not an oci:// URL", ErrUnsupportedSource, Redact(repoURL)))
@@ -98,6 +226,25 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		return nil, fail("resolve", fmt.Errorf("%w: %s: an oci:// URL cannot carry credentials, a query or a fragment; the registry client holds the credentials",
 			ErrUnsupportedSource, redact.URL(repoURL)))
 	}
+	var sess *session // built for the first registry call
+	start := func(op string) error {
+		if err := ctx.Err(); err != nil {
+			return fail(op, err)
+		}
+		if sess != nil {
+			return nil
+		}
+		var err error
+		if sess, err = r.newSession(pullCtx); err != nil {
+			return fail(op, fmt.Errorf("%w: registry client: %w", ErrUnreachable, redact.Error(err)))
+		}
+		return nil
+	}
+	defer func() {
+		if sess != nil {
+			sess.closeIdle()
+		}
+	}()
 	var pullRef, version string
 	switch {
 	case digest != "":
@@ -111,12 +258,15 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" && filter == "" {
 			version = constraint // a concrete version is the tag
 		} else {
-			if err := ctx.Err(); err != nil {
+			if err := start("list tags"); err != nil {
 				return nil, err
 			}
-			tags, err := r.client.Tags(base)
+			tags, err := sess.client.Tags(base)
 			if err != nil {
 				return nil, registryFail("list tags", err)
+			}
+			if err := sess.bound(); err != nil {
+				return nil, fail("list tags", err)
 			}
 			if filter != "" {
 				// Flux's semverFilter: a tag must match it as the
@@ -137,12 +287,15 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		}
 		pullRef = base + ":" + versionToTag(version)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := start("pull chart"); err != nil {
 		return nil, err
 	}
-	res, err := r.client.Pull(pullRef)
+	res, err := sess.client.Pull(pullRef)
 	if err != nil {
 		return nil, registryFail("pull chart", err, pullRef)
+	}
+	if err := sess.bound(); err != nil {
+		return nil, fail("pull chart", err)
 	}
 	if digest != "" && res.Manifest.Digest != digest {
 		return nil, fail("pull chart", fmt.Errorf("%w: want %s, got %s", ErrDigestMismatch, digest, res.Manifest.Digest))
@@ -171,6 +324,14 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		SourceKind: kind,
 		URL:        Redact("oci://" + res.Ref),
 	}, ref, func(err error) error { return fail("read values files", err) })
+}
+
+// sourceTimeout returns the spec.timeout of the source ref names.
+func sourceTimeout(ref Ref) *metav1.Duration {
+	if ref.OCIRepository != nil {
+		return ref.OCIRepository.Spec.Timeout
+	}
+	return ref.HelmRepository.Spec.Timeout
 }
 
 // registryError maps an error of Helm's registry client, already
