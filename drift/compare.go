@@ -485,11 +485,16 @@ func (mk mergeKey) field(m map[string]any, name, def string) (any, bool) {
 // equal reports whether a desired element and a live element have the
 // same key.
 func (mk mergeKey) equal(dm map[string]any, l any) bool {
+	a, _ := mk.field(dm, mk.first, "")
+	return mk.equalWith(a, dm, l)
+}
+
+// equalWith is equal for a desired element whose first key field holds a.
+func (mk mergeKey) equalWith(a any, dm map[string]any, l any) bool {
 	lm, ok := l.(map[string]any)
 	if !ok {
 		return false
 	}
-	a, _ := mk.field(dm, mk.first, "")
 	b, ok := mk.field(lm, mk.first, "")
 	if !ok || !equalValues(a, b) {
 		return false
@@ -532,7 +537,7 @@ func alignedList(dv, ll []any, mk mergeKey) bool {
 		if !ok {
 			return false
 		}
-		if v, ok := m[mk.first]; !ok || v == nil || !mk.equal(m, ll[j]) {
+		if v, ok := m[mk.first]; !ok || v == nil || !mk.equalWith(v, m, ll[j]) {
 			return false
 		}
 	}

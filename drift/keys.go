@@ -266,14 +266,14 @@ func (x *keyIndex) pair(j int) (live int, ok bool) {
 		s.ref = -int32(j) - 1
 	}
 	for p := earlier; p >= 0; p = x.chain[p] {
-		if exact || mk.equal(m, x.table.dv[p]) {
+		if exact || mk.equalWith(a, m, x.table.dv[p]) {
 			return -1, false
 		}
 	}
 	x.chain[j] = earlier
 	first := -1
 	for k := head; k >= 0; k = x.next[k] {
-		if !exact && !mk.equal(m, x.table.ll[k]) {
+		if !exact && !mk.equalWith(a, m, x.table.ll[k]) {
 			continue
 		}
 		if int(k) == j {
