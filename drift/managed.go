@@ -284,12 +284,7 @@ func newSetIndex(set map[string]any, seed maphash.Seed) *setIndex {
 			x.values = true
 			x.insert(b, k)
 		case strings.HasPrefix(k, "i:"):
-			if i, err := strconv.Atoi(k[2:]); err == nil {
-				if x.indices == nil {
-					x.indices = map[int][]string{}
-				}
-				x.indices[i] = append(x.indices[i], k)
-			}
+			x.addIndex(k)
 		}
 	}
 	// Groups in the order of their fields, so that the walk over them is
@@ -320,16 +315,23 @@ func newSpelledIndex(set map[string]any) *setIndex {
 		case strings.HasPrefix(k, "v:"):
 			return nil
 		case strings.HasPrefix(k, "i:"):
-			if i, err := strconv.Atoi(k[2:]); err == nil {
-				if x.indices == nil {
-					x.indices = map[int][]string{}
-				}
-				x.indices[i] = append(x.indices[i], k)
-			}
+			x.addIndex(k)
 		}
 	}
 	slices.SortFunc(x.groups, slices.Compare)
 	return x
+}
+
+// addIndex records the "i:" entry k.
+func (x *setIndex) addIndex(k string) {
+	i, err := strconv.Atoi(k[2:])
+	if err != nil {
+		return
+	}
+	if x.indices == nil {
+		x.indices = map[int][]string{}
+	}
+	x.indices[i] = append(x.indices[i], k)
 }
 
 // spellKey appends the "k:" entry that an element's key would have in the
