@@ -80,22 +80,9 @@ func newRealFleet(t testing.TB, policies string, strict bool, wrap func(*memory.
 // does not report its capabilities, as a caller's own backend may not.
 type opaque struct{ release.Cluster }
 
-// realCharts serves the vendored community charts by name, and extra.
-func realCharts(extra ...*chart.Chart) release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		for _, c := range extra {
-			if c.Metadata.Name == rel.Spec.Chart.Spec.Chart {
-				return &release.Chart{Chart: c}, nil
-			}
-		}
-		c, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
-		return &release.Chart{Chart: c}, err
-	})
-}
-
 func realReconciler(t testing.TB, extra ...*chart.Chart) *release.Reconciler {
 	t.Helper()
-	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: realCharts(extra...), PollInterval: time.Millisecond})
+	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(extra...), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	return r
 }

@@ -17,20 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testcharts"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
-
-// realCharts serves the vendored community charts by name.
-func realCharts() release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		c, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
-		return &release.Chart{Chart: c}, err
-	})
-}
 
 // realChartFleet is three in-memory members with default settings:
 // m1 and m2 (prod), m3 (dev).
@@ -43,7 +36,7 @@ func realChartFleet(t testing.TB) (*fleet.Fleet, map[string]*memory.Cluster) {
 		clusters[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realCharts(), PollInterval: time.Millisecond})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	require.NoError(t, err)
@@ -335,7 +328,7 @@ func TestRealChartDividedPerCluster(t *testing.T) {
 // the member's version, in Plan.Errors too.
 func TestRealChartKubeVersionRefused(t *testing.T) {
 	old := memory.New("old", memory.WithKubeVersion("v1.20.0"))
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realCharts(), PollInterval: time.Millisecond})
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: []release.Member{{Cluster: old}}, Reconciler: rec})
 	require.NoError(t, err)
