@@ -1,0 +1,414 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/internal/testcharts"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
+)
+
+// The rendered-manifest tests run the same three charts through a
+// release/distribute Distributor: Helm renders each chart once on the hub,
+// which keeps the release record, and the Distributor spreads the objects
+// over member1 and member2 with one PropagationPolicy that names only the
+// chart's workloads. As in charts_test.go the control planes run no
+// kubelet and no controller-manager, so the releases disable Helm's wait
+// (realRelease) and completeJobs stands in for the Job controller on the
+// members, where the hooks run.
+//
+// The file's name sorts before integration_test.go on purpose: Go runs
+// tests in file order, and TestMemberGoesAway there stops member2.
+
+// renderedChart is one chart of the rendered-manifest test: the
+// per-cluster test's chart and change (realCharts), its release
+// namespace, the values it installs with, and the policy placing its
+// workloads.
+type renderedChart struct {
+	realChart
+	ns     string
+	values map[string]any
+	policy string
+	// workload is the Deployment whose replicas are checked; divided says
+	// whether the policy divides them over the members (else each member
+	// runs them all).
+	workload string
+	divided  bool
+}
+
+// renderedPolicy is a PropagationPolicy of namespace ns that selects the
+// Deployment named workload, with propagateDeps, and places it on member1
+// and member2 (by their env label) with replicaScheduling.
+func renderedPolicy(ns, workload, replicaScheduling string) string {
+	return fmt.Sprintf(`apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: %s, namespace: %s}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: %s}
+  placement:
+    clusterAffinity:
+      labelSelector: {matchLabels: {env: rendered}}
+%s`, workload, ns, workload, replicaScheduling)
+}
+
+// renderedCharts are the three charts, each in a namespace of its own
+// ("rd-…"; the per-cluster tests use "rc-…"). podinfo's replicas are
+// divided 1:2 over member1 and member2: 2 at install (1 and 1), 3 after
+// the upgrade (1 and 2); the others are duplicated.
+func renderedCharts() []renderedChart {
+	out := make([]renderedChart, 0, len(realCharts))
+	for _, rc := range realCharts {
+		c := renderedChart{realChart: rc, values: testcharts.DefaultValues(rc.name)}
+		switch rc.name {
+		case testcharts.Podinfo:
+			c.ns, c.workload, c.divided = "rd-podinfo", "podinfo", true
+			c.values["replicaCount"] = 2
+			c.policy = renderedPolicy(c.ns, c.workload, `    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+          - {targetCluster: {clusterNames: [member1]}, weight: 1}
+          - {targetCluster: {clusterNames: [member2]}, weight: 2}
+`)
+		case testcharts.IngressNginx:
+			c.ns, c.workload = "rd-ingress-nginx", "ingress-nginx-controller"
+			c.policy = renderedPolicy(c.ns, c.workload, "")
+		case testcharts.KubePrometheusStack:
+			c.ns, c.workload = "rd-kps", "kube-prometheus-stack-operator"
+			c.policy = renderedPolicy(c.ns, c.workload, "")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// renderedRow is what one chart's lifecycle did on one member.
+type renderedRow struct {
+	member, chart                  string
+	installed, hooksLeft, upgraded int
+	replicas                       string
+	left                           string
+}
+
+// TestRealChartsRendered installs, upgrades and uninstalls each vendored
+// chart in rendered-manifest mode, the release on the hub and its objects
+// on member1 and member2, and holds each member against the Distributor's
+// placements and the members together against Helm's own rendering.
+func TestRealChartsRendered(t *testing.T) {
+	start := time.Now()
+	memberNames := []string{"member1", "member2"}
+	completeJobs(t, memberNames...)
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
+	require.NoError(t, err)
+	var rows []renderedRow
+	var rendered []string
+	for _, rc := range renderedCharts() {
+		t.Run(string(rc.name), func(t *testing.T) {
+			r, n := renderedLifecycle(t, rc, rec, memberNames)
+			rows = append(rows, r...)
+			rendered = append(rendered, n)
+		})
+	}
+	lines := []string{fmt.Sprintf("%-8s  %-22s  %9s  %10s  %8s  %-10s  %s", "MEMBER", "CHART", "INSTALLED", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
+	for _, r := range rows {
+		lines = append(lines, fmt.Sprintf("%-8s  %-22s  %9d  %10d  %8d  %-10s  %s", r.member, r.chart, r.installed, r.hooksLeft, r.upgraded, r.replicas, r.left))
+	}
+	t.Logf("rendered mode: the objects of each release per member (by inventory labels, hooks aside; replicas of the workload at install → upgrade); Helm rendered %s; %v in all:\n%s",
+		strings.Join(rendered, "; "), time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n"))
+}
+
+// renderedLifecycle installs, upgrades and uninstalls one chart with a
+// Distributor over members, checking each step on the hub and on every
+// member. It returns a row per member and what Helm rendered.
+func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, memberNames []string) ([]renderedRow, string) {
+	hub := admin(t, "hub")
+	namespace(t, hub, rc.ns) // the release's storage namespace; the Distributor makes it on the members
+	var members []release.Member
+	for _, m := range memberNames {
+		members = append(members, release.Member{Cluster: admin(t, m), Facts: policy.Cluster{Labels: map[string]string{"env": "rendered"}}})
+	}
+	var warnings []distribute.Warning
+	var mu sync.Mutex
+	d, err := distribute.New(distribute.Config{
+		Hub: hub, Members: members, Policies: fixture.PolicySet(t, rc.policy), PollInterval: 100 * time.Millisecond,
+		OnWarning: func(w distribute.Warning) { mu.Lock(); warnings = append(warnings, w); mu.Unlock() },
+	})
+	require.NoError(t, err)
+	ch, err := testcharts.Load(rc.name)
+	require.NoError(t, err)
+	name := ch.Metadata.Name
+	rows := map[string]*renderedRow{}
+	for _, m := range memberNames {
+		rows[m] = &renderedRow{member: m, chart: name}
+	}
+	rel := realRelease(rc.name, rc.ns, rc.values)
+	reconcile := func(what string, want release.Action) *release.Result {
+		t.Helper()
+		start := time.Now()
+		res, err := rec.Reconcile(ctx(t), d, rel)
+		require.NoError(t, err, what)
+		require.Equal(t, want, res.Action, what)
+		t.Logf("%s of %s over both members took %v", what, name, time.Since(start).Round(time.Millisecond))
+		return res
+	}
+
+	// Install.
+	res := reconcile("install", release.ActionInstall)
+	assert.Equal(t, 1, res.Helm.Version)
+	oracle := renderedRevision(t, d, hub, ch, rc, rel, 1, rows)
+	mu.Lock()
+	for _, w := range warnings {
+		assert.NotEqual(t, policy.WarnNotPlaced, w.Code, "%s", w)
+	}
+	mu.Unlock()
+	hookKinds := serverKinds(t, controlPlane(t, "member1").Admin)
+	hooksRun, hooksLeft := installHooks(t, oracle, rc.ns, hookKinds)
+	for _, m := range memberNames {
+		hooks := inventoryObjects(t, controlPlane(t, m).Admin, serverKinds(t, controlPlane(t, m).Admin), name, rc.ns, true)
+		assert.Equal(t, hooksLeft, hooks, "%s: the hooks left are those without a delete policy that removes them", m)
+		rows[m].hooksLeft = len(hooks)
+	}
+	if rc.name == testcharts.KubePrometheusStack {
+		kpsInstalled(t, ch, members, rc.ns)
+	}
+
+	// Upgrade with the per-cluster test's change.
+	rel.Generation++
+	upVals := testcharts.DefaultValues(rc.name)
+	for k, v := range rc.values {
+		upVals[k] = v
+	}
+	rc.change(upVals)
+	rel.Spec.Values = upVals
+	res = reconcile("upgrade", release.ActionUpgrade)
+	assert.Equal(t, 2, res.Helm.Version)
+	renderedRevision(t, d, hub, ch, rc, rel, 2, rows)
+	if !rc.divided {
+		for _, m := range members {
+			list, err := m.Cluster.List(ctx(t), rc.kind, rc.ns, nil)
+			require.NoError(t, err)
+			var changed []string
+			for _, o := range list {
+				if v, ok, _ := unstructured.NestedFieldNoCopy(o.Object, rc.field...); ok && v == rc.want {
+					changed = append(changed, o.GetName())
+				}
+			}
+			assert.Len(t, changed, 1, "%s: one %s has %s = %v", m.Cluster.Name(), rc.kind.Kind, strings.Join(rc.field, "."), rc.want)
+		}
+	}
+
+	// Uninstall: nothing with the release's inventory labels is left on
+	// any member; the CRDs of crds/ and the namespaces stay, as Helm
+	// leaves them (the Distributor created the namespaces for the
+	// objects, and never deletes one: other releases may live there).
+	_, err = rec.Uninstall(ctx(t), d, rel)
+	require.NoError(t, err)
+	crds := crdsOf(t, ch)
+	nsKey := objectKey(schema.GroupKind{Kind: "Namespace"}, "", rc.ns)
+	for _, m := range memberNames {
+		cp := controlPlane(t, m)
+		kinds := serverKinds(t, cp.Admin)
+		assert.Empty(t, inventoryObjects(t, cp.Admin, kinds, name, rc.ns, false), "%s: nothing of the release remains", m)
+		assert.Empty(t, inventoryObjects(t, cp.Admin, kinds, name, rc.ns, true), "%s: no hook of the release remains", m)
+		assert.Equal(t, crds, remaining(t, cp.Admin, kinds, crds), "%s: the CRDs of crds/ stay", m)
+		assert.Equal(t, []string{nsKey}, remaining(t, cp.Admin, kinds, []string{nsKey}), "%s: the namespace stays", m)
+		rows[m].left = "the namespace"
+		if len(crds) > 0 {
+			rows[m].left += fmt.Sprintf(", %d CRDs of crds/", len(crds))
+		}
+	}
+	cfg, err := d.HelmConfig(ctx(t), release.HelmScope{StorageNamespace: rc.ns, Namespace: rc.ns})
+	require.NoError(t, err)
+	listed, err := action.NewList(cfg).Run()
+	require.NoError(t, err)
+	assert.Empty(t, listed, "hub: helm ls")
+
+	var out []renderedRow
+	for _, m := range memberNames {
+		out = append(out, *rows[m])
+	}
+	return out, fmt.Sprintf("%s %d objects, %d install hook objects, %d CRDs", name, len(manifestKeys(t, oracle.Manifest, rc.ns, hookKinds)), len(hooksRun)+len(hooksLeft), len(crds))
+}
+
+// renderedRevision checks revision rev of rel after an install or upgrade
+// through d: the hub holds Helm's record (deployed) and none of the
+// chart's objects; each member holds, by the release's inventory labels,
+// exactly what d.Placements puts there; the members together hold every
+// object of Helm's own rendering for d's capabilities, and nothing else;
+// the workload's replicas are those of Placements and sum to the total.
+// It fills rows and returns Helm's rendering.
+func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Cluster, ch *chart.Chart, rc renderedChart, rel *release.Release, rev int, rows map[string]*renderedRow) *helmrelease.Release {
+	t.Helper()
+	name, ns := ch.Metadata.Name, rc.ns
+	stored := helmRelease(t, hub, ns, name)
+	assert.Equal(t, rev, stored.Version, "hub: Helm's record")
+	assert.Equal(t, helmrelease.StatusDeployed, stored.Info.Status, "hub: Helm's record")
+	hubCP := controlPlane(t, "hub")
+	hubKinds := serverKinds(t, hubCP.Admin)
+	assert.Empty(t, releaseObjects(t, hubCP.Admin, hubKinds, name, ns), "hub: none of the chart's objects")
+	assert.Empty(t, inventoryObjects(t, hubCP.Admin, hubKinds, name, ns, false), "hub: none of the chart's objects")
+	assert.Empty(t, remaining(t, hubCP.Admin, hubKinds, crdsOf(t, ch)), "hub: none of the chart's CRDs")
+
+	oracle := distributorOracle(t, d, ch, name, ns, rel.Spec.Values)
+	kinds := serverKinds(t, controlPlane(t, "member1").Admin)
+	want := manifestKeys(t, oracle.Manifest, ns, kinds)
+	assert.Equal(t, want, manifestKeys(t, stored.Manifest, ns, kinds), "hub: Helm's record holds what Helm renders")
+
+	pl, err := d.Placements(ctx(t), rel)
+	require.NoError(t, err)
+	assert.Equal(t, rev, pl.Revision)
+	placed := map[string][]string{}
+	replicas := map[string]int64{}
+	for _, op := range pl.Objects {
+		require.NoError(t, op.Err, "Placements: %s", op.Object)
+		if op.Source != distribute.SourceManifest {
+			continue
+		}
+		key := objectKey(op.Object.GroupKind(), op.Object.Namespace, op.Object.Name)
+		for _, mp := range op.Members {
+			placed[mp.Member] = append(placed[mp.Member], key)
+			if op.Object.Kind == "Deployment" && op.Object.Name == rc.workload && mp.Replicas != nil {
+				replicas[mp.Member] = *mp.Replicas
+			}
+		}
+	}
+	union := map[string]bool{}
+	var sum int64
+	for _, m := range pl.Members {
+		cp := controlPlane(t, m)
+		got := inventoryObjects(t, cp.Admin, serverKinds(t, cp.Admin), name, ns, false)
+		sort.Strings(placed[m])
+		assert.Equal(t, placed[m], got, "%s: the release's objects there are those Placements puts there", m)
+		for _, k := range got {
+			union[k] = true
+		}
+		dep, err := dynamic.NewForConfig(unthrottled(cp.Admin))
+		require.NoError(t, err)
+		live, err := dep.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns).Get(ctx(t), rc.workload, metav1.GetOptions{})
+		require.NoError(t, err, "%s: the workload", m)
+		n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
+		assert.Equal(t, replicas[m], n, "%s: the workload's replicas are those of Placements", m)
+		sum += n
+		row := rows[m]
+		if rev == 1 {
+			row.installed, row.replicas = len(got), fmt.Sprint(n)
+		} else {
+			row.upgraded, row.replicas = len(got), row.replicas+" → "+fmt.Sprint(n)
+		}
+	}
+	assert.Equal(t, []string{"member1", "member2"}, pl.Members)
+	assert.Equal(t, want, slices.Sorted(func(yield func(string) bool) {
+		for k := range union {
+			if !yield(k) {
+				return
+			}
+		}
+	}), "the members together hold every object Helm rendered, and nothing else")
+	// JSON numbers decode as float64.
+	rendered, _, _ := unstructured.NestedFieldNoCopy(findObject(t, oracle.Manifest, "Deployment", rc.workload), "spec", "replicas")
+	total := int64(rendered.(float64))
+	if !rc.divided {
+		total *= int64(len(pl.Members))
+	}
+	assert.Equal(t, total, sum, "the members' replicas of %s sum to the total", rc.workload)
+	return oracle
+}
+
+// distributorOracle is Helm's own rendering of chart c for the
+// Distributor: a client-only dry-run install with the capabilities its
+// render-once uses, to which every member contributed.
+func distributorOracle(t *testing.T, d *distribute.Distributor, c *chart.Chart, name, ns string, vals map[string]any) *helmrelease.Release {
+	t.Helper()
+	caps, report, err := d.CapabilitiesOf(ctx(t))
+	require.NoError(t, err)
+	require.NotNil(t, caps)
+	assert.False(t, report.FromHub)
+	for _, m := range report.Members {
+		assert.Empty(t, m.Ignored, "%s's capabilities count", m.Member)
+	}
+	i := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
+	i.DryRun, i.ClientOnly, i.ReleaseName, i.Namespace = true, true, name, ns
+	i.KubeVersion = &caps.KubeVersion
+	i.APIVersions = caps.APIVersions
+	rel, err := i.Run(c, vals)
+	require.NoError(t, err)
+	return rel
+}
+
+// findObject returns the object of a manifest with the given kind and
+// name.
+func findObject(t *testing.T, manifest, kind, name string) map[string]any {
+	t.Helper()
+	for _, doc := range releaseutil.SplitManifests(manifest) {
+		o := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &o.Object))
+		if o.GetKind() == kind && o.GetName() == name {
+			return o.Object
+		}
+	}
+	require.Failf(t, "not rendered", "%s %s", kind, name)
+	return nil
+}
+
+// inventoryObjects lists, over every kind the member serves, the copies
+// the Distributor put there for release name of namespace ns (its
+// inventory labels): its hook copies if hooks, else the others.
+func inventoryObjects(t *testing.T, cfg *rest.Config, kinds map[schema.GroupKind]apiKind, name, ns string, hooks bool) []string {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(unthrottled(cfg))
+	require.NoError(t, err)
+	selector := distribute.InventoryNameLabel + "=" + name + "," + distribute.InventoryNamespaceLabel + "=" + ns + ","
+	if hooks {
+		selector += distribute.InventoryHookLabel
+	} else {
+		selector += "!" + distribute.InventoryHookLabel
+	}
+	var (
+		mu  sync.Mutex
+		out []string
+		g   errgroup.Group
+	)
+	g.SetLimit(16)
+	for gk, k := range kinds {
+		g.Go(func() error {
+			list, err := dyn.Resource(k.gvr).List(ctx(t), metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return fmt.Errorf("list %s: %w", gk, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range list.Items {
+				out = append(out, objectKey(gk, o.GetNamespace(), o.GetName()))
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	sort.Strings(out)
+	return out
+}
