@@ -56,6 +56,9 @@ type renderedChart struct {
 	// runs them all).
 	workload string
 	divided  bool
+	// shares are the workload's replicas on member1 and member2 at
+	// revision 1 (install) and 2 (upgrade).
+	shares map[int][2]int64
 }
 
 // renderedPolicy is a PropagationPolicy of namespace ns that selects the
@@ -86,6 +89,8 @@ func renderedCharts() []renderedChart {
 		switch rc.name {
 		case testcharts.Podinfo:
 			c.ns, c.workload, c.divided = "rd-podinfo", "podinfo", true
+			// Webster over weights 1:2: 2 replicas give 1 and 1, 3 give 1 and 2.
+			c.shares = map[int][2]int64{1: {1, 1}, 2: {1, 2}}
 			c.values["replicaCount"] = 2
 			c.policy = renderedPolicy(c.ns, c.workload, `    replicaScheduling:
       replicaSchedulingType: Divided
@@ -97,9 +102,11 @@ func renderedCharts() []renderedChart {
 `)
 		case testcharts.IngressNginx:
 			c.ns, c.workload = "rd-ingress-nginx", "ingress-nginx-controller"
+			c.shares = map[int][2]int64{1: {1, 1}, 2: {2, 2}}
 			c.policy = renderedPolicy(c.ns, c.workload, "")
 		case testcharts.KubePrometheusStack:
 			c.ns, c.workload = "rd-kps", "kube-prometheus-stack-operator"
+			c.shares = map[int][2]int64{1: {1, 1}, 2: {1, 1}}
 			c.policy = renderedPolicy(c.ns, c.workload, "")
 		}
 		out = append(out, c)
@@ -110,7 +117,8 @@ func renderedCharts() []renderedChart {
 // renderedRow is what one chart's lifecycle did on one member.
 type renderedRow struct {
 	member, chart                  string
-	installed, hooksLeft, upgraded int
+	installed, hooksPlaced, hooksLeft int
+	upgraded                       int
 	replicas                       string
 	left                           string
 }
@@ -134,11 +142,11 @@ func TestRealChartsRendered(t *testing.T) {
 			rendered = append(rendered, n)
 		})
 	}
-	lines := []string{fmt.Sprintf("%-8s  %-22s  %9s  %10s  %8s  %-10s  %s", "MEMBER", "CHART", "INSTALLED", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
+	lines := []string{fmt.Sprintf("%-8s  %-22s  %9s  %9s  %10s  %8s  %-10s  %s", "MEMBER", "CHART", "INSTALLED", "HOOKS", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("%-8s  %-22s  %9d  %10d  %8d  %-10s  %s", r.member, r.chart, r.installed, r.hooksLeft, r.upgraded, r.replicas, r.left))
+		lines = append(lines, fmt.Sprintf("%-8s  %-22s  %9d  %9d  %10d  %8d  %-10s  %s", r.member, r.chart, r.installed, r.hooksPlaced, r.hooksLeft, r.upgraded, r.replicas, r.left))
 	}
-	t.Logf("rendered mode: the objects of each release per member (by inventory labels, hooks aside; replicas of the workload at install → upgrade); Helm rendered %s; %v in all:\n%s",
+	t.Logf("rendered mode: the objects of each release per member (by inventory labels, hooks aside; hooks: the hook objects of the install revision Placements puts there, test hooks included though tests are off; replicas of the workload at install → upgrade); Helm rendered %s; %v in all:\n%s",
 		strings.Join(rendered, "; "), time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n"))
 }
 
@@ -187,7 +195,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 	mu.Unlock()
 	hookKinds := serverKinds(t, controlPlane(t, "member1").Admin)
-	hooksRun, hooksLeft := installHooks(t, oracle, rc.ns, hookKinds)
+	hooksPlaced, hooksLeft := installHooks(t, oracle, rc.ns, hookKinds)
 	for _, m := range memberNames {
 		hooks := inventoryObjects(t, controlPlane(t, m).Admin, serverKinds(t, controlPlane(t, m).Admin), name, rc.ns, true)
 		assert.Equal(t, hooksLeft, hooks, "%s: the hooks left are those without a delete policy that removes them", m)
@@ -252,7 +260,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	for _, m := range memberNames {
 		out = append(out, *rows[m])
 	}
-	return out, fmt.Sprintf("%s %d objects, %d install hook objects, %d CRDs", name, len(manifestKeys(t, oracle.Manifest, rc.ns, hookKinds)), len(hooksRun)+len(hooksLeft), len(crds))
+	return out, fmt.Sprintf("%s %d objects, %d install hook objects, %d CRDs", name, len(manifestKeys(t, oracle.Manifest, rc.ns, hookKinds)), len(hooksPlaced)+len(hooksLeft), len(crds))
 }
 
 // renderedRevision checks revision rev of rel after an install or upgrade
@@ -284,8 +292,15 @@ func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Clust
 	assert.Equal(t, rev, pl.Revision)
 	placed := map[string][]string{}
 	replicas := map[string]int64{}
+	hooks := map[string]int{}
 	for _, op := range pl.Objects {
 		require.NoError(t, op.Err, "Placements: %s", op.Object)
+		if op.Source == distribute.SourceHook {
+			assert.Equal(t, pl.Members, op.MemberNames(), "Placements: hook %s runs where the workloads go, with what it uses", op.Object)
+			for _, m := range op.MemberNames() {
+				hooks[m]++
+			}
+		}
 		if op.Source != distribute.SourceManifest {
 			continue
 		}
@@ -316,7 +331,7 @@ func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Clust
 		sum += n
 		row := rows[m]
 		if rev == 1 {
-			row.installed, row.replicas = len(got), fmt.Sprint(n)
+			row.installed, row.hooksPlaced, row.replicas = len(got), hooks[m], fmt.Sprint(n)
 		} else {
 			row.upgraded, row.replicas = len(got), row.replicas+" → "+fmt.Sprint(n)
 		}
@@ -336,6 +351,7 @@ func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Clust
 		total *= int64(len(pl.Members))
 	}
 	assert.Equal(t, total, sum, "the members' replicas of %s sum to the total", rc.workload)
+	assert.Equal(t, map[string]int64{"member1": rc.shares[rev][0], "member2": rc.shares[rev][1]}, replicas, "the workload's replicas per member")
 	return oracle
 }
 
