@@ -116,11 +116,11 @@ func renderedCharts() []renderedChart {
 
 // renderedRow is what one chart's lifecycle did on one member.
 type renderedRow struct {
-	member, chart                  string
+	member, chart                     string
 	installed, hooksPlaced, hooksLeft int
-	upgraded                       int
-	replicas                       string
-	left                           string
+	upgraded                          int
+	replicas                          string
+	left                              string
 }
 
 // TestRealChartsRendered installs, upgrades and uninstalls each vendored
