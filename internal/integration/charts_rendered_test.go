@@ -195,7 +195,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 	mu.Unlock()
 	hookKinds := serverKinds(t, controlPlane(t, "member1").Admin)
-	hooksPlaced, hooksLeft := installHooks(t, oracle, rc.ns, hookKinds)
+	hooksDeleted, hooksLeft := installHooks(t, oracle, rc.ns, hookKinds)
 	for _, m := range memberNames {
 		hooks := inventoryObjects(t, controlPlane(t, m).Admin, serverKinds(t, controlPlane(t, m).Admin), name, rc.ns, true)
 		assert.Equal(t, hooksLeft, hooks, "%s: the hooks left are those without a delete policy that removes them", m)
@@ -260,7 +260,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	for _, m := range memberNames {
 		out = append(out, *rows[m])
 	}
-	return out, fmt.Sprintf("%s %d objects, %d install hook objects, %d CRDs", name, len(manifestKeys(t, oracle.Manifest, rc.ns, hookKinds)), len(hooksPlaced)+len(hooksLeft), len(crds))
+	return out, fmt.Sprintf("%s %d objects, %d install hook objects, %d CRDs", name, len(manifestKeys(t, oracle.Manifest, rc.ns, hookKinds)), len(hooksDeleted)+len(hooksLeft), len(crds))
 }
 
 // renderedRevision checks revision rev of rel after an install or upgrade
