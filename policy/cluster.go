@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // Cluster is what placement knows about one member cluster: plain data the
@@ -76,25 +78,76 @@ func (k ObjectKey) less(o ObjectKey) bool {
 type compiledAffinity struct {
 	src     *ClusterAffinity
 	labels  labels.Selector // nil: no label selector
-	fields  []corev1.NodeSelectorRequirement
+	zones   []corev1.NodeSelectorRequirement
+	fields  []labels.Requirement // the requirements on provider and region
+	never   bool                 // a selector does not parse: no cluster matches
 	names   []string
 	exclude []string
 }
 
-// compileAffinity parses a validated affinity; a nil affinity selects all.
+// compileAffinity parses an affinity; a nil affinity selects all. A label
+// or field selector that does not parse selects no cluster, as in Karmada's
+// ClusterMatches; Validate reports such selectors before an Engine uses
+// them.
 func compileAffinity(a *ClusterAffinity) *compiledAffinity {
 	if a == nil {
 		return nil
 	}
 	c := &compiledAffinity{src: a, names: a.ClusterNames, exclude: a.ExcludeClusters}
 	if a.LabelSelector != nil {
-		// Validate has already rejected selectors that do not parse.
-		c.labels, _ = labelSelector(a.LabelSelector)
+		sel, err := labelSelector(a.LabelSelector)
+		c.labels, c.never = sel, err != nil
 	}
 	if a.FieldSelector != nil {
-		c.fields = a.FieldSelector.MatchExpressions
+		for _, r := range a.FieldSelector.MatchExpressions {
+			if r.Key == FieldZone {
+				c.zones = append(c.zones, r)
+				continue
+			}
+			req, err := fieldRequirement(&r)
+			if err != nil {
+				c.never = true
+				continue
+			}
+			c.fields = append(c.fields, *req)
+		}
 	}
 	return c
+}
+
+// fieldRequirement reads a provider or region expression as Karmada does:
+// a label requirement over the cluster's provider and region, with every
+// node selector operator; any other key is absent from a cluster.
+func fieldRequirement(r *corev1.NodeSelectorRequirement) (*labels.Requirement, error) {
+	var op selection.Operator
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		op = selection.In
+	case corev1.NodeSelectorOpNotIn:
+		op = selection.NotIn
+	case corev1.NodeSelectorOpExists:
+		op = selection.Exists
+	case corev1.NodeSelectorOpDoesNotExist:
+		op = selection.DoesNotExist
+	case corev1.NodeSelectorOpGt:
+		op = selection.GreaterThan
+	case corev1.NodeSelectorOpLt:
+		op = selection.LessThan
+	default:
+		return nil, fmt.Errorf("%q is not a valid operator", r.Operator)
+	}
+	return labels.NewRequirement(r.Key, op, r.Values)
+}
+
+// Matches tells whether the affinity selects the cluster, as Karmada's
+// ClusterMatches does: an excluded cluster never matches; then the label
+// selector, the field selector and the cluster names, where given, must all
+// match. A zone expression matches with In when the cluster has any listed
+// zone, with NotIn when it has none, with Exists when it has a zone and with
+// DoesNotExist when it has none. A selector that does not parse matches no
+// cluster (Validate reports it).
+func (a ClusterAffinity) Matches(c Cluster) bool {
+	return compileAffinity(&a).matches(&c)
 }
 
 // matches applies Karmada's rule: exclude first, then every given part ANDed.
@@ -102,56 +155,67 @@ func (c *compiledAffinity) matches(cl *Cluster) bool {
 	if c == nil {
 		return true
 	}
-	if slices.Contains(c.exclude, cl.Name) {
+	if c.never || slices.Contains(c.exclude, cl.Name) {
 		return false
 	}
 	if c.labels != nil && !c.labels.Matches(labels.Set(cl.Labels)) {
 		return false
 	}
+	for i := range c.zones {
+		if !zonesMatch(&c.zones[i], cl.Zones) {
+			return false
+		}
+	}
 	for i := range c.fields {
-		if !fieldMatches(&c.fields[i], cl) {
+		if !c.fields[i].Matches((*clusterFields)(cl)) {
 			return false
 		}
 	}
 	return len(c.names) == 0 || slices.Contains(c.names, cl.Name)
 }
 
-// fieldMatches evaluates one In/NotIn requirement on provider, region or zone.
-// As in Karmada v1.18 and later, a cluster with several zones matches In when
-// any of its zones is listed and NotIn when none is.
-func fieldMatches(r *corev1.NodeSelectorRequirement, cl *Cluster) bool {
-	var have []string
-	switch r.Key {
-	case FieldProvider:
-		if cl.Provider != "" {
-			have = []string{cl.Provider}
-		}
-	case FieldRegion:
-		if cl.Region != "" {
-			have = []string{cl.Region}
-		}
-	case FieldZone:
-		have = cl.Zones
-	default:
-		return true // Karmada ignores other keys; Validate reports them.
-	}
+// zonesMatch evaluates a zone expression. As in Karmada v1.18 and later, a
+// cluster with several zones matches In when any of its zones is listed and
+// NotIn when none is.
+func zonesMatch(r *corev1.NodeSelectorRequirement, zones []string) bool {
 	switch r.Operator {
 	case corev1.NodeSelectorOpIn:
-		for _, h := range have {
-			if slices.Contains(r.Values, h) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(zones, func(z string) bool { return slices.Contains(r.Values, z) })
 	case corev1.NodeSelectorOpNotIn:
-		for _, h := range have {
-			if slices.Contains(r.Values, h) {
-				return false
-			}
-		}
-		return true
+		return !slices.ContainsFunc(zones, func(z string) bool { return slices.Contains(r.Values, z) })
+	case corev1.NodeSelectorOpExists:
+		return len(zones) > 0
+	case corev1.NodeSelectorOpDoesNotExist:
+		return len(zones) == 0
 	}
 	return false
+}
+
+// clusterFields shows a cluster's provider and region to a label
+// requirement, as labels that are absent when empty.
+type clusterFields Cluster
+
+// Has implements labels.Labels.
+func (f *clusterFields) Has(k string) bool {
+	_, ok := f.Lookup(k)
+	return ok
+}
+
+// Get implements labels.Labels.
+func (f *clusterFields) Get(k string) string {
+	v, _ := f.Lookup(k)
+	return v
+}
+
+// Lookup implements labels.Labels.
+func (f *clusterFields) Lookup(k string) (string, bool) {
+	switch k {
+	case FieldProvider:
+		return f.Provider, f.Provider != ""
+	case FieldRegion:
+		return f.Region, f.Region != ""
+	}
+	return "", false
 }
 
 // tolerated reports whether every NoSchedule and NoExecute taint of the

@@ -57,7 +57,10 @@
 // toleration) and clusterAffinity (exclude first, then names, label selector
 // and provider/region/zone field selector ANDed; as in Karmada v1.18 and
 // later, zone In matches a cluster with any listed zone and NotIn one with
-// none); clusterAffinities are
+// none). ClusterAffinity.Matches answers for one cluster as Karmada's
+// ClusterMatches does, and ResourceSelector.Match and MatchObject for one
+// object as its ResourceSelectorPriority; a selector that does not parse
+// matches nothing there. clusterAffinities are
 // fallback groups tried in order until one schedules. Spread constraints by
 // cluster and by region (also zone, provider or label) pick the clusters with
 // the most available replicas, one per group first; they are ignored under
@@ -177,11 +180,13 @@
 //   - an image overrider never writes an invalid reference: removing the
 //     repository leaves the image unchanged, with a WarnImageOverrideInvalid
 //     warning (Karmada writes "registry/:tag");
-//   - Validate rejects label selectors that do not parse (Karmada admits the
-//     policy and the selector matches nothing), and, like Karmada's webhook
-//     and CRD, field selectors with other keys or operators than
-//     provider/region/zone and In/NotIn, and propagation policies without
-//     resourceSelectors;
+//   - Validate rejects label selectors that do not parse, and provider or
+//     region values that are not label values (Karmada admits such a policy
+//     and the selector matches nothing, as ClusterAffinity.Matches,
+//     ResourceSelector.Match and MatchObject do here); like Karmada's webhook
+//     and CRD, it also rejects field selectors with other keys or operators
+//     than provider/region/zone and In/NotIn, and propagation policies
+//     without resourceSelectors;
 //   - command and args overriders also reach the pod template of a
 //     CronJob's jobTemplate (Karmada: Pod, ReplicaSet, Deployment,
 //     DaemonSet, StatefulSet and Job);

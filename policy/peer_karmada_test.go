@@ -192,6 +192,10 @@ type peerDivisionCase struct {
 	Want              map[string]int64           `json:"want"`
 	WantAny           []map[string]int64         `json:"wantAny"`
 	WantErr           bool                       `json:"wantErr"`
+	// CallerErr: Karmada's helper gives Want without an error, but its
+	// caller (the level Engine.Place answers at) fails; the reason says
+	// where. Place must give Want and ErrUnschedulable.
+	CallerErr string `json:"callerErr"`
 }
 
 // nonZero drops clusters with no replicas: Divide omits them.
@@ -259,7 +263,12 @@ func testPeerDivision(t *testing.T, r *peerReport) {
 			require.NoError(t, err)
 			obj := object(t, fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec: {replicas: %d}\n", c.Replicas))
 			pl, err := e.Place([]*unstructured.Unstructured{obj}, clusters)
-			if c.WantErr {
+			if c.CallerErr != "" {
+				require.False(t, c.WantErr, "the helper gives no error")
+				require.NotNil(t, c.Want)
+				t.Log("Karmada's caller fails: " + c.CallerErr)
+			}
+			if c.WantErr || c.CallerErr != "" {
 				assert.ErrorIs(t, err, ErrUnschedulable)
 				if c.Want == nil {
 					return
@@ -304,13 +313,16 @@ type peerClustersCase struct {
 	Affinity  *ClusterAffinity `json:"affinity"`
 	Placement *PlacementSpec   `json:"placement"`
 	Want      bool             `json:"want"`
-	// Invalid: helmfleet's Validate rejects the policy (documented
-	// differences only).
-	Invalid bool `json:"invalid"`
+	// Refused: helmfleet's Validate refuses a policy with this affinity, so
+	// an Engine never places with it; the reason says whether Karmada's
+	// admission refuses it too.
+	Refused string `json:"refused"`
 }
 
 func testPeerClusters(t *testing.T, r *peerReport) {
 	runPeer(t, r, "clusters.yaml", func(t *testing.T, c peerClustersCase) {
+		cl := Cluster{Name: c.Cluster.Name, Labels: c.Cluster.Labels, Provider: c.Cluster.Provider,
+			Region: c.Cluster.Region, Zones: c.Cluster.Zones, Taints: c.Cluster.Taints}
 		var pl PlacementSpec
 		switch {
 		case c.Placement != nil && c.Affinity != nil:
@@ -318,6 +330,8 @@ func testPeerClusters(t *testing.T, r *peerReport) {
 		case c.Placement != nil:
 			pl = *c.Placement
 		case c.Affinity != nil:
+			// Karmada's ClusterMatches and matchZones: the helper's answer.
+			assert.Equal(t, c.Want, c.Affinity.Matches(cl), "ClusterAffinity.Matches")
 			pl.ClusterAffinity = c.Affinity
 		}
 		p := &ClusterPropagationPolicy{Spec: PropagationSpec{
@@ -328,23 +342,20 @@ func testPeerClusters(t *testing.T, r *peerReport) {
 		var set Set
 		require.NoError(t, set.Add(p))
 		e, err := NewEngine(set)
-		if c.Difference != "" {
-			require.True(t, c.Invalid, "a documented difference here must say what helmfleet does")
-		}
-		if c.Invalid {
-			require.Error(t, err)
+		if c.Refused != "" {
+			require.NotNil(t, c.Affinity, "only a helper case may have a policy Validate refuses")
+			t.Log("Validate refuses the policy: " + c.Refused)
 			assert.ErrorIs(t, err, ErrInvalid)
 			return
 		}
 		require.NoError(t, err)
-		cl := Cluster{Name: c.Cluster.Name, Labels: c.Cluster.Labels, Provider: c.Cluster.Provider,
-			Region: c.Cluster.Region, Zones: c.Cluster.Zones, Taints: c.Cluster.Taints}
+		// The scheduler's answer: whether the ConfigMap goes to the cluster.
 		pc, err := e.Place([]*unstructured.Unstructured{object(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n}\n")}, []Cluster{cl})
 		if c.Want {
 			require.NoError(t, err)
 		}
 		_, got := pc.Objects[0].Cluster(cl.Name)
-		assert.Equal(t, c.Want, got)
+		assert.Equal(t, c.Want, got, "Engine.Place")
 	})
 }
 
@@ -362,7 +373,9 @@ type peerSelectorsCase struct {
 	Selectors []ResourceSelector `json:"selectors"`
 	Level     string             `json:"level"`
 	Match     *bool              `json:"match"`
-	Invalid   bool               `json:"invalid"`
+	// Refused: helmfleet's Validate refuses a policy with these selectors;
+	// the reason says whether Karmada's admission refuses it too.
+	Refused string `json:"refused"`
 
 	Kind      string       `json:"kind"`
 	Namespace string       `json:"namespace"`
@@ -403,32 +416,40 @@ func testPeerSelectors(t *testing.T, r *peerReport) {
 			assert.Equal(t, *c.Want, got)
 			return
 		}
+		require.True(t, c.Match != nil || c.Level != "", "case checks nothing")
+		check := func(level MatchLevel, layer string) {
+			if c.Match != nil {
+				assert.Equal(t, *c.Match, level != MatchNone, layer)
+			}
+			if c.Level != "" {
+				assert.Equal(t, c.Level, level.String(), layer)
+			}
+		}
+		// Karmada's ResourceSelectorPriority, ResourceMatches and their
+		// variants over several selectors: the helper's answer.
+		check(MatchObject(obj, c.Selectors...), "MatchObject")
+		if len(c.Selectors) == 1 {
+			check(c.Selectors[0].Match(obj), "ResourceSelector.Match")
+		}
 		p := &ClusterPropagationPolicy{Spec: PropagationSpec{ResourceSelectors: c.Selectors}}
 		p.Name = "p"
 		var set Set
 		require.NoError(t, set.Add(p))
 		e, err := NewEngine(set)
-		if c.Difference != "" {
-			require.True(t, c.Invalid, "a documented difference here must say what helmfleet does")
-		}
-		if c.Invalid {
+		if c.Refused != "" {
+			t.Log("Validate refuses the policy: " + c.Refused)
 			assert.ErrorIs(t, err, ErrInvalid)
 			return
 		}
 		require.NoError(t, err)
+		// The detector's answer: the policy's implicit priority.
 		cands, err := e.Candidates(obj)
 		require.NoError(t, err)
 		level := MatchNone
 		if len(cands) > 0 {
 			level = cands[0].Level
 		}
-		if c.Match != nil {
-			assert.Equal(t, *c.Match, level != MatchNone)
-		}
-		if c.Level != "" {
-			assert.Equal(t, c.Level, level.String())
-		}
-		require.True(t, c.Match != nil || c.Level != "", "case checks nothing")
+		check(level, "Engine.Candidates")
 	})
 }
 

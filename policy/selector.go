@@ -57,8 +57,13 @@ func compileSelectors(rs []ResourceSelector, namespace string) []compiledSelecto
 			c.namespace = namespace
 		}
 		if s.Name == "" && s.LabelSelector != nil {
-			// Validate rejects selectors that do not parse.
-			c.labels, _ = labelSelector(s.LabelSelector)
+			// A label selector that does not parse selects nothing, as in
+			// Karmada; Validate reports it before an Engine uses it.
+			sel, err := labelSelector(s.LabelSelector)
+			if err != nil {
+				sel = labels.Nothing()
+			}
+			c.labels = sel
 		}
 		out[i] = c
 	}
@@ -103,6 +108,24 @@ func bestLevel(sels []compiledSelector, obj *unstructured.Unstructured) MatchLev
 		}
 	}
 	return best
+}
+
+// Match tells how specifically the selector selects the object, as
+// Karmada's ResourceSelectorPriority does: apiVersion, kind and (when set)
+// namespace must agree; then a name is compared alone (MatchName), else the
+// label selector (MatchLabels), else every object of the kind matches
+// (MatchAll). A label selector that does not parse selects nothing
+// (Validate reports it). A namespaced policy also restricts its selectors to
+// its own namespace; Match sees only the selector.
+func (s ResourceSelector) Match(obj *unstructured.Unstructured) MatchLevel {
+	return MatchObject(obj, s)
+}
+
+// MatchObject is the best level at which any of the selectors selects the
+// object (they are ORed), as Karmada's ResourceMatchSelectorsPriority: a
+// policy's implicit priority for the object. No selectors select nothing.
+func MatchObject(obj *unstructured.Unstructured, selectors ...ResourceSelector) MatchLevel {
+	return bestLevel(compileSelectors(selectors, ""), obj)
 }
 
 func labelSelector(s *metav1.LabelSelector) (labels.Selector, error) {

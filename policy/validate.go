@@ -184,6 +184,16 @@ func (v *validator) affinity(path string, a *ClusterAffinity) {
 			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 				if len(r.Values) == 0 {
 					v.add(p+".values", r.Values, "must not be empty for %s", r.Operator)
+					break
+				}
+				if r.Key != FieldProvider && r.Key != FieldRegion {
+					break
+				}
+				// Karmada admits any value, but a provider or region value
+				// that is not a label value makes its expression, and so the
+				// affinity, match no cluster.
+				if _, err := fieldRequirement(r); err != nil {
+					v.add(p+".values", r.Values, "%v", err)
 				}
 			default:
 				v.add(p+".operator", string(r.Operator), "must be In or NotIn")

@@ -31,6 +31,9 @@ func TestValidate(t *testing.T) {
 				{Path: "spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].key", Value: "country", Reason: "must be provider, region or zone"},
 				{Path: "spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].operator", Value: "Exists", Reason: "must be In or NotIn"},
 			}},
+		{"region value that is no label value", ppHead + "spec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n  placement:\n    clusterAffinity:\n      fieldSelector:\n        matchExpressions: [{key: region, operator: In, values: [eu-west-1, \"eu west\"]}, {key: zone, operator: In, values: [\"any zone\"]}]\n",
+			[]FieldError{{Path: "spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].values", Value: []string{"eu-west-1", "eu west"},
+				Reason: "values[1][region]: Invalid value: \"eu west\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"}}},
 		{"negative weight and bad enum", ppHead + "spec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n  placement:\n    replicaScheduling:\n      replicaSchedulingType: Split\n      weightPreference:\n        staticWeightList: [{targetCluster: {clusterNames: [a]}, weight: -3}]\n",
 			[]FieldError{
 				{Path: "spec.placement.replicaScheduling.replicaSchedulingType", Value: "Split", Reason: "must be Duplicated or Divided"},
