@@ -97,4 +97,18 @@
 // into keys, which are mistakes. (One more difference from Helm: an empty
 // text, or empty quotes, is the empty string at every path; Helm leaves a
 // list element unset.) ConfigMap texts keep Helm's exact --set semantics.
+//
+// # Fidelity to Helm and Flux
+//
+// peer_test.go runs the data-driven cases of Helm's strvals tests (helm/helm
+// v3.21.4, whose --set parser is the one Flux v1.6 uses) and of Flux's
+// chartutil tests (fluxcd/pkg chartutil/v1.27.1) from testdata/peer, with
+// the peers' expected results as the oracle, through Compose. A --set line
+// is ported as a ConfigMap's text at a targetPath, the form in which Flux
+// hands it to that parser; all of these cases agree. The one documented
+// difference among the peers' cases is Literal without TargetPath (above).
+// The same targetPath cases run again with the text in a Secret: there the
+// texts with a comma outside a list are refused as described under Secret
+// safety, helmfleet's own choice, checked and counted apart from the peers'
+// cases.
 package values
