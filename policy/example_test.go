@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/helmfleet/helmfleet/policy"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -117,4 +118,39 @@ spec:
 	// map[image:map[repository:registry.cn.example.com/podinfo] replicaCount:3]
 	// OverridePolicy shop/values overriders.valuesOverrider[0]
 	// OverridePolicy shop/values overriders.valuesOverrider[1]
+}
+
+// ClusterAffinity.Matches answers for one cluster as Karmada's
+// ClusterMatches does: a zone In matches a cluster with any listed zone.
+func ExampleClusterAffinity_Matches() {
+	a := policy.ClusterAffinity{
+		ExcludeClusters: []string{"member3"},
+		FieldSelector: &policy.FieldSelector{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: policy.FieldZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"eu-west-1a"}},
+		}},
+	}
+	for _, c := range []policy.Cluster{
+		{Name: "member1", Zones: []string{"eu-west-1a", "eu-west-1b"}},
+		{Name: "member2", Zones: []string{"us-east-1a"}},
+		{Name: "member3", Zones: []string{"eu-west-1a"}},
+	} {
+		fmt.Println(c.Name, a.Matches(c))
+	}
+	// Output:
+	// member1 true
+	// member2 false
+	// member3 false
+}
+
+// MatchObject is a policy's implicit priority for an object: the best level
+// at which any of its resource selectors selects it.
+func ExampleMatchObject() {
+	web := obj("apps/v1", "Deployment", "web", nil)
+	fmt.Println(policy.MatchObject(web,
+		policy.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment"},
+		policy.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}))
+	fmt.Println(policy.MatchObject(web, policy.ResourceSelector{APIVersion: "apps/v1", Kind: "StatefulSet"}))
+	// Output:
+	// name
+	// none
 }
