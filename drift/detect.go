@@ -345,6 +345,9 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 		}
 		return fc
 	}
+	if cap(w.managers) < len(w.diffs) {
+		w.managers = make([][]string, 0, len(w.diffs))
+	}
 	kept, managers := w.diffs[:0], w.managers[:0]
 	for _, df := range w.diffs {
 		var m []string
