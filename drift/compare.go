@@ -43,6 +43,8 @@ type diff struct {
 type walker struct {
 	steps []step
 	diffs []diff
+	// managers is scratch for the owners of each difference.
+	managers [][]string
 	// err is the limit the walk ran into at the first path (in string
 	// order), so that the error does not depend on map order. The walk
 	// does not go below a value that exceeds a limit.

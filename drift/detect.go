@@ -326,7 +326,7 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 		return ObjectResult{}, &e
 	}
 	owners := ownersOf(live.Object)
-	if len(d.cfg.override) > 0 {
+	if len(d.cfg.override) > 0 || d.cfg.owner != "" && owners.applies(d.cfg.owner) {
 		w.overridden(dobj, live.Object, d.trie(), owners, d.cfg)
 	}
 	if len(w.diffs) == 0 {
@@ -334,29 +334,61 @@ func (d *detector) compareObject(ref ObjectRef, desired, live *unstructured.Unst
 		return res, nil
 	}
 	slices.SortStableFunc(w.diffs, func(a, b diff) int { return compareSteps(a.steps, b.steps) })
-	var correction Patch
+	var correction, removals Patch
 	secret := ref.isSecret()
-	for _, df := range w.diffs {
+	change := func(df diff, managers []string) FieldChange {
 		// Keys of elements in a Secret's data would show its values.
 		labels := !secret || !isSecretDataPath(df.path)
-		fc := FieldChange{Field: fieldOf(df.steps, labels), Path: df.path, Op: df.op, Live: df.live, Desired: df.desired}
-		if df.op != "add" {
-			fc.Managers = owners.managersOf(live.Object, df.steps)
-		}
+		fc := FieldChange{Field: fieldOf(df.steps, labels), Path: df.path, Op: df.op, Live: df.live, Desired: df.desired, Managers: managers}
 		if secret {
 			fc = maskChange(fc)
 		}
-		if d.ignoredManager(res.ruleIdx, fc.Managers) {
-			res.Ignored = append(res.Ignored, fc)
+		return fc
+	}
+	if cap(w.managers) < len(w.diffs) {
+		w.managers = make([][]string, 0, len(w.diffs))
+	}
+	kept, managers := w.diffs[:0], w.managers[:0]
+	for _, df := range w.diffs {
+		var m []string
+		if df.op != "add" {
+			m = owners.managersOf(live.Object, df.steps)
+		}
+		if d.ignoredManager(res.ruleIdx, m) {
+			res.Ignored = append(res.Ignored, change(df, m))
 			continue
 		}
-		res.Changes = append(res.Changes, fc)
+		kept, managers = append(kept, df), append(managers, m)
+	}
+	if d.cfg.rationalize && len(kept) > 0 {
+		r := rationalizer{live: live.Object, trie: d.trie()}
+		kept = r.rationalize(kept)
+		managers = managers[:0]
+		for _, df := range kept {
+			var m []string
+			if df.op != "add" {
+				m = owners.managersOf(live.Object, df.steps)
+			}
+			managers = append(managers, m)
+		}
+	}
+	w.managers = managers
+	for i, df := range kept {
+		res.Changes = append(res.Changes, change(df, managers[i]))
 		op := Operation{Op: df.op, Path: df.path, Value: df.desired}
 		if df.op == "remove" {
 			op.Value = nil
+			if last := df.steps[len(df.steps)-1]; last.index != mapStep {
+				// Removing a list element shifts the ones after it:
+				// elements go last, the highest index first.
+				removals = append(removals, op)
+				continue
+			}
 		}
 		correction = append(correction, op)
 	}
+	slices.Reverse(removals)
+	correction = append(correction, removals...)
 	if len(correction) == 0 {
 		res.Status = StatusUnchanged
 		return res, nil

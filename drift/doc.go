@@ -32,8 +32,14 @@
 // is helm-controller's --override-manager (empty by default, as there): a
 // live field desired does not set, owned by those managers (and at most
 // Options.FieldManager), is drift whose correction removes it: an edit
-// by kubectl, say, that added a key. Only such fields are ever removed,
-// and only below maps: list elements are not followed.
+// by kubectl, say, that added a key. So is a live field that
+// Options.FieldManager's own Apply entry alone owns and desired no
+// longer sets, as a server-side apply of desired would drop it (Flux's
+// dry-run apply does); fields it owns through Update operations, as
+// Helm's creates and patches record them, are never removed. Only such
+// fields are ever removed: below maps, and in keyed lists whole elements
+// whose key desired lacks (the correction removes those last, highest
+// index first, so that the indices hold).
 //
 // # Ignore rules
 //
@@ -58,8 +64,11 @@
 // Report also says which objects each rule selected and which rules
 // selected nothing. Report.Corrections plans, in ModeEnabled only, a
 // create per missing object and a JSON patch per modified one; patches
-// add or replace fields desired sets, remove only fields of override
-// managers (see below), and leave ignored paths as live has them.
+// add or replace fields desired sets, remove only the fields described
+// above, and leave ignored paths as live has them. With
+// Options.Rationalize, as helm-controller configures jsondiff, the
+// changes below a map or list become one replace of it when that is the
+// shorter patch (counted as jsondiff v0.6.1 counts it).
 //
 // Secret data and stringData values are masked everywhere a person may
 // read them (ObjectResult.Changes and Patch, Report.String,
@@ -75,16 +84,31 @@
 // Drift follows helm-controller v1.6.3 (internal/action/diff.go) and the
 // fluxcd/pkg ssa/jsondiff v0.76.1 it requires; their data-driven tests
 // run as a peer suite (peer_flux_test.go, testdata/peer/flux), each case
-// marked agree, documented difference or skipped with its reason.
-// Corrections are ordered as fluxcd/pkg/ssa orders kinds (Namespaces and
-// CRDs first). Documented differences: every target-less ignore rule
-// applies (Flux keeps the last); masking never reaches the correction;
-// changes are listed per key, not rationalized into one replace of a
-// map; stringData is compared and reported as the stored data; Secret
-// values are always masked in reports; and a field the applying manager
-// once owned but desired no longer sets is not removed (Flux's dry-run
-// apply drops it), since Helm's upgrade, not drift correction, removes
-// what a chart dropped.
+// marked agree, documented difference or skipped with its reason, and run
+// with the options that express Flux's configuration (helm-controller's
+// Diff rationalizes, overrides its --override-manager managers and
+// applies as its field manager). Corrections are ordered as
+// fluxcd/pkg/ssa orders kinds (Namespaces and CRDs first).
+//
+// Where helmfleet differs, deliberately (SEMANTICS.md §6), and why:
+//
+//   - Ignore rules without a target. Flux keys compiled rules by their
+//     selector, nil for every rule without one, so the last such rule
+//     replaces the others; here every rule applies, since a user who
+//     writes two rules means both.
+//   - Masking. Flux masks a Secret's patch for its log in place, and once
+//     shipped that masked patch as the correction; here masking works on
+//     copies, so the correction keeps the real values. Flux can turn
+//     masking off (MaskSecrets(false)) and, in a rationalized replace of a
+//     data map, leaves the new value of an unchanged key unmasked; here
+//     every Secret value in a report is masked, and the real patch is only
+//     in Report.Corrections.
+//   - Rationalized replaces. Flux may replace the object's root or its
+//     metadata whole (the metadata it compares holds only name, labels
+//     and annotations, so such a replace would drop the rest), and removes
+//     ignored paths from both sides before it rationalizes, so a replaced
+//     map loses the ignored keys live has; here the root, metadata and
+//     any map or list holding an ignored path are never replaced whole.
 //
 // # Limits
 //

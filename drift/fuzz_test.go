@@ -51,6 +51,9 @@ func FuzzDetect(f *testing.F) {
 	f.Add([]byte(`{"stringData":{"p":"secret"},"data":{"q":"cQ=="}}`), []byte(`{"data":{"p":"eA=="}}`), "", uint8(2))
 	f.Add([]byte(`{"spec":{"args":["a","b"],"tolerations":[{"key":"k","value":"1"}]}}`), []byte(`{"spec":{"args":"a","tolerations":[{"key":"k"},{"key":"j"}]}}`),
 		"/spec/tolerations/0/value", uint8(3))
+	f.Add([]byte(`{"data":{"a":"2","b":"1"},"spec":{"template":{"spec":{"containers":[{"name":"a","image":"b"}]}}}}`),
+		[]byte(`{"metadata":{"managedFields":[{"manager":"m","operation":"Apply","fieldsV1":{"f:data":{"f:c":{}},"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"x\"}":{}}}}}}}]},"data":{"a":"1","b":"2","c":"3"},"spec":{"template":{"spec":{"containers":[{"name":"x"},{"name":"a","image":"a"},{"name":"y"}]}}}}`),
+		"/data/b", uint8(24))
 	kinds := []string{"Deployment", "ConfigMap", "Secret", "Service"}
 	f.Fuzz(func(t *testing.T, desiredDoc, liveDoc []byte, pointer string, mode uint8) {
 		kind := kinds[int(mode)%len(kinds)]
@@ -66,6 +69,12 @@ func FuzzDetect(f *testing.F) {
 		opts := drift.Options{Mode: drift.ModeEnabled}
 		if mode&4 != 0 {
 			opts.Managers = []drift.ManagerRule{{Managers: []string{"m"}}}
+		}
+		if mode&8 != 0 {
+			opts.Rationalize = true
+		}
+		if mode&16 != 0 {
+			opts.FieldManager = "m"
 		}
 		cfg, err := drift.Compile(rules, opts)
 		require.NoError(t, err)

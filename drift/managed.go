@@ -17,7 +17,10 @@ import (
 // the fieldsV1 set it owns.
 type owner struct {
 	manager string
-	fields  map[string]any
+	// apply tells an entry of operation Apply (server-side apply) from
+	// one of operation Update.
+	apply  bool
+	fields map[string]any
 }
 
 // fieldOwners are the managedFields of one live object, with an index of
@@ -44,9 +47,20 @@ func ownersOf(live map[string]any) *fieldOwners {
 		if name == "" || fields == nil {
 			continue
 		}
-		out = append(out, owner{manager: name, fields: fields})
+		op, _ := m["operation"].(string)
+		out = append(out, owner{manager: name, apply: op == "Apply", fields: fields})
 	}
 	return &fieldOwners{owners: out}
+}
+
+// applies reports whether manager has an Apply entry.
+func (fo *fieldOwners) applies(manager string) bool {
+	for _, o := range fo.owners {
+		if o.apply && o.manager == manager {
+			return true
+		}
+	}
+	return false
 }
 
 // managersOf returns, sorted and without duplicates, the managers whose

@@ -318,6 +318,12 @@ func maskChange(c FieldChange) FieldChange {
 	if !isSecretDataPath(c.Path) {
 		return c
 	}
+	lm, lok := c.Live.(map[string]any)
+	dm, dok := c.Desired.(map[string]any)
+	if c.Op == "replace" && lok && dok {
+		c.Live, c.Desired = maskMaps(lm, dm)
+		return c
+	}
 	before, after := maskDefault, maskDefault
 	if c.Op == "replace" {
 		before, after = maskBefore, maskAfter
@@ -341,6 +347,28 @@ func maskPatch(p Patch) Patch {
 		out[i] = op
 	}
 	return out
+}
+
+// maskMaps masks the two sides of a data map replaced whole (a
+// rationalized change) key by key, as Flux's maskMap does: a key whose
+// value changed shows the before and after masks, any other key the
+// default mask. Flux leaves the new value of an unchanged key unmasked;
+// here every value is masked.
+func maskMaps(live, desired map[string]any) (map[string]any, map[string]any) {
+	l, d := make(map[string]any, len(live)), make(map[string]any, len(desired))
+	for k, lv := range live {
+		l[k] = maskDefault
+		if dv, ok := desired[k]; ok && !equalValues(lv, dv) {
+			l[k] = maskBefore
+		}
+	}
+	for k, dv := range desired {
+		d[k] = maskDefault
+		if lv, ok := live[k]; ok && !equalValues(lv, dv) {
+			d[k] = maskAfter
+		}
+	}
+	return l, d
 }
 
 // maskValue masks a whole data map key by key, or a single value.

@@ -89,7 +89,11 @@ type Options struct {
 	// them has drifted. Rule targets see the objects with it.
 	HelmRelease *HelmRelease
 	// FieldManager is the manager that applies the desired objects (and
-	// writes corrections); it only matters with OverrideManagers.
+	// writes corrections). A live field desired does not set is drift,
+	// to be removed, when this manager's Apply entry alone owns it: a
+	// server-side apply of desired would drop it, as Flux's dry-run
+	// apply does. Fields it owns through Update operations (Helm's
+	// create and patch) are never removed.
 	FieldManager string
 	// OverrideManagers are helm-controller's --override-manager: field
 	// managers (e.g. "kubectl", "kubectl-edit") whose edits drift
@@ -98,6 +102,14 @@ type Options struct {
 	// manager owning it is one of these or FieldManager. Without them, as
 	// by default in Flux, such fields are another manager's business.
 	OverrideManagers []string
+	// Rationalize reports and patches, as helm-controller's
+	// jsondiff.Rationalize(true) does, one replace of a map or list in
+	// place of the changes below it when that replace is the shorter
+	// JSON patch (a data map whose every key changed). Left false, each
+	// changed field is its own change. Never at the object's root or at
+	// metadata, nor at a map or list holding an ignored path, so that a
+	// correction never touches what it must leave alone.
+	Rationalize bool
 }
 
 // HelmRelease names a Helm release: its name and the namespace it was
@@ -126,6 +138,8 @@ type Config struct {
 	helm     *HelmRelease
 	owner    string
 	override []string
+	// rationalize is Options.Rationalize.
+	rationalize bool
 }
 
 type compiledIgnore struct {
@@ -218,6 +232,7 @@ func Compile(rules []IgnoreRule, opts Options) (*Config, error) {
 		}
 	}
 	c.owner = opts.FieldManager
+	c.rationalize = opts.Rationalize
 	c.override = append([]string(nil), opts.OverrideManagers...)
 	if opts.Extra != nil {
 		m, err := compileSelector("extra", opts.Extra)
