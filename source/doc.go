@@ -29,9 +29,56 @@
 // SelectVersion is the pure rule every resolver uses, identical to Flux's:
 // an exact string match first; "" or "*" is the latest stable version;
 // anything else is a Masterminds/semver constraint (pre-releases only when
-// the constraint has one, e.g. ">=1.0.0-0"); a "v" prefix is allowed; among
-// versions equal but for build metadata the newer "created" wins. OCI tags
-// are read with "_" standing for "+".
+// the constraint has one, e.g. ">=1.0.0-0"); candidates are read as Flux
+// reads them (fluxcd/pkg version.ParseVersion: strict semver with an
+// optional "v", so "1.2" is no candidate and only its exact string selects
+// it); among versions equal but for build metadata the newer "created"
+// wins. OCI tags are read with "_" standing for "+".
+//
+// A chart name asked of a Helm repository (HTTP or OCI) must have the form
+// Flux's chart builder accepts: lower-case letters, digits and dashes, in
+// parts separated by single slashes or periods; anything else, or an empty
+// name, is ErrInvalidChartName before any request. A repository URL that
+// does not parse, or an OCI digest that is not algorithm:hex, is
+// ErrUnsupportedSource, also before any request.
+//
+// The peers' own test data checks all of this: peer_flux_test.go runs the
+// data-driven cases of source-controller's Helm repository, OCI and chart
+// builder tests and of fluxcd/pkg's version parsing, kept under
+// testdata/peer/flux with the tag and commit they were read at.
+//
+// # Where helmfleet differs from Flux
+//
+// Each item: what Flux does, what helmfleet does, and why.
+//
+//   - Unverified archives. Flux downloads the archive an index entry points
+//     at and uses it when the entry has no digest. helmfleet refuses such an
+//     entry (ErrDigestMismatch): an archive nothing vouches for is not
+//     deployed, so a compromised or confused mirror cannot swap it.
+//   - The chart is the one resolved. Flux loads whatever the archive holds:
+//     asked for grafana 6.17.4, it accepts a chart named helmchart 0.1.0 (its
+//     own builder tests do). helmfleet requires the loaded Chart.yaml to name
+//     the chart and version it was resolved as (ErrChartMismatch), so what
+//     runs is what the reference and the status say.
+//   - Other charts' entries. Flux (like Helm) rejects a whole index whose
+//     entries for other charts are malformed; helmfleet resolves the chart
+//     asked for (see Large indexes): one broken entry does not stop every
+//     release from that repository.
+//   - The semver library. Flux v2.6 (source-controller v1.6) pinned
+//     Masterminds/semver v3.3.0; helmfleet uses v3.5.0, as Flux v2.9
+//     (source-controller v1.9) and Helm v3.21 do. Since v3.4 one
+//     pre-release bound opens its AND group to pre-releases: ">1.0.0-beta.1
+//     <2" selects 1.5.0-rc.1, which Flux v2.6 would not (it picks 1.4.0).
+//   - OCIRepository tags. source-controller v1.6 skips tags holding "_";
+//     v1.9 reads "_" as "+" when the layer is a Helm chart, as helmfleet
+//     always does (it only pulls charts). helmfleet also lets a semver
+//     string equal to a tag select that tag first, as for a HelmRepository.
+//   - A gap, not a choice: helmfleet lists an OCIRepository's tags through
+//     Helm's registry client, which returns only strict semver tags without
+//     a "v"; Flux's OCIRepository lists every tag, so a semver range there
+//     can select a tag "v1.2.3" that helmfleet does not see. An OCI
+//     HelmRepository behaves alike in both (Flux uses Helm's client there
+//     too).
 //
 // # Large indexes
 //
@@ -66,9 +113,9 @@
 // revalidated with a conditional request (a 304 costs nothing more), while
 // a chart not resolved from it before costs one unconditional download.
 //
-// helmfleet differs from Helm in one way here: an index whose entries for
-// OTHER charts are malformed (an unknown field, a wrong type) still
-// resolves the chart asked for, where Helm rejects the whole index.
+// helmfleet differs from Helm and Flux in one way here: an index whose
+// entries for OTHER charts are malformed (an unknown field, a wrong type)
+// still resolves the chart asked for, where they reject the whole index.
 //
 // # Verification and limits
 //

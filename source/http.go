@@ -124,8 +124,11 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	fail := func(op string, status int, err error) error {
 		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: ref.Version, StatusCode: status, Err: err}
 	}
-	if ref.Chart == "" {
-		return nil, fail("resolve", 0, fmt.Errorf("%w: chart name is empty", ErrChartNotFound))
+	if err := checkChartName(ref.Chart); err != nil {
+		return nil, fail("resolve", 0, err)
+	}
+	if u, err := url.Parse(repoURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fail("resolve", 0, fmt.Errorf("%w: %s is not an http(s):// URL", ErrUnsupportedSource, redact.URL(repoURL)))
 	}
 	timeout := time.Duration(0)
 	if t := ref.HelmRepository.Spec.Timeout; t != nil && t.Duration > 0 {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"oras.land/oras-go/v2/registry/remote/errcode"
@@ -25,12 +25,12 @@ import (
 // client, which it builds for each resolution from OCIOptions (the
 // caller's credentials, TLS and plain-HTTP settings). The reference is
 // chosen as Flux does: a digest pins the
-// artifact; otherwise a concrete version is the tag, a range lists the
-// tags ("_" read as "+"), keeps those spec.ref.semverFilter matches (a
-// regular expression over the tag as the registry holds it) and picks
-// with SelectVersion (with a filter, even a concrete version is looked up
-// among the filtered tags); an OCIRepository with neither semver nor tag
-// takes "latest". The manifest digest is
+// artifact; for an OCI HelmRepository a concrete version is the tag;
+// otherwise (a range, or any spec.ref.semver of an OCIRepository) the
+// resolver lists the tags ("_" read as "+"), keeps those
+// spec.ref.semverFilter matches (a regular expression over the tag as the
+// registry holds it) and picks with SelectVersion; an OCIRepository with
+// neither semver nor tag takes "latest". The manifest digest is
 // reported, so a re-pushed tag shows up as a new Digest. The pulled
 // chart's Chart.yaml must name the chart (when Ref.Chart names it, as an
 // OCI HelmRepository does) and, when the tag or constraint chose a
@@ -182,6 +182,9 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			tag = "latest"
 		}
 	case ref.HelmRepository != nil && isOCIRepository(ref.HelmRepository):
+		if err := checkChartName(ref.Chart); err != nil {
+			return nil, &Error{Op: "resolve", Source: Redact(ref.HelmRepository.Spec.URL), Chart: ref.Chart, Constraint: ref.Version, Err: err}
+		}
 		repoURL, kind = strings.TrimSuffix(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
 	default:
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
@@ -226,6 +229,12 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		return nil, fail("resolve", fmt.Errorf("%w: %s: an oci:// URL cannot carry credentials, a query or a fragment; the registry client holds the credentials",
 			ErrUnsupportedSource, redact.URL(repoURL)))
 	}
+	if _, err := url.Parse(repoURL); err != nil || strings.ContainsAny(base, " \t\r\n") {
+		return nil, fail("resolve", fmt.Errorf("%w: %s is not a valid oci:// URL", ErrUnsupportedSource, redact.URL(repoURL)))
+	}
+	if digest != "" && !digestForm.MatchString(digest) {
+		return nil, fail("resolve", fmt.Errorf("%w: spec.ref.digest %q is not a digest (algorithm:hex)", ErrUnsupportedSource, digest))
+	}
 	var sess *session // built for the first registry call
 	start := func(op string) error {
 		if err := ctx.Err(); err != nil {
@@ -251,12 +260,16 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		pullRef = base + "@" + digest
 	case tag != "" && constraint == "":
 		pullRef = base + ":" + tag
-		if _, err := semver.StrictNewVersion(strings.TrimPrefix(tagToVersion(tag), "v")); err == nil {
+		if _, err := parseVersion(tagToVersion(tag)); err == nil {
 			version = tagToVersion(tag)
 		}
 	default:
-		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" && filter == "" {
-			version = constraint // a concrete version is the tag
+		if _, err := parseVersion(constraint); err == nil && ref.OCIRepository == nil {
+			// An OCI HelmRepository takes a concrete version as the tag,
+			// as Flux's OCIChartRepository does; an OCIRepository's
+			// spec.ref.semver is always matched against the tags, so
+			// "1.0.0" finds a tag 1.0.0_build.1 too.
+			version = constraint
 		} else {
 			if err := start("list tags"); err != nil {
 				return nil, err
@@ -325,6 +338,9 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		URL:        Redact("oci://" + res.Ref),
 	}, ref, func(err error) error { return fail("read values files", err) })
 }
+
+// digestForm is the grammar of an OCI content digest (algorithm:encoded).
+var digestForm = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
 
 // sourceTimeout returns the spec.timeout of the source ref names.
 func sourceTimeout(ref Ref) *metav1.Duration {
