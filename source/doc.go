@@ -40,7 +40,11 @@
 // parts separated by single slashes or periods; anything else, or an empty
 // name, is ErrInvalidChartName before any request. A repository URL that
 // does not parse, or an OCI digest that is not algorithm:hex, is
-// ErrUnsupportedSource, also before any request.
+// ErrUnsupportedSource, also before any request. Repository URLs are
+// normalised as Flux normalises them: an HTTP(S) index is read at the path
+// with its trailing slashes folded into one, plus index.yaml (query kept),
+// and relative archive URLs resolve against that path; an oci:// URL loses
+// every trailing slash before the chart's name is appended.
 //
 // The peers' own test data checks all of this: peer_flux_test.go runs the
 // data-driven cases of source-controller's Helm repository, OCI and chart

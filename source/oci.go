@@ -185,7 +185,8 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		if err := checkChartName(ref.Chart); err != nil {
 			return nil, &Error{Op: "resolve", Source: Redact(ref.HelmRepository.Spec.URL), Chart: ref.Chart, Constraint: ref.Version, Err: err}
 		}
-		repoURL, kind = strings.TrimSuffix(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
+		// Flux's NormalizeURL drops every trailing slash of an oci:// URL.
+		repoURL, kind = strings.TrimRight(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
 	default:
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
 			Err: fmt.Errorf("%w: OCIResolver needs an OCIRepository or an OCI HelmRepository", ErrUnsupportedSource)}
