@@ -101,6 +101,9 @@ type peerCase struct {
 	Skip         string `json:"skip,omitempty"`
 	Difference   string `json:"difference,omitempty"`
 	HelmfleetErr string `json:"helmfleetErr,omitempty"`
+	// Helmfleet is helmfleet's answer in a documented difference, when it
+	// is not an error.
+	Helmfleet *peerWant `json:"helmfleet,omitempty"`
 
 	// Index fixtures: an inline document, a file of testdata/peer/flux/index,
 	// index entries, or an index of DefaultMaxIndexSize+BigIndex bytes.
@@ -112,16 +115,23 @@ type peerCase struct {
 	MaxIndexSize int64  `json:"maxIndexSize,omitempty"`
 	RepoURL      string `json:"repoURL,omitempty"`
 
-	Chart       string   `json:"chart,omitempty"`
-	Version     string   `json:"version,omitempty"`
-	ValuesFiles []string `json:"valuesFiles,omitempty"`
-	Path        string   `json:"path,omitempty"`
+	Chart                    string    `json:"chart,omitempty"`
+	Version                  string    `json:"version,omitempty"`
+	ValuesFiles              []string  `json:"valuesFiles,omitempty"`
+	IgnoreMissingValuesFiles bool      `json:"ignoreMissingValuesFiles,omitempty"`
+	Auth                     *peerAuth `json:"auth,omitempty"`
+	Path                     string    `json:"path,omitempty"`
 
 	URL       string      `json:"url,omitempty"`
 	URLSuffix string      `json:"urlSuffix,omitempty"`
 	Ref       *peerOCIRef `json:"ref,omitempty"`
 
 	Want peerWant `json:"want"`
+}
+
+type peerAuth struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
 }
 
 type peerOCIRef struct {
@@ -143,8 +153,9 @@ type peerWant struct {
 	Dependencies []*chart.Dependency `json:"dependencies,omitempty"`
 	Absent       []string            `json:"absent,omitempty"`
 
-	URL    string         `json:"url,omitempty"`
-	Values map[string]any `json:"values,omitempty"`
+	URL         string         `json:"url,omitempty"`
+	Values      map[string]any `json:"values,omitempty"`
+	ValuesFiles []string       `json:"valuesFiles,omitempty"`
 
 	Tag      string   `json:"tag,omitempty"`
 	ByDigest bool     `json:"byDigest,omitempty"`
@@ -166,6 +177,7 @@ var peerSentinels = map[string]error{
 	"ChartMismatch":     ErrChartMismatch,
 	"NotFound":          ErrNotFound,
 	"UnsupportedSource": ErrUnsupportedSource,
+	"ValuesFileMissing": ErrValuesFileMissing,
 }
 
 // peerCommits pins every table to the commit it was read at.
@@ -180,7 +192,7 @@ type peerTally struct{ ported, agree, difference, skipped int }
 func TestPeerFlux(t *testing.T) {
 	tallies := map[string]*peerTally{}
 	var keys []string
-	for _, file := range []string{"repository.yaml", "oci.yaml", "builder.yaml", "version.yaml"} {
+	for _, file := range []string{"repository.yaml", "oci.yaml", "builder.yaml", "helmchart.yaml", "version.yaml"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "peer", "flux", file))
 		require.NoError(t, err)
 		var f peerFile
@@ -217,8 +229,12 @@ func TestPeerFlux(t *testing.T) {
 							t.Skip("not ported: " + c.Skip)
 						case c.Difference != "":
 							t.Log("documented difference: " + c.Difference)
-							require.NotEmpty(t, c.HelmfleetErr, "a documented difference says what helmfleet answers")
-							c.Want = peerWant{Err: c.HelmfleetErr}
+							require.True(t, (c.HelmfleetErr != "") != (c.Helmfleet != nil), "a documented difference says what helmfleet answers")
+							if c.Helmfleet != nil {
+								c.Want = *c.Helmfleet
+							} else {
+								c.Want = peerWant{Err: c.HelmfleetErr}
+							}
 						}
 						run(t, c)
 					})
@@ -266,6 +282,10 @@ func peerDriver(t *testing.T, g peerGroup) func(*testing.T, peerCase) {
 		return runPeerName
 	case "url":
 		return runPeerURL
+	case "helmchart-http":
+		return runPeerHelmChartHTTP
+	case "helmchart-oci":
+		return runPeerHelmChartOCI
 	case "local":
 		return func(t *testing.T, c peerCase) {
 			ref := Ref{}
@@ -444,6 +464,13 @@ func checkPeerChart(t *testing.T, got *Chart, err error, w peerWant) {
 	if w.Version != "" {
 		assert.Equal(t, w.Version, got.Version)
 		assert.Equal(t, w.Version, got.Chart.Metadata.Version)
+	}
+	if w.ValuesFiles != nil {
+		names := []string{}
+		for _, f := range got.ValuesFiles {
+			names = append(names, f.Name)
+		}
+		assert.Equal(t, w.ValuesFiles, names)
 	}
 	for k, v := range w.Values {
 		want, err := json.Marshal(v)
@@ -676,4 +703,65 @@ func runPeerURL(t *testing.T, c peerCase) {
 	defer mu.Unlock()
 	require.NotEmpty(t, requests)
 	assert.Equal(t, index, requests[0])
+}
+
+// peerHelmChart is the HelmChart object of a case.
+func peerHelmChart(c peerCase) *HelmChart {
+	return &HelmChart{Spec: HelmChartSpec{Chart: c.Chart, Version: c.Version, ValuesFiles: c.ValuesFiles,
+		IgnoreMissingValuesFiles: c.IgnoreMissingValuesFiles, SourceRef: LocalHelmChartSourceReference{Kind: KindHelmRepository}}}
+}
+
+// basicAuth adds credentials to every request, as a caller's client
+// configured from a HelmRepository's secretRef does.
+type basicAuth struct {
+	user, password string
+	base           http.RoundTripper
+}
+
+func (b basicAuth) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.SetBasicAuth(b.user, b.password)
+	return b.base.RoundTrip(req)
+}
+
+func runPeerHelmChartHTTP(t *testing.T, c peerCase) {
+	tr := newTestRepo(t)
+	for _, v := range []string{"0.2.0", "0.3.0"} {
+		tr.add("helmchart", v, packageChart(t, "helmchart", v, map[string]string{"override.yaml": "replicaCount: 2\n"}), "")
+	}
+	client := tr.srv.Client()
+	if c.Auth != nil {
+		tr.user, tr.password = c.Auth.Username, c.Auth.Password
+		client.Transport = basicAuth{user: c.Auth.Username, password: c.Auth.Password, base: client.Transport}
+	}
+	repoURL := tr.srv.URL
+	if c.RepoURL != "" {
+		repoURL = c.RepoURL
+	}
+	got, err := Composite{HTTP: NewHTTPResolver(client, HTTPOptions{})}.Resolve(context.Background(),
+		Ref{HelmChart: peerHelmChart(c), HelmRepository: helmRepo(repoURL)})
+	checkPeerChart(t, got, err, c.Want)
+}
+
+func runPeerHelmChartOCI(t *testing.T, c peerCase) {
+	var user, password string
+	if c.Auth != nil {
+		user, password = c.Auth.Username, c.Auth.Password
+	}
+	host := newTestRegistry(t, user, password)
+	var opts []registry.ClientOption
+	if user != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(user, password))
+	}
+	data, err := os.ReadFile(filepath.Join("testdata", "peer", "flux", "charts", "helmchart-0.1.0.tgz"))
+	require.NoError(t, err)
+	_, err = newRegistryClient(t, opts...).Push(data, host+"/charts/helmchart:0.1.0")
+	require.NoError(t, err)
+	repoURL := "oci://" + host + "/charts"
+	if c.RepoURL != "" {
+		repoURL = c.RepoURL
+	}
+	got, err := Composite{OCI: newOCIResolver(t, opts...)}.Resolve(context.Background(),
+		Ref{HelmChart: peerHelmChart(c), HelmRepository: &HelmRepository{Spec: HelmRepositorySpec{URL: repoURL, Type: RepositoryTypeOCI}}})
+	checkPeerChart(t, got, err, c.Want)
 }
