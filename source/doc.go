@@ -64,6 +64,12 @@
 //     own builder tests do). helmfleet requires the loaded Chart.yaml to name
 //     the chart and version it was resolved as (ErrChartMismatch), so what
 //     runs is what the reference and the status say.
+//   - Values files and the chart version. Flux merges a HelmChart's
+//     valuesFiles into the chart and re-packages it with the generation as
+//     build metadata (0.3.0+3), so a values change is a new artifact.
+//     helmfleet never rewrites a chart: the files go on unmerged to the
+//     values package, the release records the values digest, and the
+//     version stays the repository's, which can be looked up there.
 //   - Other charts' entries. Flux (like Helm) rejects a whole index whose
 //     entries for other charts are malformed; helmfleet resolves the chart
 //     asked for (see Large indexes): one broken entry does not stop every
