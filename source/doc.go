@@ -81,14 +81,12 @@
 //     <2" selects 1.5.0-rc.1, which Flux v2.6 would not (it picks 1.4.0).
 //   - OCIRepository tags. source-controller v1.6 skips tags holding "_";
 //     v1.9 reads "_" as "+" when the layer is a Helm chart, as helmfleet
-//     always does (it only pulls charts). helmfleet also lets a semver
-//     string equal to a tag select that tag first, as for a HelmRepository.
-//   - A gap, not a choice: helmfleet lists an OCIRepository's tags through
-//     Helm's registry client, which returns only strict semver tags without
-//     a "v"; Flux's OCIRepository lists every tag, so a semver range there
-//     can select a tag "v1.2.3" that helmfleet does not see. An OCI
-//     HelmRepository behaves alike in both (Flux uses Helm's client there
-//     too).
+//     always does (it only pulls charts). Both read the tags as the
+//     registry lists them ("v1.2.3" included), as helmfleet does; an OCI
+//     HelmRepository sees Helm's list (strict semver without "v") in both.
+//     helmfleet also lets a semver string equal to a tag select that tag
+//     first, as for a HelmRepository, where Flux sorts equal versions
+//     (1.0.0 and 1.0.0_build) in no defined order.
 //
 // # Large indexes
 //
@@ -161,9 +159,10 @@
 // Every failure is an *Error naming the operation, the repository URL
 // (without credentials or query, see Redact), the chart and the
 // constraint, with the HTTP status when there was one, wrapping a sentinel
-// such as ErrChartNotFound, ErrNoMatchingVersion, ErrInvalidIndex,
-// ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive, ErrChartMismatch,
-// ErrUnreachable, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrServer.
+// such as ErrInvalidChartName, ErrChartNotFound, ErrNoMatchingVersion,
+// ErrInvalidIndex, ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive,
+// ErrChartMismatch, ErrUnreachable, ErrUnauthorized, ErrForbidden,
+// ErrNotFound, ErrServer or ErrUnsupportedSource.
 // No printed form of an error holds a URL's user, password or query
 // values: URLs quoted in messages (the archive's, a redirect target's,
 // those net/http and the registry client quote) are masked as

@@ -1,15 +1,19 @@
 package source
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,7 +31,9 @@ import (
 // chosen as Flux does: a digest pins the
 // artifact; for an OCI HelmRepository a concrete version is the tag;
 // otherwise (a range, or any spec.ref.semver of an OCIRepository) the
-// resolver lists the tags ("_" read as "+"), keeps those
+// resolver lists the tags ("_" read as "+"; an OCIRepository's as the
+// registry spells them, an OCI HelmRepository's through Helm's client,
+// which keeps strict semver tags without "v", as Flux does), keeps those
 // spec.ref.semverFilter matches (a regular expression over the tag as the
 // registry holds it) and picks with SelectVersion; an OCIRepository with
 // neither semver nor tag takes "latest". The manifest digest is
@@ -147,6 +153,45 @@ type boundTransport struct {
 	ctx      context.Context
 	base     http.RoundTripper
 	requests atomic.Int64
+
+	// listed holds the tags of every tag-list page the registry answered,
+	// spelled as the registry holds them: Helm's client hands back only
+	// strict semver tags without "v", rewritten, where Flux's
+	// OCIRepository reads every tag.
+	mu     sync.Mutex
+	listed []string
+}
+
+// maxTagList caps one page of a registry's tag list.
+const maxTagList = 16 << 20
+
+// tagsListed returns the tags the registry listed so far.
+func (t *boundTransport) tagsListed() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.listed)
+}
+
+// keepTags records the tags of a tag-list page and hands the page on.
+func (t *boundTransport) keepTags(resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTagList+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxTagList {
+		return nil, fmt.Errorf("%w: the registry's tag list is over %d bytes", ErrTooLarge, maxTagList)
+	}
+	var page struct {
+		Tags []string `json:"tags"`
+	}
+	if json.Unmarshal(body, &page) == nil {
+		t.mu.Lock()
+		t.listed = append(t.listed, page.Tags...)
+		t.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 // RoundTrip implements http.RoundTripper. A request ends with the
@@ -157,7 +202,11 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.requests.Add(1)
 	ctx, cancel := context.WithCancel(t.ctx)
 	context.AfterFunc(req.Context(), cancel)
-	return t.base.RoundTrip(req.WithContext(ctx))
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasSuffix(req.URL.Path, "/tags/list") {
+		return resp, err
+	}
+	return t.keepTags(resp)
 }
 
 // Resolve implements Resolver for an OCIRepository or an OCI HelmRepository.
@@ -282,15 +331,20 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			if err := sess.bound(); err != nil {
 				return nil, fail("list tags", err)
 			}
+			if ref.OCIRepository != nil {
+				// Flux's OCIRepository reads every tag as the registry
+				// spells it ("v1.2.3" included); an OCI HelmRepository
+				// takes Helm's list, as Flux's does.
+				tags = sess.transport.tagsListed()
+			}
 			if filter != "" {
 				// Flux's semverFilter: a tag must match it as the
-				// registry holds it ("_" for "+"; Helm's client hands
-				// the tags back with "+") before the range is applied.
+				// registry holds it before the range is applied.
 				re, err := regexp.Compile(filter)
 				if err != nil {
 					return nil, fail("select version", fmt.Errorf("spec.ref.semverFilter %q: %w", filter, err))
 				}
-				tags = slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return !re.MatchString(versionToTag(t)) })
+				tags = slices.DeleteFunc(tags, func(t string) bool { return !re.MatchString(t) })
 			}
 			cands := tagCandidates(tags)
 			i, err := SelectVersion(constraint, cands)

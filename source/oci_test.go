@@ -159,6 +159,42 @@ func TestOCIResolver(t *testing.T) {
 	})
 }
 
+// An OCIRepository's tags are read as the registry spells them, as Flux
+// reads them: "v1.5.0" is a version, "1.6" is none; an OCI HelmRepository
+// sees Helm's list (strict semver without "v"), as Flux's does.
+func TestOCIResolverReadsTagsAsListed(t *testing.T) {
+	host := newTestRegistry(t, "", "")
+	client := newRegistryClient(t)
+	for _, v := range []string{"1.0.0", "v1.5.0", "1.6"} {
+		push(t, client, host, "app", v, nil)
+	}
+	r := newOCIResolver(t)
+	ctx := context.Background()
+	ociRepo := func(ref *OCIRepositoryRef) Ref {
+		return Ref{OCIRepository: &OCIRepository{Spec: OCIRepositorySpec{URL: "oci://" + host + "/charts/app", Reference: ref}}}
+	}
+	tests := []struct {
+		name string
+		ref  Ref
+		want string
+	}{
+		{name: "v prefix is a version", ref: ociRepo(&OCIRepositoryRef{SemVer: ">=1.0.0"}), want: "v1.5.0"},
+		{name: "filter over the tag as listed", ref: ociRepo(&OCIRepositoryRef{SemVer: "*", SemverFilter: "^v"}), want: "v1.5.0"},
+		{name: "partial tag is no version", ref: ociRepo(&OCIRepositoryRef{SemVer: "*", SemverFilter: "^1"}), want: "1.0.0"},
+		{name: "helm repository lists through Helm", ref: Ref{Chart: "app", Version: ">=1.0.0",
+			HelmRepository: &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/charts", Type: RepositoryTypeOCI}}}, want: "1.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Composite{OCI: r}.Resolve(ctx, tt.ref)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got.Version)
+			assert.Equal(t, tt.want, got.Chart.Metadata.Version)
+			assert.True(t, strings.HasSuffix(got.URL, "/charts/app:"+tt.want), got.URL)
+		})
+	}
+}
+
 func TestOCIResolverCredentials(t *testing.T) {
 	host := newTestRegistry(t, "fleet", "s3cret")
 	authed := newRegistryClient(t, registry.ClientOptBasicAuth("fleet", "s3cret"))
