@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -189,4 +190,23 @@ func (c Composite) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 
 func isOCIRepository(r *HelmRepository) bool {
 	return r.Spec.Type == RepositoryTypeOCI || strings.HasPrefix(r.Spec.URL, "oci://")
+}
+
+// chartNameForm is the chart name Flux's remote chart builder accepts for
+// a Helm repository (HTTP or OCI): lower-case letters, digits and dashes,
+// in parts separated by single slashes or periods. It keeps a name from
+// climbing out of an OCI repository path ("../x") and from matching what
+// Flux would refuse.
+var chartNameForm = regexp.MustCompile(`^([-a-z0-9]+/?\.?)+$`)
+
+// checkChartName refuses a chart name Flux refuses, before any request.
+func checkChartName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: the chart name is empty", ErrInvalidChartName)
+	}
+	if !chartNameForm.MatchString(name) {
+		return fmt.Errorf("%w: %q: a chart name is lower-case letters, digits and dashes, in parts separated by single slashes or periods",
+			ErrInvalidChartName, name)
+	}
+	return nil
 }

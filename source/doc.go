@@ -29,9 +29,64 @@
 // SelectVersion is the pure rule every resolver uses, identical to Flux's:
 // an exact string match first; "" or "*" is the latest stable version;
 // anything else is a Masterminds/semver constraint (pre-releases only when
-// the constraint has one, e.g. ">=1.0.0-0"); a "v" prefix is allowed; among
-// versions equal but for build metadata the newer "created" wins. OCI tags
-// are read with "_" standing for "+".
+// the constraint has one, e.g. ">=1.0.0-0"); candidates are read as Flux
+// reads them (fluxcd/pkg version.ParseVersion: strict semver with an
+// optional "v", so "1.2" is no candidate and only its exact string selects
+// it); among versions equal but for build metadata the newer "created"
+// wins. OCI tags are read with "_" standing for "+".
+//
+// A chart name asked of a Helm repository (HTTP or OCI) must have the form
+// Flux's chart builder accepts: lower-case letters, digits and dashes, in
+// parts separated by single slashes or periods; anything else, or an empty
+// name, is ErrInvalidChartName before any request. A repository URL that
+// does not parse, or an OCI digest that is not algorithm:hex, is
+// ErrUnsupportedSource, also before any request. Repository URLs are
+// normalised as Flux normalises them: an HTTP(S) index is read at the path
+// with its trailing slashes folded into one, plus index.yaml (query kept),
+// and relative archive URLs resolve against that path; an oci:// URL loses
+// every trailing slash before the chart's name is appended.
+//
+// The peers' own test data checks all of this: peer_flux_test.go runs the
+// data-driven cases of source-controller's Helm repository, OCI and chart
+// builder tests and of fluxcd/pkg's version parsing, kept under
+// testdata/peer/flux with the tag and commit they were read at.
+//
+// # Where helmfleet differs from Flux
+//
+// Each item: what Flux does, what helmfleet does, and why.
+//
+//   - Unverified archives. Flux downloads the archive an index entry points
+//     at and uses it when the entry has no digest. helmfleet refuses such an
+//     entry (ErrDigestMismatch): an archive nothing vouches for is not
+//     deployed, so a compromised or confused mirror cannot swap it.
+//   - The chart is the one resolved. Flux loads whatever the archive holds:
+//     asked for grafana 6.17.4, it accepts a chart named helmchart 0.1.0 (its
+//     own builder tests do). helmfleet requires the loaded Chart.yaml to name
+//     the chart and version it was resolved as (ErrChartMismatch), so what
+//     runs is what the reference and the status say.
+//   - Values files and the chart version. Flux merges a HelmChart's
+//     valuesFiles into the chart and re-packages it with the generation as
+//     build metadata (0.3.0+3), so a values change is a new artifact.
+//     helmfleet never rewrites a chart: the files go on unmerged to the
+//     values package, the release records the values digest, and the
+//     version stays the repository's, which can be looked up there.
+//   - Other charts' entries. Flux (like Helm) rejects a whole index whose
+//     entries for other charts are malformed; helmfleet resolves the chart
+//     asked for (see Large indexes): one broken entry does not stop every
+//     release from that repository.
+//   - The semver library. Flux v2.6 (source-controller v1.6) pinned
+//     Masterminds/semver v3.3.0; helmfleet uses v3.5.0, as Flux v2.9
+//     (source-controller v1.9) and Helm v3.21 do. Since v3.4 one
+//     pre-release bound opens its AND group to pre-releases: ">1.0.0-beta.1
+//     <2" selects 1.5.0-rc.1, which Flux v2.6 would not (it picks 1.4.0).
+//   - OCIRepository tags. source-controller v1.6 skips tags holding "_";
+//     v1.9 reads "_" as "+" when the layer is a Helm chart, as helmfleet
+//     always does (it only pulls charts). Both read the tags as the
+//     registry lists them ("v1.2.3" included), as helmfleet does; an OCI
+//     HelmRepository sees Helm's list (strict semver without "v") in both.
+//     helmfleet also lets a semver string equal to a tag select that tag
+//     first, as for a HelmRepository, where Flux sorts equal versions
+//     (1.0.0 and 1.0.0_build) in no defined order.
 //
 // # Large indexes
 //
@@ -66,9 +121,9 @@
 // revalidated with a conditional request (a 304 costs nothing more), while
 // a chart not resolved from it before costs one unconditional download.
 //
-// helmfleet differs from Helm in one way here: an index whose entries for
-// OTHER charts are malformed (an unknown field, a wrong type) still
-// resolves the chart asked for, where Helm rejects the whole index.
+// helmfleet differs from Helm and Flux in one way here: an index whose
+// entries for OTHER charts are malformed (an unknown field, a wrong type)
+// still resolves the chart asked for, where they reject the whole index.
 //
 // # Verification and limits
 //
@@ -104,9 +159,10 @@
 // Every failure is an *Error naming the operation, the repository URL
 // (without credentials or query, see Redact), the chart and the
 // constraint, with the HTTP status when there was one, wrapping a sentinel
-// such as ErrChartNotFound, ErrNoMatchingVersion, ErrInvalidIndex,
-// ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive, ErrChartMismatch,
-// ErrUnreachable, ErrUnauthorized, ErrForbidden, ErrNotFound or ErrServer.
+// such as ErrInvalidChartName, ErrChartNotFound, ErrNoMatchingVersion,
+// ErrInvalidIndex, ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive,
+// ErrChartMismatch, ErrUnreachable, ErrUnauthorized, ErrForbidden,
+// ErrNotFound, ErrServer or ErrUnsupportedSource.
 // No printed form of an error holds a URL's user, password or query
 // values: URLs quoted in messages (the archive's, a redirect target's,
 // those net/http and the registry client quote) are masked as

@@ -49,6 +49,10 @@ var (
 	ErrValuesFileMissing = errors.New("values file not found in chart")
 	// ErrUnsupportedSource: no resolver handles the reference's source.
 	ErrUnsupportedSource = errors.New("unsupported chart source")
+	// ErrInvalidChartName: the chart name asked of a Helm repository is
+	// empty or not of the form Flux accepts (lower-case letters, digits
+	// and dashes, parts separated by single slashes or periods).
+	ErrInvalidChartName = errors.New("invalid chart name")
 )
 
 // Error is the error a resolver returns. It names the source (a repository

@@ -128,7 +128,7 @@ func TestHTTPResolverErrorsRedactCredentials(t *testing.T) {
 		}, wantErr: ErrInvalidIndex},
 		{name: "unparsable repository URL", repoURL: func(srvURL string) string {
 			return strings.Replace(srvURL, "http://", "http://fleetuser:s3cret@", 1) + "/%zz?token=SECRET1"
-		}, wantErr: ErrUnreachable},
+		}, wantErr: ErrUnsupportedSource},
 		{name: "redirect to a refused host", handler: func(tr *testRepo, _ string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, ".tgz") {

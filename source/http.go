@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -124,15 +125,21 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	fail := func(op string, status int, err error) error {
 		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: ref.Version, StatusCode: status, Err: err}
 	}
-	if ref.Chart == "" {
-		return nil, fail("resolve", 0, fmt.Errorf("%w: chart name is empty", ErrChartNotFound))
+	if err := checkChartName(ref.Chart); err != nil {
+		return nil, fail("resolve", 0, err)
+	}
+	if u, err := url.Parse(repoURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fail("resolve", 0, fmt.Errorf("%w: %s is not an http(s):// URL", ErrUnsupportedSource, redact.URL(repoURL)))
 	}
 	timeout := time.Duration(0)
 	if t := ref.HelmRepository.Spec.Timeout; t != nil && t.Duration > 0 {
 		timeout = t.Duration
 	}
 	fetchCtx, cancel := withTimeout(ctx, timeout)
-	e, st, status, err := r.findEntries(fetchCtx, repoURL, ref.Chart)
+	// Flux normalises the URL first (NormalizeURL): the index and relative
+	// archive URLs are resolved against the path with one trailing slash.
+	base := normalizeRepoURL(repoURL)
+	e, st, status, err := r.findEntries(fetchCtx, base, ref.Chart)
 	cancel()
 	if err != nil {
 		err = timeoutErr(ctx, err, timeout)
@@ -146,13 +153,13 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fail("select version", 0, err)
 	}
-	r.keep(indexURL(repoURL), st)
+	r.keep(indexURL(base), st)
 	if len(cv.URLs) == 0 {
 		return nil, fail("download chart", 0, fmt.Errorf("%w: version %s lists no URL", ErrInvalidIndex, cv.Version))
 	}
-	archiveURL, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
+	archiveURL, err := repo.ResolveReferenceURL(base, cv.URLs[0])
 	if err != nil {
-		return nil, fail("download chart", 0, fmt.Errorf("%w: %w", ErrInvalidIndex, redact.Error(err, repoURL, cv.URLs[0])))
+		return nil, fail("download chart", 0, fmt.Errorf("%w: %w", ErrInvalidIndex, redact.Error(err, repoURL, base, cv.URLs[0])))
 	}
 	getCtx, cancel := withTimeout(ctx, timeout)
 	data, status, err := r.get(getCtx, archiveURL, r.maxChart)
@@ -235,11 +242,27 @@ func indexURL(repoURL string) string {
 	u, err := url.Parse(repoURL)
 	if err != nil {
 		// The request will fail on the same URL, with a redacted error.
-		return strings.TrimSuffix(repoURL, "/") + "/index.yaml"
+		return strings.TrimRight(repoURL, "/") + "/index.yaml"
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/index.yaml"
+	// As Flux: path.Join of the normalised path and index.yaml.
+	u.Path = path.Join(strings.TrimRight(u.Path, "/")+"/", "index.yaml")
 	if u.RawPath != "" {
-		u.RawPath = strings.TrimSuffix(u.RawPath, "/") + "/index.yaml"
+		u.RawPath = path.Join(strings.TrimRight(u.RawPath, "/")+"/", "index.yaml")
+	}
+	return u.String()
+}
+
+// normalizeRepoURL is Flux's NormalizeURL for an HTTP(S) repository: the
+// path ends in exactly one slash. A URL that does not parse is returned as
+// it is (Resolve refuses it first).
+func normalizeRepoURL(repoURL string) string {
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		return repoURL
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/"
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimRight(u.RawPath, "/") + "/"
 	}
 	return u.String()
 }

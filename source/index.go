@@ -73,7 +73,7 @@ func (e *chartEntries) finish() {
 	}
 	e.invalid = make([]bool, len(e.cands))
 	for i, c := range e.cands {
-		if v, err := semver.NewVersion(c.Version); err == nil {
+		if v, err := parseVersion(c.Version); err == nil {
 			e.parsed[i] = v
 		}
 	}
@@ -208,7 +208,7 @@ func settle(e *chartEntries, res scanResult, chartName string, full func() ([]by
 					e.cands[i] = Candidate{Version: cv.Version, Created: cv.Created}
 				}
 				e.parsed[i] = nil
-				if v, err := semver.NewVersion(e.cands[i].Version); err == nil {
+				if v, err := parseVersion(e.cands[i].Version); err == nil {
 					e.parsed[i] = v
 				}
 			}

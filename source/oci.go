@@ -1,18 +1,22 @@
 package source
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"oras.land/oras-go/v2/registry/remote/errcode"
@@ -25,12 +29,14 @@ import (
 // client, which it builds for each resolution from OCIOptions (the
 // caller's credentials, TLS and plain-HTTP settings). The reference is
 // chosen as Flux does: a digest pins the
-// artifact; otherwise a concrete version is the tag, a range lists the
-// tags ("_" read as "+"), keeps those spec.ref.semverFilter matches (a
-// regular expression over the tag as the registry holds it) and picks
-// with SelectVersion (with a filter, even a concrete version is looked up
-// among the filtered tags); an OCIRepository with neither semver nor tag
-// takes "latest". The manifest digest is
+// artifact; for an OCI HelmRepository a concrete version is the tag;
+// otherwise (a range, or any spec.ref.semver of an OCIRepository) the
+// resolver lists the tags ("_" read as "+"; an OCIRepository's as the
+// registry spells them, an OCI HelmRepository's through Helm's client,
+// which keeps strict semver tags without "v", as Flux does), keeps those
+// spec.ref.semverFilter matches (a regular expression over the tag as the
+// registry holds it) and picks with SelectVersion; an OCIRepository with
+// neither semver nor tag takes "latest". The manifest digest is
 // reported, so a re-pushed tag shows up as a new Digest. The pulled
 // chart's Chart.yaml must name the chart (when Ref.Chart names it, as an
 // OCI HelmRepository does) and, when the tag or constraint chose a
@@ -147,6 +153,45 @@ type boundTransport struct {
 	ctx      context.Context
 	base     http.RoundTripper
 	requests atomic.Int64
+
+	// listed holds the tags of every tag-list page the registry answered,
+	// spelled as the registry holds them: Helm's client hands back only
+	// strict semver tags without "v", rewritten, where Flux's
+	// OCIRepository reads every tag.
+	mu     sync.Mutex
+	listed []string
+}
+
+// maxTagList caps one page of a registry's tag list.
+const maxTagList = 16 << 20
+
+// tagsListed returns the tags the registry listed so far.
+func (t *boundTransport) tagsListed() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.listed)
+}
+
+// keepTags records the tags of a tag-list page and hands the page on.
+func (t *boundTransport) keepTags(resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTagList+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxTagList {
+		return nil, fmt.Errorf("%w: the registry's tag list is over %d bytes", ErrTooLarge, maxTagList)
+	}
+	var page struct {
+		Tags []string `json:"tags"`
+	}
+	if json.Unmarshal(body, &page) == nil {
+		t.mu.Lock()
+		t.listed = append(t.listed, page.Tags...)
+		t.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
 }
 
 // RoundTrip implements http.RoundTripper. A request ends with the
@@ -157,7 +202,11 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.requests.Add(1)
 	ctx, cancel := context.WithCancel(t.ctx)
 	context.AfterFunc(req.Context(), cancel)
-	return t.base.RoundTrip(req.WithContext(ctx))
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasSuffix(req.URL.Path, "/tags/list") {
+		return resp, err
+	}
+	return t.keepTags(resp)
 }
 
 // Resolve implements Resolver for an OCIRepository or an OCI HelmRepository.
@@ -182,7 +231,11 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			tag = "latest"
 		}
 	case ref.HelmRepository != nil && isOCIRepository(ref.HelmRepository):
-		repoURL, kind = strings.TrimSuffix(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
+		if err := checkChartName(ref.Chart); err != nil {
+			return nil, &Error{Op: "resolve", Source: Redact(ref.HelmRepository.Spec.URL), Chart: ref.Chart, Constraint: ref.Version, Err: err}
+		}
+		// Flux's NormalizeURL drops every trailing slash of an oci:// URL.
+		repoURL, kind = strings.TrimRight(ref.HelmRepository.Spec.URL, "/")+"/"+ref.Chart, KindHelmRepository
 	default:
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
 			Err: fmt.Errorf("%w: OCIResolver needs an OCIRepository or an OCI HelmRepository", ErrUnsupportedSource)}
@@ -226,6 +279,12 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		return nil, fail("resolve", fmt.Errorf("%w: %s: an oci:// URL cannot carry credentials, a query or a fragment; the registry client holds the credentials",
 			ErrUnsupportedSource, redact.URL(repoURL)))
 	}
+	if _, err := url.Parse(repoURL); err != nil || strings.ContainsAny(base, " \t\r\n") {
+		return nil, fail("resolve", fmt.Errorf("%w: %s is not a valid oci:// URL", ErrUnsupportedSource, redact.URL(repoURL)))
+	}
+	if digest != "" && !digestForm.MatchString(digest) {
+		return nil, fail("resolve", fmt.Errorf("%w: spec.ref.digest %q is not a digest (algorithm:hex)", ErrUnsupportedSource, digest))
+	}
 	var sess *session // built for the first registry call
 	start := func(op string) error {
 		if err := ctx.Err(); err != nil {
@@ -251,12 +310,16 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		pullRef = base + "@" + digest
 	case tag != "" && constraint == "":
 		pullRef = base + ":" + tag
-		if _, err := semver.StrictNewVersion(strings.TrimPrefix(tagToVersion(tag), "v")); err == nil {
+		if _, err := parseVersion(tagToVersion(tag)); err == nil {
 			version = tagToVersion(tag)
 		}
 	default:
-		if _, err := semver.StrictNewVersion(strings.TrimPrefix(constraint, "v")); err == nil && constraint != "" && filter == "" {
-			version = constraint // a concrete version is the tag
+		if _, err := parseVersion(constraint); err == nil && ref.OCIRepository == nil {
+			// An OCI HelmRepository takes a concrete version as the tag,
+			// as Flux's OCIChartRepository does; an OCIRepository's
+			// spec.ref.semver is always matched against the tags, so
+			// "1.0.0" finds a tag 1.0.0_build.1 too.
+			version = constraint
 		} else {
 			if err := start("list tags"); err != nil {
 				return nil, err
@@ -268,15 +331,20 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			if err := sess.bound(); err != nil {
 				return nil, fail("list tags", err)
 			}
+			if ref.OCIRepository != nil {
+				// Flux's OCIRepository reads every tag as the registry
+				// spells it ("v1.2.3" included); an OCI HelmRepository
+				// takes Helm's list, as Flux's does.
+				tags = sess.transport.tagsListed()
+			}
 			if filter != "" {
 				// Flux's semverFilter: a tag must match it as the
-				// registry holds it ("_" for "+"; Helm's client hands
-				// the tags back with "+") before the range is applied.
+				// registry holds it before the range is applied.
 				re, err := regexp.Compile(filter)
 				if err != nil {
 					return nil, fail("select version", fmt.Errorf("spec.ref.semverFilter %q: %w", filter, err))
 				}
-				tags = slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return !re.MatchString(versionToTag(t)) })
+				tags = slices.DeleteFunc(tags, func(t string) bool { return !re.MatchString(t) })
 			}
 			cands := tagCandidates(tags)
 			i, err := SelectVersion(constraint, cands)
@@ -325,6 +393,9 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		URL:        Redact("oci://" + res.Ref),
 	}, ref, func(err error) error { return fail("read values files", err) })
 }
+
+// digestForm is the grammar of an OCI content digest (algorithm:encoded).
+var digestForm = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
 
 // sourceTimeout returns the spec.timeout of the source ref names.
 func sourceTimeout(ref Ref) *metav1.Duration {

@@ -110,6 +110,10 @@ func TestOCIResolver(t *testing.T) {
 		{name: "semverFilter applies to a concrete version too", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{SemVer: "1.0.0", SemverFilter: "^0\\."})}, wantErr: ErrNoMatchingVersion},
 		{name: "semverFilter matches the tag as written", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{SemVer: "*", SemverFilter: "_build"})}, wantVersion: "0.9.0+build.7"},
 		{name: "underscore tag is build metadata", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{SemVer: "<1.0.0"})}, wantVersion: "0.9.0+build.7"},
+		{name: "semver concrete version matches build metadata", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{SemVer: "0.9.0"})}, wantVersion: "0.9.0+build.7"},
+		{name: "semver concrete version prefers the exact tag", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{SemVer: "1.0.0"})}, wantVersion: "1.0.0", wantDigest: d100},
+		{name: "helm repository concrete version is the tag only", ref: Ref{Chart: "app", Version: "0.9.0",
+			HelmRepository: &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/charts"}}}, wantErr: ErrNotFound},
 		{name: "digest wins over semver", ref: Ref{OCIRepository: ociRepo(&OCIRepositoryRef{Digest: d100, SemVer: "1.x"})}, wantVersion: "1.0.0", wantDigest: d100},
 		{name: "helm repository with constraint", ref: Ref{Chart: "app", Version: "~1.1",
 			HelmRepository: &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/charts", Type: RepositoryTypeOCI}},
@@ -153,6 +157,42 @@ func TestOCIResolver(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotEqual(t, before.Digest, after.Digest)
 	})
+}
+
+// An OCIRepository's tags are read as the registry spells them, as Flux
+// reads them: "v1.5.0" is a version, "1.6" is none; an OCI HelmRepository
+// sees Helm's list (strict semver without "v"), as Flux's does.
+func TestOCIResolverReadsTagsAsListed(t *testing.T) {
+	host := newTestRegistry(t, "", "")
+	client := newRegistryClient(t)
+	for _, v := range []string{"1.0.0", "v1.5.0", "1.6"} {
+		push(t, client, host, "app", v, nil)
+	}
+	r := newOCIResolver(t)
+	ctx := context.Background()
+	ociRepo := func(ref *OCIRepositoryRef) Ref {
+		return Ref{OCIRepository: &OCIRepository{Spec: OCIRepositorySpec{URL: "oci://" + host + "/charts/app", Reference: ref}}}
+	}
+	tests := []struct {
+		name string
+		ref  Ref
+		want string
+	}{
+		{name: "v prefix is a version", ref: ociRepo(&OCIRepositoryRef{SemVer: ">=1.0.0"}), want: "v1.5.0"},
+		{name: "filter over the tag as listed", ref: ociRepo(&OCIRepositoryRef{SemVer: "*", SemverFilter: "^v"}), want: "v1.5.0"},
+		{name: "partial tag is no version", ref: ociRepo(&OCIRepositoryRef{SemVer: "*", SemverFilter: "^1"}), want: "1.0.0"},
+		{name: "helm repository lists through Helm", ref: Ref{Chart: "app", Version: ">=1.0.0",
+			HelmRepository: &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/charts", Type: RepositoryTypeOCI}}}, want: "1.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Composite{OCI: r}.Resolve(ctx, tt.ref)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got.Version)
+			assert.Equal(t, tt.want, got.Chart.Metadata.Version)
+			assert.True(t, strings.HasSuffix(got.URL, "/charts/app:"+tt.want), got.URL)
+		})
+	}
 }
 
 func TestOCIResolverCredentials(t *testing.T) {

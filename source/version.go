@@ -26,8 +26,9 @@ type Candidate struct {
 //   - "" and "*" select the highest stable version (no pre-releases);
 //   - anything else is a Masterminds/semver v3 constraint: "6.x" and
 //     ">= 6.0.0" exclude pre-releases, ">=6.0.0-0" includes them;
-//   - a "v" prefix and partial versions ("1.2") are accepted on candidates;
-//     strings that are not versions are skipped;
+//   - candidates are strict semantic versions with an optional "v" prefix,
+//     as Flux reads them; others ("1.2", "latest") are skipped, so only an
+//     exact string match selects them;
 //   - among versions equal but for build metadata, the newer Created wins.
 //
 // SelectVersion is pure: no I/O, no clock. It returns an error wrapping
@@ -36,11 +37,22 @@ type Candidate struct {
 func SelectVersion(constraint string, candidates []Candidate) (int, error) {
 	parsed := make([]*semver.Version, len(candidates))
 	for i, c := range candidates {
-		if v, err := semver.NewVersion(c.Version); err == nil {
+		if v, err := parseVersion(c.Version); err == nil {
 			parsed[i] = v
 		}
 	}
 	return selectParsed(constraint, candidates, parsed)
+}
+
+// parseVersion reads a candidate's version the way Flux does
+// (fluxcd/pkg/version.ParseVersion): strict semver, three numbers, with
+// an optional "v" in front. "1.2" or "1.2.3.4" are no versions, so only
+// an exact string match can select them.
+func parseVersion(s string) (*semver.Version, error) {
+	if _, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v")); err != nil {
+		return nil, err
+	}
+	return semver.NewVersion(s)
 }
 
 // selectParsed is SelectVersion over versions parsed beforehand (nil where a
@@ -116,7 +128,7 @@ func tagCandidates(tags []string) []Candidate {
 	}
 	var vs []tv
 	for _, t := range tags {
-		v, err := semver.NewVersion(tagToVersion(t))
+		v, err := parseVersion(tagToVersion(t))
 		if err != nil {
 			continue
 		}

@@ -36,7 +36,9 @@ func TestSelectVersion(t *testing.T) {
 		{name: "exact pre-release", constraint: "2.0.0-rc.1", cands: vs("1.0.0", "2.0.0-rc.1"), want: "2.0.0-rc.1"},
 		{name: "v prefix on candidates", constraint: "~1.2", cands: vs("v1.2.0", "v1.2.7", "v1.3.0"), want: "v1.2.7"},
 		{name: "v prefix in constraint", constraint: "v1.2.x", cands: vs("1.2.0", "1.2.7", "1.3.0"), want: "1.2.7"},
-		{name: "partial versions parse", constraint: ">=1", cands: vs("1.2", "1.10"), want: "1.10"},
+		{name: "partial versions are no candidates", constraint: ">=1", cands: vs("1.2", "1.10"), wantErr: ErrNoMatchingVersion},
+		{name: "partial version by exact string", constraint: "1.2", cands: vs("1.2", "1.10"), want: "1.2"},
+		{name: "four numbers are no version", constraint: "*", cands: vs("1.2.3.4", "0.1.0"), want: "0.1.0"},
 		{name: "non versions skipped", constraint: "*", cands: vs("banana", "0.1.0"), want: "0.1.0"},
 		{name: "build metadata: newer created wins", constraint: "*",
 			cands: []Candidate{{Version: "1.0.0+b", Created: t0.Add(2 * time.Hour)}, {Version: "1.0.0+a", Created: t0.Add(5 * time.Hour)}}, want: "1.0.0+a"},
@@ -46,6 +48,11 @@ func TestSelectVersion(t *testing.T) {
 		{name: "no candidates", constraint: "*", cands: nil, wantErr: ErrNoMatchingVersion},
 		{name: "invalid constraint", constraint: ">>1", cands: vs("1.0.0"), wantErr: ErrInvalidConstraint},
 		{name: "or constraint", constraint: "^1.0 || ^3.0", cands: vs("1.4.0", "2.0.0", "3.1.0"), want: "3.1.0"},
+		// semver v3.4+ (Flux v2.7+; Flux v2.6 pinned v3.3.0, where this
+		// picked 1.4.0): one pre-release bound opens its AND group to
+		// pre-releases, but not the other groups of an OR.
+		{name: "pre-release bound opens its AND group", constraint: ">1.0.0-beta.1 <2", cands: vs("1.4.0", "1.5.0-rc.1"), want: "1.5.0-rc.1"},
+		{name: "pre-release bound does not open other OR groups", constraint: ">1.0.0-beta.1 <1.1 || >=3", cands: vs("1.0.5", "3.1.0", "3.2.0-rc.1"), want: "3.1.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
