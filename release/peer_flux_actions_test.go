@@ -45,11 +45,22 @@ func TestPeerFluxAtomicRelease(t *testing.T)        { runScenarios(t, "atomic.ya
 // that moving to it is an upgrade, as in Flux's test).
 const subchartCRDVersion = "flux-subchart-crd"
 
+// ociDigestAnnotation makes peerCharts serve the test chart as an OCI
+// artifact with the annotation's digest (step ociDigest).
+const ociDigestAnnotation = "peer.helmfleet.test/oci-digest"
+
 // peerCharts serves the test chart, and Flux's chart with a CRD in a
 // conditional subchart for the version subchartCRDVersion.
 func peerCharts(t *testing.T) release.ChartGetter {
 	base := fixture.Charts()
 	return release.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*release.Chart, error) {
+		if d := rel.GetAnnotations()[ociDigestAnnotation]; d != "" {
+			ch, err := base.GetChart(ctx, rel)
+			if ch != nil {
+				ch.Digest = d
+			}
+			return ch, err
+		}
 		if rel.Spec.Chart.Spec.Version == subchartCRDVersion {
 			ch, err := loader.LoadDir(filepath.Join("testdata", "peer", "flux", "charts", "subchart-crd"))
 			return &release.Chart{Chart: ch}, err
@@ -127,6 +138,7 @@ var storageOps = map[string]memory.Operation{
 //	failStorage {op, always}: Helm storage writes of op fail ("storage
 //	  <op> error"), every time (Flux's storage.Failing) or only the first;
 //	failHelmDelete: every delete of an object by Helm fails;
+//	ociDigest D: the chart comes from an OCI artifact of digest D;
 //	clearFaults;
 //	helm {action: upgrade|rollback, version}: a Helm action run by someone
 //	  else (values replicaCount 4 for upgrade);
@@ -164,6 +176,13 @@ func applyActionStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *
 			}
 			return nil
 		})
+	case "ociDigest":
+		var d string
+		require.NoError(t, json.Unmarshal(arg, &d))
+		if rel.Annotations == nil {
+			rel.Annotations = map[string]string{}
+		}
+		rel.Annotations[ociDigestAnnotation] = d
 	case "clearFaults":
 		c.SetFaults(nil)
 	case "helm":

@@ -171,6 +171,8 @@ type scenario struct {
 		// Objects says, per "Kind namespace/name" (cluster-scoped:
 		// "Kind name"), whether the object exists after the run.
 		Objects map[string]bool `json:"objects"`
+		// OCIDigests are the history's OCI digests, newest first.
+		OCIDigests []string `json:"ociDigests"`
 		// CurrentDigests: status.observedPostRenderersDigest and
 		// observedCommonMetadataDigest are those of the spec run.
 		CurrentDigests bool `json:"currentDigests"`
