@@ -58,8 +58,9 @@
 // composed from Remediated, TestSuccess and Released (SummarizeReady), and
 // a stall keeps Ready's failure reason beside Stalled. Documented
 // differences: the safe remediation above; a Snapshot records no action;
-// the Reconcile error is non-nil whenever the release does not end ready,
-// where Flux returns nil after a remediation; and Uninstall removes the
+// a reconcile in which an action failed returns that failure as its
+// error even when a remediation followed, where Flux returns none after a
+// remediation; and Uninstall removes the
 // release the spec names even when the status history did not record it
 // (Flux refuses without a matching history).
 //

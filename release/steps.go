@@ -352,13 +352,6 @@ func (ru *run) afterRemediation(err error) error {
 		ru.markReady(metav1.ConditionFalse, ru.conditionReason(ConditionRemediated), err.Error())
 		return err
 	}
-	if ru.lastErr == nil {
-		// The failure was met by an earlier reconcile; this one only
-		// remediated it. Flux returns no error here; helmfleet's error says
-		// the release did not end ready, as every other path does.
-		ru.lastErr = fmt.Errorf("release %s on cluster %s: remediated by %s after a failed %s; not ready",
-			ru.rel.ref(), ru.cluster.Name(), ru.res.Action, ru.rel.Status.LastAttemptedReleaseAction)
-	}
 	// After an uninstall remediation of an upgrade, Flux always comes
 	// back to install again, even out of retries.
 	if ru.res.Action == ActionUninstall && ru.rel.Status.LastAttemptedReleaseAction == ReleaseActionUpgrade {
