@@ -631,7 +631,8 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
 	res.Action, res.Actions = ActionUninstall, []Action{ActionUninstall}
-	defer rel.SummarizeReady()
+	// Ready is summarized from Released before the status is returned.
+	defer func() { rel.SummarizeReady(); res.Status = rel.Status }()
 	name := rel.GetTargetNamespace() + "/" + rel.GetReleaseName()
 	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
 	if err == nil {
@@ -641,12 +642,10 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 		case errors.Is(err, driver.ErrReleaseNotFound):
 			msg := fmt.Sprintf("Helm release %s was not found, assuming it is uninstalled", name)
 			ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
-			res.Status = rel.Status
 			return res, nil
 		case err != nil && rel.GetUninstall().KeepHistory && strings.Contains(err.Error(), "is already deleted"):
 			msg := fmt.Sprintf("Helm release %s was already uninstalled", name)
 			ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
-			res.Status = rel.Status
 			return res, nil
 		case err == nil:
 			err = ru.uninstallRecorded()
@@ -658,7 +657,6 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 		rel.Status.Failures++
 		ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallFailed, err.Error())
 		res.Next = NextRequeue
-		res.Status = rel.Status
 		return res, err
 	}
 	msg := fmt.Sprintf("Helm uninstall succeeded for release %s", name)
@@ -667,7 +665,6 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 	}
 	rel.Status.Inventory = nil
 	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
-	res.Status = rel.Status
 	return res, nil
 }
 

@@ -235,8 +235,10 @@ func runScenario(t *testing.T, sc scenario) {
 	switch sc.Mode {
 	case "uninstall":
 		res, uerr := rec.Uninstall(ctx, c, rel)
-		state, decided, err = res.State, rel, uerr
-		action = res.Action
+		state, err, action = res.State, uerr, res.Action
+		// The conditions are read from the status the Result returns.
+		decided = rel.DeepCopy()
+		decided.Status = res.Status
 	case "reconcile":
 		var res *release.Result
 		res, err = rec.Reconcile(ctx, c, rel)
