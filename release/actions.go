@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/kube"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -29,39 +31,80 @@ func (ru *run) actionErr(a Action, err error) error {
 	return &ActionError{Release: ru.rel.ref(), Cluster: ru.cluster.Name(), Action: a, Err: err}
 }
 
-// released records the outcome of an install or upgrade.
-func (ru *run) released(a Action, err error) error {
+// released records the outcome of an install or upgrade, as Flux's
+// install and upgrade actions do: the records the action wrote join the
+// history; a failure counts in status.failures, and against the action's
+// retries only when it wrote a release record (an action that left
+// storage untouched has nothing to remediate and is simply tried again);
+// a success clears the counters of a RetryOnFailure strategy and, with
+// tests enabled, marks the tests as awaited. Ready is then summarized.
+func (ru *run) released(a Action, wrote bool, err error) error {
 	rel, st := ru.rel, &ru.rel.Status
 	md := ru.d.chart.Chart.Metadata
-	ru.observeLatest()
+	if wrote {
+		ru.observeLatest()
+	}
 	st.StorageNamespace = rel.GetStorageNamespace()
-	st.RemoveCondition(ConditionTestSuccess)
 	okReason, failReason := ReasonInstallSucceeded, ReasonInstallFailed
 	rem := rel.GetInstall().GetRemediation()
-	st.LastAttemptedReleaseAction = ReleaseActionInstall
+	strategy := rel.GetInstall().GetStrategy()
 	if a == ActionUpgrade {
 		okReason, failReason = ReasonUpgradeSucceeded, ReasonUpgradeFailed
 		rem = rel.GetUpgrade().GetRemediation()
-		st.LastAttemptedReleaseAction = ReleaseActionUpgrade
+		strategy = rel.GetUpgrade().GetStrategy()
 	}
+	defer rel.SummarizeReady()
 	if err != nil {
 		// An attempt the caller cancelled is not the release's failure: it
 		// takes nothing from the retries, so the next reconcile continues.
 		if ru.ctx.Err() == nil {
-			rem.IncrementFailureCount(st)
 			st.Failures++
+			if wrote {
+				rem.IncrementFailureCount(st)
+			}
 		}
 		msg := fmt.Sprintf("Helm %s failed for release %s/%s with chart %s@%s: %v", a, rel.GetTargetNamespace(), rel.GetReleaseName(), md.Name, md.Version, err)
 		ru.setCondition(ConditionReleased, metav1.ConditionFalse, failReason, msg)
-		ru.markReady(metav1.ConditionFalse, failReason, msg)
 		return ru.actionErr(a, err)
 	}
 	msg := fmt.Sprintf("Helm %s succeeded for release %s with chart %s@%s", a, fullName(ru.res.Helm), md.Name, md.Version)
 	ru.setCondition(ConditionReleased, metav1.ConditionTrue, okReason, msg)
-	st.RemoveCondition(ConditionRemediated)
+	if cur := st.History.Latest(); rel.GetTest().Enable && cur != nil && !cur.HasBeenTested() {
+		ru.setCondition(ConditionTestSuccess, metav1.ConditionUnknown, "AwaitingTests",
+			fmt.Sprintf("Helm release %s with chart %s is awaiting tests", cur.FullReleaseName(), cur.VersionedChartName()))
+	}
+	if strategy.Name == ActionStrategyRetryOnFailure {
+		// Failures matter only while the release is failed.
+		st.ClearFailures()
+	}
 	st.ObservedPostRenderersDigest = postRenderersDigest(rel)
 	st.ObservedCommonMetadataDigest = commonMetadataDigest(rel)
 	return nil
+}
+
+// beginRelease prepares the status for an install or upgrade, as Flux
+// does: it records the attempt, and drops the test and remediation
+// results of what came before. It returns the latest revision in storage
+// so that the outcome can tell whether the action wrote a record.
+func (ru *run) beginRelease(a Action) int {
+	st := &ru.rel.Status
+	st.LastAttemptedReleaseAction = ReleaseActionInstall
+	if a == ActionUpgrade {
+		st.LastAttemptedReleaseAction = ReleaseActionUpgrade
+	}
+	st.RemoveCondition(ConditionTestSuccess)
+	st.RemoveCondition(ConditionRemediated)
+	return ru.latestVersion()
+}
+
+// latestVersion is the latest revision of the release in storage, 0 if
+// none (or storage cannot be read).
+func (ru *run) latestVersion() int {
+	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	if err != nil || last == nil {
+		return 0
+	}
+	return last.Version
 }
 
 func (ru *run) install() error {
@@ -79,6 +122,10 @@ func (ru *run) install() error {
 	i.Replace = spec.Replace
 	i.CreateNamespace = spec.CreateNamespace
 	i.PostRenderer = ru.d.post
+	before := ru.beginRelease(ActionInstall)
+	// An install starts a new history: nothing before it is a rollback
+	// target (Flux).
+	rel.Status.ClearHistory()
 	switch spec.GetCRDsPolicy() {
 	case Skip:
 		i.SkipCRDs = true
@@ -86,11 +133,11 @@ func (ru *run) install() error {
 		// Helm only creates; helmfleet creates or replaces them first.
 		i.SkipCRDs = true
 		if err := ru.applyCRDs(true); err != nil {
-			return ru.released(ActionInstall, err)
+			return ru.released(ActionInstall, false, err)
 		}
 	}
 	_, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
-	return ru.released(ActionInstall, err)
+	return ru.released(ActionInstall, ru.latestVersion() > before, err)
 }
 
 func (ru *run) upgrade() error {
@@ -110,15 +157,16 @@ func (ru *run) upgrade() error {
 	u.ResetValues = !spec.PreserveValues
 	u.ReuseValues = spec.PreserveValues
 	u.PostRenderer = ru.d.post
+	before := ru.beginRelease(ActionUpgrade)
 	// Helm never touches CRDs on upgrade; Flux (and helmfleet) create
 	// missing ones (Create) or also replace existing ones (CreateReplace).
 	if policy := spec.GetCRDsPolicy(); policy != Skip {
 		if err := ru.applyCRDs(policy == CreateReplace); err != nil {
-			return ru.released(ActionUpgrade, err)
+			return ru.released(ActionUpgrade, false, err)
 		}
 	}
 	_, err := u.Run(rel.GetReleaseName(), ru.d.chart.Chart, ru.d.values.Values)
-	return ru.released(ActionUpgrade, err)
+	return ru.released(ActionUpgrade, ru.latestVersion() > before, err)
 }
 
 // applyCRDs creates the chart's CRDs that are missing and, with replace,
@@ -127,6 +175,13 @@ func (ru *run) upgrade() error {
 // CRDs too.
 func (ru *run) applyCRDs(replace bool) error {
 	kc := ru.cfg.KubeClient
+	// Only the CRDs of enabled subcharts: Helm's install drops the
+	// disabled dependencies (conditions and tags) before it reads the
+	// CRDs, and so does this, with Helm's own function, which Helm's
+	// action runs on the same chart right after.
+	if err := chartutil.ProcessDependenciesWithMerge(ru.d.chart.Chart, ru.d.values.Values); err != nil {
+		return fmt.Errorf("crds: dependencies: %w", err)
+	}
 	for _, crd := range ru.d.chart.Chart.CRDObjects() {
 		rl, err := kc.Build(bytes.NewReader(crd.File.Data), false)
 		if err != nil {
@@ -158,32 +213,52 @@ func (ru *run) test() error {
 	t.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
 	t.Filters = map[string][]string{}
 	setFilters(t, spec.Filters)
+	defer rel.SummarizeReady()
 	_, err := t.Run(rel.GetReleaseName())
 	ru.observeLatest()
-	if cur := st.History.Latest(); cur != nil && cur.TestHooks == nil {
-		// A chart without tests (or all filtered out) has been tested.
-		cur.SetTestHooks(map[string]*TestHookStatus{})
-	}
+	cur := st.History.Latest()
 	if err != nil {
-		msg := fmt.Sprintf("Helm test failed for release %s: %v", fullName(ru.res.Helm), err)
+		name := fullName(ru.res.Helm)
+		if cur != nil {
+			name = cur.FullReleaseName() + " with chart " + cur.VersionedChartName()
+		}
+		msg := fmt.Sprintf("Helm test failed for release %s: %v", name, err)
 		ru.setCondition(ConditionTestSuccess, metav1.ConditionFalse, ReasonTestFailed, msg)
+		if ru.ctx.Err() != nil {
+			// A cancelled test is not a failure of the release.
+			return ru.actionErr(ActionTest, err)
+		}
+		st.Failures++
+		if !cur.HasBeenTested() {
+			// No result was recorded: the tests are run again, and the
+			// failure counts against no retries (Flux).
+			return ru.actionErr(ActionTest, err)
+		}
 		ignore := spec.IgnoreFailures
 		if rem := rel.GetActiveRemediation(); rem != nil {
 			ignore = rem.MustIgnoreTestFailures(ignore)
-			if !ignore && ru.ctx.Err() == nil { // a cancelled test is not a failure
+			if !ignore {
 				rem.IncrementFailureCount(st)
-				st.Failures++
 			}
 		}
 		if ignore {
 			return nil
 		}
-		ru.markReady(metav1.ConditionFalse, ReasonTestFailed, msg)
 		return ru.actionErr(ActionTest, err)
 	}
-	n := len(st.History.Latest().GetTestHooks())
+	if cur == nil {
+		return ru.actionErr(ActionTest, errors.New("no release recorded in the status history to take the results of"))
+	}
+	if cur.TestHooks == nil {
+		// A chart without tests (or all filtered out) has been tested.
+		cur.SetTestHooks(map[string]*TestHookStatus{})
+	}
+	hooks := "no test hooks"
+	if n := len(cur.GetTestHooks()); n > 0 {
+		hooks = fmt.Sprintf("%d test hook(s) completed successfully", n)
+	}
 	ru.setCondition(ConditionTestSuccess, metav1.ConditionTrue, ReasonTestSucceeded,
-		fmt.Sprintf("Helm test succeeded for release %s with chart %s: %d test hook(s) completed", fullName(ru.res.Helm), st.History.Latest().VersionedChartName(), n))
+		fmt.Sprintf("Helm test succeeded for release %s with chart %s: %s", cur.FullReleaseName(), cur.VersionedChartName(), hooks))
 	return nil
 }
 
@@ -201,6 +276,7 @@ func (ru *run) rollback() error {
 	rb.Force = spec.Force
 	rb.CleanupOnFail = spec.CleanupOnFail
 	rb.MaxHistory = rel.GetMaxHistory()
+	defer rel.SummarizeReady()
 	err := rb.Run(rel.GetReleaseName())
 	ru.observeLatest()
 	why := ""
@@ -222,6 +298,9 @@ func (ru *run) uninstallRemediation() error {
 	rel := ru.rel
 	name := fullName(ru.res.Helm)
 	err := ru.uninstall(ru.cfg, rel.GetReleaseName())
+	if err == nil {
+		err = ru.uninstallRecorded()
+	}
 	ru.observeLatest()
 	if err != nil {
 		msg := fmt.Sprintf("Helm uninstall of release %s failed: %v", name, err)
@@ -236,9 +315,40 @@ func (ru *run) uninstallRemediation() error {
 	return nil
 }
 
+// errNoStorageUpdate is an uninstall that Helm reported done while the
+// release record says otherwise: Helm only logs a failed write of the
+// uninstalled status (Flux's ErrNoStorageUpdate).
+var errNoStorageUpdate = errors.New("uninstall completed, but the release record in storage was not updated")
+
+// uninstallRecorded checks, after an uninstall that kept the history,
+// that storage records the release as uninstalled.
+func (ru *run) uninstallRecorded() error {
+	if !ru.rel.GetUninstall().KeepHistory {
+		return nil
+	}
+	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	if err != nil || last == nil || last.Info == nil {
+		return err
+	}
+	if last.Info.Status != helmrelease.StatusUninstalled {
+		return fmt.Errorf("%w: %s is %s", errNoStorageUpdate, fullName(last), last.Info.Status)
+	}
+	return nil
+}
+
 // uninstall runs Helm's uninstall of name with spec.uninstall's settings;
 // an absent release is not an error.
 func (ru *run) uninstall(cfg *action.Configuration, name string) error {
+	err := ru.helmUninstall(cfg, name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil
+	}
+	return err
+}
+
+// helmUninstall runs Helm's uninstall of name with spec.uninstall's
+// settings and returns Helm's error as it is.
+func (ru *run) helmUninstall(cfg *action.Configuration, name string) error {
 	spec := ru.rel.GetUninstall()
 	u := action.NewUninstall(cfg)
 	u.KeepHistory = spec.KeepHistory
@@ -247,13 +357,11 @@ func (ru *run) uninstall(cfg *action.Configuration, name string) error {
 	u.Timeout = spec.GetTimeout(ru.rel.GetTimeout()).Duration
 	u.DeletionPropagation = spec.GetDeletionPropagation()
 	_, err := u.Run(name)
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil
-	}
 	return err
 }
 
 func (ru *run) unlock(last *helmrelease.Release) error {
+	defer ru.rel.SummarizeReady()
 	was := last.Info.Status
 	last.SetStatus(helmrelease.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", was))
 	if err := ru.cfg.Releases.Update(last); err != nil {
@@ -503,8 +611,18 @@ func (ru *run) correctDrift(report *drift.Report) error {
 }
 
 // Uninstall removes the Helm release of rel from cluster with
-// spec.uninstall's settings. A release that is already absent is not an
-// error. A suspended release is left alone, as Flux leaves it.
+// spec.uninstall's settings, as Flux uninstalls a HelmRelease being
+// deleted: a release that is already absent, or already uninstalled with
+// its history kept, is not an error (the Released condition says it was
+// not this call that removed it); an uninstall that Helm reports done but
+// that storage does not record is one. The history keeps the release's
+// snapshot, marked uninstalled. A suspended release is left alone, as
+// Flux leaves it.
+//
+// helmfleet differs from Flux in one point: the release removed is the
+// one the spec names (release name, storage namespace), whether or not
+// the status history recorded it, so that a fleet can remove a release
+// from a member whose status it lost.
 func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Release) (*Result, error) {
 	res := &Result{Action: ActionNone, Next: NextDone}
 	if rel.Spec.Suspend {
@@ -512,30 +630,70 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	res.Action, res.Actions = ActionUninstall, []Action{ActionUninstall}
+	// Ready is summarized from Released before the status is returned.
+	defer func() { rel.SummarizeReady(); res.Status = rel.Status }()
+	name := rel.GetTargetNamespace() + "/" + rel.GetReleaseName()
 	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
 	if err == nil {
-		err = ru.uninstall(cfg, rel.GetReleaseName())
+		ru.cfg = cfg
+		err = ru.helmUninstall(cfg, rel.GetReleaseName())
+		switch {
+		case errors.Is(err, driver.ErrReleaseNotFound):
+			msg := fmt.Sprintf("Helm release %s was not found, assuming it is uninstalled", name)
+			ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
+			return res, nil
+		case err != nil && rel.GetUninstall().KeepHistory && strings.Contains(err.Error(), "is already deleted"):
+			msg := fmt.Sprintf("Helm release %s was already uninstalled", name)
+			ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
+			return res, nil
+		case err == nil:
+			err = ru.uninstallRecorded()
+		}
+		ru.observeUninstalled(err == nil)
 	}
-	res.Action, res.Actions = ActionUninstall, []Action{ActionUninstall}
 	if err != nil {
 		err = ru.actionErr(ActionUninstall, err)
+		rel.Status.Failures++
 		ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallFailed, err.Error())
-		ru.markReady(metav1.ConditionFalse, ReasonUninstallFailed, err.Error())
 		res.Next = NextRequeue
-		res.Status = rel.Status
 		return res, err
 	}
-	msg := fmt.Sprintf("Helm uninstall succeeded for release %s/%s", rel.GetTargetNamespace(), rel.GetReleaseName())
-	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
-	ru.markReady(metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
-	if rel.GetUninstall().KeepHistory {
-		if cur := rel.Status.History.Latest(); cur != nil {
-			cur.Status = SnapshotStatusUninstalled
-			cur.Deleted = metav1.NewTime(r.now())
-		}
-	} else {
-		rel.Status.ClearHistory()
+	msg := fmt.Sprintf("Helm uninstall succeeded for release %s", name)
+	if cur := rel.Status.History.Latest(); cur != nil {
+		msg = fmt.Sprintf("Helm uninstall succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName())
 	}
-	res.Status = rel.Status
+	rel.Status.Inventory = nil
+	ru.setCondition(ConditionReleased, metav1.ConditionFalse, ReasonUninstallSucceeded, msg)
 	return res, nil
+}
+
+// observeUninstalled updates the snapshot of the revision an uninstall
+// touched: from its record when storage kept it, else (purged) marked
+// uninstalled when the uninstall succeeded.
+func (ru *run) observeUninstalled(ok bool) {
+	st := &ru.rel.Status
+	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	if err != nil {
+		return
+	}
+	if last != nil {
+		ru.res.Helm = last
+		for i, s := range st.History {
+			if s.Name == last.Name && s.Namespace == last.Namespace && s.Version == last.Version {
+				snap := snapshotOf(last, s.OCIDigest)
+				if snap.TestHooks == nil {
+					snap.TestHooks = s.TestHooks
+				}
+				st.History[i] = snap
+			}
+		}
+		return
+	}
+	if cur := st.History.Latest(); ok && cur != nil && cur.Name == ru.rel.GetReleaseName() {
+		if cur.Status != SnapshotStatusUninstalled {
+			cur.Deleted = metav1.NewTime(ru.r.now())
+		}
+		cur.Status = SnapshotStatusUninstalled
+	}
 }

@@ -51,10 +51,18 @@
 //
 // The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),
 // checked by that project's own test data ported into
-// testdata/peer/flux (peer_flux_test.go). Documented differences: the safe
-// remediation above; a Snapshot records no
-// action; and the Reconcile error is non-nil whenever the release does not
-// end ready, where Flux returns nil after a remediation that wrote storage.
+// testdata/peer/flux (peer_flux_test.go, peer_flux_actions_test.go): the
+// state and action tables, the atomic-release scenarios and the suites of
+// each action. As in Flux, an install starts a new history, a failure
+// counts against the retries only when it wrote a release record, Ready is
+// composed from Remediated, TestSuccess and Released (SummarizeReady), and
+// a stall keeps Ready's failure reason beside Stalled. Documented
+// differences: the safe remediation above; a Snapshot records no action;
+// a reconcile in which an action failed returns that failure as its
+// error even when a remediation followed, where Flux returns none after a
+// remediation; and Uninstall removes the
+// release the spec names even when the status history did not record it
+// (Flux refuses without a matching history).
 //
 // # The layers above
 //

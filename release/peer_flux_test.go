@@ -165,6 +165,17 @@ type scenario struct {
 		Next         string   `json:"next"`
 		RequeueAfter string   `json:"requeueAfter"`
 		History      []string `json:"history"`
+		// Storage is Helm's records of the release after the run,
+		// newest first, as "vN status".
+		Storage []string `json:"storage"`
+		// Objects says, per "Kind namespace/name" (cluster-scoped:
+		// "Kind name"), whether the object exists after the run.
+		Objects map[string]bool `json:"objects"`
+		// OCIDigests are the history's OCI digests, newest first.
+		OCIDigests []string `json:"ociDigests"`
+		// CurrentDigests: status.observedPostRenderersDigest and
+		// observedCommonMetadataDigest are those of the spec run.
+		CurrentDigests bool `json:"currentDigests"`
 	} `json:"want"`
 	// UninstallHealthyRelease opts in to Flux's uninstall remediation.
 	UninstallHealthyRelease bool `json:"uninstallHealthyRelease"`
@@ -204,14 +215,10 @@ func runScenario(t *testing.T, sc scenario) {
 	ctx := context.Background()
 	h := &scriptedHealth{}
 	c := memory.New("member1", memory.WithHealth(h.fn))
-	rec := fixture.Reconciler(t, nil)
-	if sc.UninstallHealthyRelease {
-		now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-		var err error
-		rec, err = release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), Now: func() time.Time { return now },
-			PollInterval: 2 * time.Millisecond, UninstallHealthyRelease: true})
-		require.NoError(t, err)
-	}
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: peerCharts(t), Now: func() time.Time { return now },
+		PollInterval: 2 * time.Millisecond, UninstallHealthyRelease: sc.UninstallHealthyRelease})
+	require.NoError(t, err)
 	rel := fixture.Release()
 	for _, raw := range sc.Steps {
 		applyStep(t, ctx, c, h, rec, rel, raw)
@@ -223,10 +230,16 @@ func runScenario(t *testing.T, sc scenario) {
 	var (
 		state   release.State
 		action  = release.ActionNone
-		err     error
 		decided *release.Release
 	)
-	if sc.Mode == "reconcile" {
+	switch sc.Mode {
+	case "uninstall":
+		res, uerr := rec.Uninstall(ctx, c, rel)
+		state, err, action = res.State, uerr, res.Action
+		// The conditions are read from the status the Result returns.
+		decided = rel.DeepCopy()
+		decided.Status = res.Status
+	case "reconcile":
 		var res *release.Result
 		res, err = rec.Reconcile(ctx, c, rel)
 		state, decided = res.State, rel
@@ -248,20 +261,28 @@ func runScenario(t *testing.T, sc scenario) {
 			require.NoError(t, perr)
 			assert.Equal(t, d, res.RequeueAfter, "requeueAfter")
 		}
-		if sc.Want.History != nil {
-			var got []string
-			for _, s := range rel.Status.History {
-				e := fmt.Sprintf("v%d %s", s.Version, s.Status)
-				if s.TestHooks != nil {
-					e += " +tests"
-				}
-				got = append(got, e)
-			}
-			assert.Equal(t, sc.Want.History, got, "history")
-		}
-	} else {
+	default:
 		p := rec.Plan(ctx, c, rel)
 		state, action, err, decided = p.State, p.Action, p.Err, p.Release
+	}
+	if sc.Want.History != nil {
+		var got []string
+		for _, s := range rel.Status.History {
+			e := fmt.Sprintf("v%d %s", s.Version, s.Status)
+			if s.TestHooks != nil {
+				e += " +tests"
+			}
+			got = append(got, e)
+		}
+		if len(sc.Want.History) == 0 {
+			assert.Empty(t, got, "history")
+		} else {
+			assert.Equal(t, sc.Want.History, got, "history")
+		}
+	}
+	checkCluster(t, ctx, c, sc, rel)
+	if sc.Want.CurrentDigests {
+		assert.Equal(t, digestsOfFreshInstall(t, rel), [2]string{rel.Status.ObservedPostRenderersDigest, rel.Status.ObservedCommonMetadataDigest}, "observed digests")
 	}
 
 	if sc.Want.State != "" {
@@ -411,21 +432,25 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, h *scripted
 			Kind    string `json:"kind"`
 		}
 		require.NoError(t, json.Unmarshal(arg, &a))
-		h.version, h.kind = a.Version, a.Kind
+		h.broken = append(h.broken, [2]string{a.Version, a.Kind})
 	default:
-		require.FailNow(t, "unknown step", "%s", name)
+		if !applyActionStep(t, ctx, c, rec, rel, name, arg) {
+			require.FailNow(t, "unknown step", "%s", name)
+		}
 	}
 }
 
-// scriptedHealth fails the objects of one kind rendered from one chart
-// version; everything else is ready.
+// scriptedHealth fails the objects of a kind rendered from a chart
+// version, for each pair of broken; everything else is ready.
 type scriptedHealth struct {
-	version, kind string
+	broken [][2]string
 }
 
 func (h *scriptedHealth) fn(u *unstructured.Unstructured) memory.Health {
-	if h.kind != "" && u.GetKind() == h.kind && u.GetLabels()["helm.sh/chart"] == "podinfo-"+h.version {
-		return memory.Health{Failed: true, Message: "scripted failure of " + h.kind + " of podinfo-" + h.version}
+	for _, b := range h.broken {
+		if u.GetKind() == b[1] && u.GetLabels()["helm.sh/chart"] == "podinfo-"+b[0] {
+			return memory.Health{Failed: true, Message: "scripted failure of " + b[1] + " of podinfo-" + b[0]}
+		}
 	}
 	return memory.Health{Ready: true}
 }

@@ -327,8 +327,10 @@ func typeOf(a Action) actionType {
 // rel.Status gets Flux's conditions (Ready, Reconciling, Stalled,
 // Released, TestSuccess, Remediated, Drifted), history snapshots and
 // counters; the Result says what was done and what to do next. The error
-// is nil only when the release ends ready (or suspended); a stalled
-// release returns a *StalledError, a failed action an *ActionError.
+// is nil when the release ends ready (or suspended), and when a reconcile
+// only remediated a failure met by an earlier one and asks to be run
+// again (Next requeue, as Flux requeues); a stalled release returns a
+// *StalledError, a failed action an *ActionError.
 //
 // Cancellation: ctx is observed by every call Helm makes into the cluster
 // and by every wait, so a cancelled reconcile returns promptly after Helm

@@ -66,7 +66,10 @@ func TestRetriesExhaustedThenSpecChanges(t *testing.T) {
 	assert.Contains(t, err.Error(), "image pull back-off")
 	assert.Equal(t, release.NextStalled, res.Next)
 	assert.Equal(t, "True/RetriesExceeded", cond(rel, release.ConditionStalled))
-	assert.Equal(t, "False/RetriesExceeded", cond(rel, release.ConditionReady))
+	// As in Flux, Ready keeps saying what failed; Stalled says why
+	// nothing more is tried.
+	assert.Equal(t, "False/InstallFailed", cond(rel, release.ConditionReady))
+	assert.Contains(t, rel.Status.GetCondition(release.ConditionReady).Message, "image pull back-off")
 	assert.Equal(t, []string{"6.5.0 failed"}, history(t, c))
 	assert.Contains(t, c.Summary(), "Deployment apps/podinfo", "no remediation: the failed install's objects stay")
 

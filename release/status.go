@@ -384,3 +384,60 @@ type TestHookStatus struct {
 	// Phase is the hook's phase (Succeeded, Failed, …).
 	Phase string `json:"phase,omitempty"`
 }
+
+// SummarizeReady sets the Ready condition from the Remediated,
+// TestSuccess and Released conditions, as Flux's helm-controller does
+// after every action: the newest of them by observed generation, in that
+// order of priority, gives Ready its status, reason and message (for the
+// release's current generation), except that a remediation, even a
+// successful one, makes Ready False. TestSuccess counts only while tests
+// are enabled and their failures not ignored, and is removed when tests
+// are disabled. A Ready True removes any Stalled condition. A status
+// without conditions is left alone.
+func (in *Release) SummarizeReady() {
+	order := []string{ConditionRemediated, ConditionReleased}
+	if t := in.GetTest(); t.Enable && !t.IgnoreFailures {
+		order = []string{ConditionRemediated, ConditionTestSuccess, ConditionReleased}
+	}
+	if !in.GetTest().Enable {
+		in.Status.RemoveCondition(ConditionTestSuccess)
+	}
+	if len(in.Status.Conditions) == 0 {
+		return
+	}
+	pos := func(typ string) (int, bool) {
+		for i, t := range order {
+			if t == typ {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	// Flux sorts with this very comparison, which is no strict order:
+	// conditions of different generations keep their relative order
+	// unless the newer one also has the higher priority. A stable sort of
+	// a copy picks the same first condition without reordering the
+	// status.
+	conds := append([]metav1.Condition(nil), in.Status.Conditions...)
+	sort.SliceStable(conds, func(i, j int) bool {
+		ip, ok := pos(conds[i].Type)
+		if !ok {
+			return false
+		}
+		jp, ok := pos(conds[j].Type)
+		if !ok {
+			return true
+		}
+		return conds[i].ObservedGeneration >= conds[j].ObservedGeneration && ip < jp
+	})
+	first := conds[0]
+	status := first.Status
+	if first.Type == ConditionRemediated {
+		status = metav1.ConditionFalse
+	}
+	if status == metav1.ConditionTrue {
+		in.Status.RemoveCondition(ConditionStalled)
+	}
+	in.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: status, Reason: first.Reason,
+		Message: first.Message, ObservedGeneration: in.Generation, LastTransitionTime: first.LastTransitionTime})
+}

@@ -405,7 +405,12 @@ func (ru *run) stall(err error) error {
 	now := metav1.NewTime(ru.r.now())
 	ru.rel.Status.SetCondition(metav1.Condition{Type: ConditionStalled, Status: metav1.ConditionTrue, Reason: se.Reason, Message: msg, ObservedGeneration: ru.rel.Generation, LastTransitionTime: now})
 	ru.rel.Status.RemoveCondition(ConditionReconciling)
-	ru.markReady(metav1.ConditionFalse, se.Reason, msg)
+	// As Flux does, Ready keeps saying what failed (InstallFailed,
+	// TestFailed, RollbackSucceeded, …) and Stalled says why nothing more
+	// is tried; a Ready that would still claim success is made False.
+	if c := ru.rel.Status.GetCondition(ConditionReady); c == nil || c.Status == metav1.ConditionTrue {
+		ru.markReady(metav1.ConditionFalse, se.Reason, msg)
+	}
 	return se
 }
 
