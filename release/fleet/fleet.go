@@ -79,8 +79,9 @@ type Config struct {
 // override policies and values overriders give each member its own copy,
 // and the Reconciler runs each copy. The Fleet keeps, per member and
 // release, the copy last applied with its status (the inventory the
-// reconciler's history and the garbage collection need); Inventory and
-// Restore persist it. Safe for concurrent use, one Apply at a time.
+// reconciler's history and the garbage collection need), in a Store when
+// Config has one, so that a restarted process finds it. Safe for
+// concurrent use, one Apply at a time.
 type Fleet struct {
 	members   []release.Member
 	byName    map[string]release.Member
@@ -576,8 +577,9 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 func (p *Plan) Mermaid() string { return p.graph.Mermaid(nil) }
 
 // Inventory returns the per-member releases the fleet applied, with their
-// status, sorted by key: what a caller persists to continue after a
-// restart (see Restore).
+// status, sorted by key, each annotated with its member: what a caller
+// without a Config.Store persists by hand to continue after a restart
+// (see Restore).
 func (f *Fleet) Inventory() []*release.Release {
 	f.mu.Lock()
 	defer f.mu.Unlock()

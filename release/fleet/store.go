@@ -282,11 +282,13 @@ func (f *Fleet) ensureLoaded(ctx context.Context) error {
 // themselves; call it again when another process may have written the
 // store since. An entry for a member the fleet does not have is an error
 // naming both: its release could not be garbage-collected. Without a
-// store, Load does nothing.
+// store, Load does nothing. It waits for a running Apply to end.
 func (f *Fleet) Load(ctx context.Context) error {
 	if f.cfg.Store == nil {
 		return nil
 	}
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
 	f.loadMu.Lock()
 	defer f.loadMu.Unlock()
 	entries, err := f.cfg.Store.Load(ctx)
