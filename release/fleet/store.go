@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -84,6 +85,9 @@ type ObjectStore struct {
 	client    release.ObjectClient
 	namespace string
 	name      string
+	// zips reuses gzip writers: each holds about 800 KB of compressor
+	// state, more than an entry.
+	zips sync.Pool
 }
 
 var _ Store = (*ObjectStore)(nil)
@@ -174,9 +178,15 @@ func (s *ObjectStore) Save(ctx context.Context, e Entry) error {
 		return fmt.Errorf("inventory entry %s: %w", e.Key, err)
 	}
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
+	zw, _ := s.zips.Get().(*gzip.Writer)
+	if zw == nil {
+		zw = gzip.NewWriter(&buf)
+	} else {
+		zw.Reset(&buf)
+	}
 	_, _ = zw.Write(raw)
 	_ = zw.Close()
+	s.zips.Put(zw)
 	if buf.Len() > MaxEntryBytes {
 		return &EntryTooLargeError{Key: e.Key, Size: buf.Len(), Limit: MaxEntryBytes}
 	}
