@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -147,4 +149,43 @@ func TestFleetValuesFromMembersAndStoreOnRealClusters(t *testing.T) {
 	secrets, err = hub.List(ctx(t), secretGVK, "fleet-system", nil)
 	require.NoError(t, err)
 	assert.Len(t, secrets, 1)
+}
+
+// TestObjectStoreOnRealHub: entries round-trip through Secrets of a real
+// API server, deleting an absent entry is no error, and an entry just
+// under fleet.MaxEntryBytes fits in one Secret there (the limit leaves
+// room under the server's 1 MiB).
+func TestObjectStoreOnRealHub(t *testing.T) {
+	hub := admin(t, "hub")
+	namespace(t, hub, "store-test")
+	s, err := fleet.NewObjectStore(hub, fleet.ObjectStoreConfig{Namespace: "store-test", Name: "big"})
+	require.NoError(t, err)
+	objs, err := release.Decode(strings.NewReader(podinfoYAML("apps")))
+	require.NoError(t, err)
+	rel := objs.Releases[0]
+	k := fleet.Key{Cluster: "member1", Namespace: rel.Namespace, Name: rel.Name}
+
+	// Random text compresses little: size it from the refusal of a larger one.
+	noise := make([]byte, fleet.MaxEntryBytes)
+	_, _ = rand.Read(noise)
+	text := base64.StdEncoding.EncodeToString(noise)
+	rel.Spec.Values = map[string]any{"blob": text}
+	var tl *fleet.EntryTooLargeError
+	require.ErrorAs(t, s.Save(ctx(t), fleet.Entry{Key: k, Release: rel}), &tl)
+	fit := len(text) * fleet.MaxEntryBytes / tl.Size * 99 / 100
+	rel.Spec.Values = map[string]any{"blob": text[:fit]}
+	require.NoError(t, s.Save(ctx(t), fleet.Entry{Key: k, Release: rel}), "an entry of about %d compressed bytes", fleet.MaxEntryBytes*99/100)
+	require.NoError(t, s.Save(ctx(t), fleet.Entry{Key: k, Release: rel}), "saving again replaces")
+
+	entries, err := s.Load(ctx(t))
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, k, entries[0].Key)
+	assert.Equal(t, text[:fit], entries[0].Release.Spec.Values["blob"])
+
+	require.NoError(t, s.Delete(ctx(t), k))
+	require.NoError(t, s.Delete(ctx(t), k), "an absent entry")
+	entries, err = s.Load(ctx(t))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
 }
