@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -246,4 +247,37 @@ func TestValuesFromErrors(t *testing.T) {
 		_, err = fleet.New(fleet.Config{Members: vf.list})
 		assert.EqualError(t, err, "fleet: config: Reconciler or ReconcilerConfig is required")
 	})
+}
+
+// Secret text read on a member reaches no output, as on the hub (the
+// canary suite): neither a plan's errors, table and JSON nor the apply's.
+func TestValuesFromMemberSecretReachesNoOutput(t *testing.T) {
+	ctx := context.Background()
+	vf := newValuesFleet(t, 0, nil)
+	for _, c := range vf.members {
+		_, err := c.Apply(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"namespace": "apps", "name": "ui"},
+			"data":     map[string]any{"values.yaml": base64.StdEncoding.EncodeToString([]byte(canary))},
+		}}, release.ApplyOptions{FieldManager: "test"})
+		require.NoError(t, err)
+	}
+	f := vf.fleet(t, fleet.ValuesFromMember)
+	in := decodeInputs(t, valuesFromYAML)
+	in.Releases[0].Spec.ValuesFrom = []release.ValuesReference{{Kind: "Secret", Name: "ui", TargetPath: "ui.message"}}
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Len(t, plan.Errors, 3, "a comma in a value at a targetPath fails every member")
+	data, err := json.Marshal(plan)
+	require.NoError(t, err)
+	outputs := []string{plan.Table(), string(data), fmt.Sprintf("%v %+v", plan.Errors, plan.Errors)}
+	rep, err := f.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.Error(t, err)
+	outputs = append(outputs, err.Error(), rep.Table())
+	for _, out := range outputs {
+		assert.Contains(t, out, "prod-us-1")
+		for _, part := range []string{"CANA", `x"`, "RY,b"} {
+			assert.NotContains(t, out, part)
+		}
+	}
 }
