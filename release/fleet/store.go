@@ -292,7 +292,9 @@ func (f *Fleet) ensureLoaded(ctx context.Context) error {
 // themselves; call it again when another process may have written the
 // store since. An entry for a member the fleet does not have is an error
 // naming both: its release could not be garbage-collected. Without a
-// store, Load does nothing. It waits for a running Apply to end.
+// store, Load does nothing. It waits for a running Apply to end. Status
+// and Inventory show what is loaded: nothing before the first Plan,
+// Drift or Load.
 func (f *Fleet) Load(ctx context.Context) error {
 	if f.cfg.Store == nil {
 		return nil
