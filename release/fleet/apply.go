@@ -154,7 +154,9 @@ type Event struct {
 // still has work to do later fails with *UnfinishedError, so that nothing
 // starts on it. A cancelled Apply leaves every release in a state the next
 // Apply continues from: a cancelled attempt takes nothing from a release's
-// retries.
+// retries, and the inventory entries of what it changed are still saved
+// (Config.Store), each write bounded by a few seconds. A release whose
+// entry cannot be saved fails, with a *StoreError.
 func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*ApplyReport, error) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
@@ -290,7 +292,28 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 				return p.Err
 			}
 		}
+		rec := f.rec
+		from, hasValuesFrom := plan.valuesFrom[k]
+		if hasValuesFrom {
+			var err error
+			if rec, err = f.reconcilerFor(k, from); err != nil {
+				item.Err = err
+				return err
+			}
+		}
 		rel := p.Release.DeepCopy()
+		// A release installed for the first time is written to the store
+		// before, so that a process dying during the install leaves it
+		// known to garbage collection.
+		f.mu.Lock()
+		_, known := f.applied[k]
+		f.mu.Unlock()
+		if !known {
+			if err := f.save(ctx, k, rel); err != nil {
+				item.Err = err
+				return err
+			}
+		}
 		// A reconcile that ends asking to come back at once (a pending
 		// release unlocked, a remediation done) is run again, as a
 		// controller would requeue it; one that must wait (a retry
@@ -301,7 +324,8 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			err error
 		)
 		for pass := 0; pass < maxPasses; pass++ {
-			res, err = f.rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+			res, err = rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+			err = nameValuesFrom(k, from, err)
 			if res != nil {
 				item.Actions = append(item.Actions, res.Actions...)
 			}
@@ -312,6 +336,9 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		f.mu.Lock()
 		f.applied[k] = rel
 		f.mu.Unlock()
+		if serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) }); serr != nil {
+			err = errors.Join(err, serr)
+		}
 		if res != nil {
 			item.Next, item.RequeueAfter = res.Next, res.RequeueAfter
 			if res.Helm != nil {
@@ -405,6 +432,9 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 			f.mu.Lock()
 			delete(f.applied, k)
 			f.mu.Unlock()
+			if err = bookkeeping(ctx, func(ctx context.Context) error { return f.forget(ctx, k) }); err != nil {
+				item.Err = err
+			}
 			f.emit(Event{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
 		}
 		return err
@@ -468,8 +498,12 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			f.mu.Lock()
 			f.applied[k] = rel
 			f.mu.Unlock()
+			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
 			if ir, ok := items[k]; ok {
 				ir.RolledBack = true
+				if serr != nil {
+					ir.Err = errors.Join(ir.Err, serr)
+				}
 			}
 			f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 		}
@@ -674,6 +708,18 @@ func (rep *ApplyReport) Mermaid() string {
 	}
 	return sb.String()
 }
+
+// bookkeeping runs an inventory write that follows a change already made
+// on a member with a context that outlives the cancellation of ctx, for
+// a short while, so that a cancelled Apply still records what it did.
+func bookkeeping(ctx context.Context, write func(context.Context) error) error {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	return write(c)
+}
+
+// bookkeepingTimeout bounds an inventory write after a cancel.
+const bookkeepingTimeout = 10 * time.Second
 
 // maxPasses bounds the reconciles Apply runs for one release in a row
 // while each asks to come back at once.

@@ -30,11 +30,47 @@
 // back the failed members. The ApplyReport says what happened per release
 // and wave (Table, Mermaid); Events report progress as it happens.
 //
+// # Where valuesFrom is read
+//
+// A release's spec.valuesFrom names ConfigMaps and Secrets in its
+// namespace; the fleet reads them on the hub or on each member, per
+// release: the annotation fleet.helmfleet.io/values-from (ValuesFromHub,
+// ValuesFromMember) on the member's copy after overrides, else
+// Config.ValuesFrom. Member mode reads through the member's own cluster
+// (release.NewObjectValues), so each member gets the values of the
+// objects it holds: seed 003 places per-cluster values ConfigMaps on each
+// cluster with ClusterResourceSets, and in Karmada's per-member Flux each
+// member's helm-controller reads its local ConfigMaps. It needs
+// Config.ReconcilerConfig, from which the fleet builds one reconciler per
+// member. Plan.ValuesFrom, the table's VALUESFROM column and the JSON
+// field valuesFrom say which was used; a read that fails is a
+// *ValuesFromError naming the member, the release and the reference.
+//
+// The default is the hub, for three reasons. Flux reads valuesFrom where
+// the HelmRelease lives, and the fleet's HelmReleases live on the hub. A
+// plan made on the hub then depends on what the hub holds only: every
+// per-member difference is declared there, by an override policy, and is
+// reviewed in the plan, where in member mode a ConfigMap changed on one
+// member by hand changes that member's release. And a missing object is
+// one error on the hub, not a different state on each member. Choose
+// member mode where the objects are per cluster by design (seed 003,
+// Karmada's per-member Flux), or where Secrets must not leave their
+// member.
+//
 // # Inventory and drift
 //
 // The Fleet remembers, per member and release, the copy it last applied
 // with its status: what garbage collection and the next plan start from.
-// Inventory and Restore carry it over a restart. Fleet.Drift checks every
-// applied release on its member under the release's ignore rules, listing
-// each kind once per member, and with correct patches drift back.
+// With a Config.Store (NewObjectStore: one Secret per entry in a
+// namespace of the hub, through the hub's release.ObjectClient) it
+// survives a restart: Apply saves an entry before a release is first
+// installed on a member (a process that dies during the install still
+// leaves it known) and after every reconcile, rollback and uninstall, and
+// a new Fleet loads the store before its first Plan or Drift, so it
+// garbage-collects releases an earlier process installed. One process
+// writes a store at a time (a controller elects a leader; Load again
+// after taking over). Without a store, Inventory and Restore carry it by
+// hand. Fleet.Drift checks every applied release on its member under the
+// release's ignore rules, listing each kind once per member, and with
+// correct patches drift back.
 package fleet

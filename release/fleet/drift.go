@@ -68,6 +68,9 @@ func (d *DriftReport) String() string {
 // namespace; with correct, it patches drifted objects back and recreates
 // missing ones. A member that fails fails only its own items.
 func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
+	if err := f.ensureLoaded(ctx); err != nil {
+		return nil, fmt.Errorf("fleet drift: %w", err)
+	}
 	f.mu.Lock()
 	byCluster := map[string][]Key{}
 	rels := map[Key]*release.Release{}

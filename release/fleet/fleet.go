@@ -40,12 +40,30 @@ func keyLess(a, b Key) bool {
 	return a.Name < b.Name
 }
 
-// Config is what a Fleet needs. Members and Reconciler are required.
+// Config is what a Fleet needs: Members, and Reconciler or
+// ReconcilerConfig.
 type Config struct {
 	// Members are the member clusters.
 	Members []release.Member
-	// Reconciler reconciles each release on each member.
+	// Reconciler reconciles each release on each member; its values
+	// reader is where every release reads valuesFrom (ValuesFromHub). Set
+	// it or ReconcilerConfig, not both.
 	Reconciler *release.Reconciler
+	// ReconcilerConfig is what the fleet builds its reconcilers from when
+	// Reconciler is nil: one with ReconcilerConfig.Values (the hub's
+	// reader, e.g. release.NewObjectValues(hub)) for releases that read
+	// valuesFrom on the hub, and one per member whose Values is
+	// release.NewObjectValues of that member's cluster, for releases that
+	// read it on the member (ValuesFromMember). Member mode needs it.
+	ReconcilerConfig *release.ReconcilerConfig
+	// ValuesFrom is where releases without a ValuesFromAnnotation read
+	// valuesFrom; default ValuesFromHub, where the Release itself lives
+	// (see the package doc for why).
+	ValuesFrom ValuesFrom
+	// Store keeps the inventory where a restarted process finds it (see
+	// NewObjectStore); nil keeps it in this process only (Inventory and
+	// Restore carry it by hand).
+	Store Store
 	// Concurrency bounds the releases reconciled at once; default 8.
 	Concurrency int
 	// ClusterConcurrency bounds them per member; default 2.
@@ -61,14 +79,19 @@ type Config struct {
 // override policies and values overriders give each member its own copy,
 // and the Reconciler runs each copy. The Fleet keeps, per member and
 // release, the copy last applied with its status (the inventory the
-// reconciler's history and the garbage collection need); Inventory and
-// Restore persist it. Safe for concurrent use, one Apply at a time.
+// reconciler's history and the garbage collection need), in a Store when
+// Config has one, so that a restarted process finds it. Safe for
+// concurrent use, one Apply at a time.
 type Fleet struct {
-	members []release.Member
-	byName  map[string]release.Member
-	rec     *release.Reconciler
-	cfg     Config
-	applyMu sync.Mutex
+	members   []release.Member
+	byName    map[string]release.Member
+	rec       *release.Reconciler
+	memberRec map[string]*release.Reconciler
+	cfg       Config
+	applyMu   sync.Mutex
+
+	loadMu sync.Mutex
+	loaded bool
 
 	mu      sync.Mutex
 	applied map[Key]*release.Release
@@ -76,8 +99,11 @@ type Fleet struct {
 
 // New returns a Fleet for cfg.
 func New(cfg Config) (*Fleet, error) {
-	if cfg.Reconciler == nil {
-		return nil, errors.New("fleet: config: Reconciler is required")
+	if cfg.ValuesFrom == "" {
+		cfg.ValuesFrom = ValuesFromHub
+	}
+	if !cfg.ValuesFrom.valid() {
+		return nil, fmt.Errorf("fleet: config: ValuesFrom: %q is neither %q nor %q", cfg.ValuesFrom, ValuesFromHub, ValuesFromMember)
 	}
 	members, err := release.SortMembers(cfg.Members)
 	if err != nil {
@@ -92,9 +118,12 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = depgraph.SystemClock()
 	}
-	f := &Fleet{members: members, byName: map[string]release.Member{}, rec: cfg.Reconciler, cfg: cfg, applied: map[Key]*release.Release{}}
+	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, applied: map[Key]*release.Release{}}
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
+	}
+	if err := f.buildReconcilers(cfg); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -131,9 +160,18 @@ type Plan struct {
 	// all or nothing refuses any error).
 	Errors []error
 
-	graph *depgraph.Graph[Key]
-	gc    *depgraph.Graph[Key]
-	items map[Key]*release.ReleasePlan
+	graph      *depgraph.Graph[Key]
+	gc         *depgraph.Graph[Key]
+	items      map[Key]*release.ReleasePlan
+	valuesFrom map[Key]ValuesFrom
+}
+
+// ValuesFrom returns where the plan of k read its release's valuesFrom;
+// false when the release has no valuesFrom (or k is not planned, or is
+// an uninstall).
+func (p *Plan) ValuesFrom(k Key) (ValuesFrom, bool) {
+	v, ok := p.valuesFrom[k]
+	return v, ok
 }
 
 // ItemError is a Plan error of one release on one member: the item's
@@ -177,6 +215,9 @@ func (p *Plan) Item(k Key) (*release.ReleasePlan, bool) {
 // against what runs there now; and which releases it holds that are no
 // longer wanted (uninstalls, unless suspended).
 func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
+	if err := f.ensureLoaded(ctx); err != nil {
+		return nil, fmt.Errorf("fleet plan: %w", err)
+	}
 	engine, err := policy.NewEngine(in.Policies)
 	if err != nil {
 		return nil, fmt.Errorf("fleet plan: policies: %w", err)
@@ -202,15 +243,18 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	// A release that cannot be placed is named in Plan.Errors (below);
 	// the others are still planned.
-	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}}
+	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}, valuesFrom: map[Key]ValuesFrom{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
 			plan.Errors = append(plan.Errors, fmt.Errorf("release %s/%s: %w", op.Object.Namespace, op.Object.Name, op.Err))
 		}
 	}
 	type todo struct {
-		key Key
-		rel *release.Release
+		key  Key
+		rel  *release.Release
+		from ValuesFrom
+		rec  *release.Reconciler
+		err  error
 	}
 	var work []todo
 	for _, co := range engine.Materialize(placement) {
@@ -233,7 +277,14 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 				r.Status = *prev.Status.DeepCopy()
 			}
 			f.mu.Unlock()
-			work = append(work, todo{k, r})
+			w := todo{key: k, rel: r}
+			w.rec = f.rec
+			// Where valuesFrom is read matters only to a release that has
+			// one; a bad annotation is an error either way.
+			if w.from, w.err = f.valuesFromOf(k, r); w.err == nil && len(r.Spec.ValuesFrom) > 0 {
+				w.rec, w.err = f.reconcilerFor(k, w.from)
+			}
+			work = append(work, w)
 		}
 	}
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
@@ -241,8 +292,14 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.cfg.Concurrency)
 	for i, w := range work {
+		if w.err != nil {
+			plan.Items[i] = &release.ReleasePlan{Cluster: w.key.Cluster, Release: w.rel, Action: release.ActionNone, Err: w.err}
+			continue
+		}
 		g.Go(func() error {
-			plan.Items[i] = f.rec.Plan(gctx, f.byName[w.key.Cluster].Cluster, w.rel)
+			p := w.rec.Plan(gctx, f.byName[w.key.Cluster].Cluster, w.rel)
+			p.Err = nameValuesFrom(w.key, w.from, p.Err)
+			plan.Items[i] = p
 			return nil
 		})
 	}
@@ -254,6 +311,9 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	for i, w := range work {
 		plan.items[w.key] = plan.Items[i]
+		if len(w.rel.Spec.ValuesFrom) > 0 && w.err == nil {
+			plan.valuesFrom[w.key] = w.from
+		}
 		if err := plan.Items[i].Err; err != nil {
 			plan.Errors = append(plan.Errors, &ItemError{Key: w.key, Err: err})
 		}
@@ -409,11 +469,12 @@ func fromUnstructured(u *unstructured.Unstructured) (*release.Release, error) {
 }
 
 // Table renders the plan as a table: member, release, state, action,
-// chart, revision now, the Kubernetes version rendered for, and errors.
+// chart, revision now, the Kubernetes version rendered for, where
+// valuesFrom was read (hub, member, or - without valuesFrom), and errors.
 func (p *Plan) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tNOTE")
+	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tVALUESFROM\tNOTE")
 	for _, it := range p.Items {
 		note := it.Reason
 		if it.Err != nil {
@@ -430,7 +491,11 @@ func (p *Plan) Table() string {
 		case it.CapabilitiesFrom == release.CapabilitiesFromHelmDefault:
 			kube += " (helm default)"
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, chart, it.Revision, kube, note)
+		from := "-"
+		if v, ok := p.valuesFrom[keyOfPlan(it)]; ok {
+			from = string(v)
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, chart, it.Revision, kube, from, note)
 	}
 	_ = tw.Flush()
 	for _, e := range p.Errors {
@@ -466,12 +531,14 @@ type planJSON struct {
 	Version   string         `json:"version,omitempty"`
 	Revision  int            `json:"revision"`
 	// KubeVersion and CapabilitiesFrom: what the chart was rendered for.
-	KubeVersion      string         `json:"kubeVersion,omitempty"`
-	CapabilitiesFrom string         `json:"capabilitiesFrom,omitempty"`
-	Values           map[string]any `json:"values,omitempty"`
-	Objects          []string       `json:"objects,omitempty"`
-	Diff             string         `json:"diff,omitempty"`
-	Error            string         `json:"error,omitempty"`
+	KubeVersion      string `json:"kubeVersion,omitempty"`
+	CapabilitiesFrom string `json:"capabilitiesFrom,omitempty"`
+	// ValuesFrom is where valuesFrom was read: hub or member.
+	ValuesFrom ValuesFrom     `json:"valuesFrom,omitempty"`
+	Values     map[string]any `json:"values,omitempty"`
+	Objects    []string       `json:"objects,omitempty"`
+	Diff       string         `json:"diff,omitempty"`
+	Error      string         `json:"error,omitempty"`
 }
 
 // MarshalJSON renders the plan as JSON: items (with values redacted where
@@ -485,7 +552,7 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	for _, it := range p.Items {
 		j := planJSON{Cluster: it.Cluster, Namespace: it.Release.Namespace, Name: it.Release.Name, State: it.State,
 			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff,
-			KubeVersion: it.KubeVersion, CapabilitiesFrom: it.CapabilitiesFrom}
+			KubeVersion: it.KubeVersion, CapabilitiesFrom: it.CapabilitiesFrom, ValuesFrom: p.valuesFrom[keyOfPlan(it)]}
 		if it.Values != nil {
 			j.Values = it.Values.Redacted()
 		}
@@ -510,8 +577,9 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 func (p *Plan) Mermaid() string { return p.graph.Mermaid(nil) }
 
 // Inventory returns the per-member releases the fleet applied, with their
-// status, sorted by key: what a caller persists to continue after a
-// restart (see Restore).
+// status, sorted by key, each annotated with its member: what a caller
+// without a Config.Store persists by hand to continue after a restart
+// (see Restore).
 func (f *Fleet) Inventory() []*release.Release {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -535,7 +603,9 @@ func (f *Fleet) Inventory() []*release.Release {
 // MemberAnnotation names the member of a Release in an Inventory.
 const MemberAnnotation = "helmfleet.io/member"
 
-// Restore replaces the fleet's inventory with one Inventory returned.
+// Restore replaces the fleet's inventory with one Inventory returned. It
+// writes nothing to Config.Store, and the fleet no longer loads the
+// store by itself (Load still does).
 func (f *Fleet) Restore(inventory []*release.Release) error {
 	applied := map[Key]*release.Release{}
 	for i, r := range inventory {
@@ -547,6 +617,9 @@ func (f *Fleet) Restore(inventory []*release.Release) error {
 		delete(cp.Annotations, MemberAnnotation)
 		applied[Key{Cluster: c, Namespace: r.Namespace, Name: r.Name}] = cp
 	}
+	f.loadMu.Lock()
+	f.loaded = true
+	f.loadMu.Unlock()
 	f.mu.Lock()
 	f.applied = applied
 	f.mu.Unlock()
