@@ -1,0 +1,154 @@
+package kustomize_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kustomize"
+)
+
+// fleet is the seed-003-shaped tree: Flux's recommended layout.
+const fleet = "testdata/fleet"
+
+// krustyOptions are the krusty options Build's options stand for, as the
+// kustomize CLI would set them.
+func krustyOptions(o kustomize.Options) *krusty.Options {
+	d := kustomize.DefaultOptions()
+	ko := &krusty.Options{Reorder: d.Reorder, LoadRestrictions: d.LoadRestrictions, PluginConfig: kustypes.DisabledPluginConfig()}
+	if o.Reorder != "" {
+		ko.Reorder = o.Reorder
+	}
+	if o.LoadRestrictions != kustypes.LoadRestrictionsUnknown {
+		ko.LoadRestrictions = o.LoadRestrictions
+	}
+	return ko
+}
+
+// oracle is kustomize's own build of root/dir, from disk.
+func oracle(t testing.TB, root, dir string, o kustomize.Options) resmap.ResMap {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join(root, dir))
+	require.NoError(t, err)
+	m, err := krusty.MakeKustomizer(krustyOptions(o)).Run(filesys.MakeFsOnDisk(), abs)
+	require.NoError(t, err)
+	return m
+}
+
+// decodedByHelmfleet is the specification of what Build decodes rather
+// than keeps plain.
+func decodedByHelmfleet(group, kind string) bool {
+	switch group + " " + kind {
+	case "helm.toolkit.fluxcd.io HelmRelease",
+		"source.toolkit.fluxcd.io HelmRepository", "source.toolkit.fluxcd.io OCIRepository", "source.toolkit.fluxcd.io HelmChart",
+		"policy.karmada.io PropagationPolicy", "policy.karmada.io ClusterPropagationPolicy",
+		"policy.karmada.io OverridePolicy", "policy.karmada.io ClusterOverridePolicy":
+		return true
+	}
+	return false
+}
+
+// assertSameAsKrusty checks that res holds exactly what krusty built:
+// the same objects in the same order (Origins), the plain ones equal,
+// and the others equal to what release.Load makes of krusty's output.
+func assertSameAsKrusty(t *testing.T, want resmap.ResMap, res *kustomize.Result) {
+	t.Helper()
+	require.Len(t, res.Origins, want.Size(), "objects")
+	var stream bytes.Buffer
+	plain := 0
+	for i, r := range want.Resources() {
+		got := res.Origins[i]
+		assert.Equal(t, []string{r.GetApiVersion(), r.GetKind(), r.GetNamespace(), r.GetName()},
+			[]string{got.APIVersion, got.Kind, got.Namespace, got.Name}, "object %d", i)
+		if decodedByHelmfleet(r.CurId().Group, r.GetKind()) {
+			y, err := r.AsYAML()
+			require.NoError(t, err)
+			stream.WriteString("---\n")
+			stream.Write(y)
+			continue
+		}
+		obj, err := r.Map()
+		require.NoError(t, err)
+		if assert.Less(t, plain, len(res.Plain), "plain objects") {
+			assert.Equal(t, obj, res.Plain[plain].Object, "plain object %d (%s)", plain, r.CurId())
+		}
+		plain++
+	}
+	assert.Len(t, res.Plain, plain, "plain objects")
+	objs, err := release.Load(&stream)
+	require.NoError(t, err)
+	assert.Equal(t, objs, res.Objects)
+}
+
+// mapFS copies a directory of the disk into a MapFS.
+func mapFS(t testing.TB, root string) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	require.NoError(t, fs.WalkDir(os.DirFS(root), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(filepath.Join(root, p))
+		m[p] = &fstest.MapFile{Data: data, Mode: 0o644}
+		return err
+	}))
+	return m
+}
+
+// writeTree writes a MapFS to a temporary directory, for the oracle.
+func writeTree(t testing.TB, m fstest.MapFS) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, f := range m {
+		if f.Mode&fs.ModeSymlink != 0 {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+			require.NoError(t, os.Symlink(string(f.Data), filepath.Join(root, p)))
+			continue
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, p), f.Data, 0o644))
+	}
+	return root
+}
+
+func TestBuildMatchesKrusty(t *testing.T) {
+	dirs := []string{"clusters/dev", "clusters/prod", "infrastructure/crds", "infrastructure/dev", "infrastructure/prod", "apps/dev", "apps/prod"}
+	options := []struct {
+		name string
+		opts kustomize.Options
+	}{
+		{"defaults", kustomize.Options{}},
+		{"reorder none", kustomize.Options{Reorder: krusty.ReorderOptionNone}},
+		{"load anywhere", kustomize.Options{LoadRestrictions: kustypes.LoadRestrictionsNone}},
+	}
+	filesystems := []struct {
+		name string
+		fsys fs.FS
+	}{
+		{"DirFS", os.DirFS(fleet)},
+		{"MapFS", mapFS(t, fleet)},
+	}
+	for _, o := range options {
+		for _, dir := range dirs {
+			want := oracle(t, fleet, dir, o.opts)
+			for _, f := range filesystems {
+				t.Run(o.name+"/"+dir+"/"+f.name, func(t *testing.T) {
+					res, err := kustomize.Build(t.Context(), f.fsys, dir, o.opts)
+					require.NoError(t, err)
+					assertSameAsKrusty(t, want, res)
+				})
+			}
+		}
+	}
+}
