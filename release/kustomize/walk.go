@@ -315,7 +315,7 @@ func (kw *kustWalk) generator(field string, src kustypes.KvPairSources, secret b
 	for i, e := range src.FileSources {
 		// "key=path" or "path"
 		_, p, ok := strings.Cut(e, "=")
-		if !ok {
+		if !ok || remote(e) {
 			p = e
 		}
 		lp, err := kw.local(p)
