@@ -2,7 +2,6 @@ package kustomize_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -169,6 +168,9 @@ func TestBuildEntryErrors(t *testing.T) {
 			}
 			prefix := tc.file + ": " + tc.field
 			assert.True(t, strings.HasPrefix(err.Error(), prefix), "%q starts with %q", err, prefix)
+			if tc.is == fs.ErrNotExist {
+				assert.Equal(t, fmt.Sprintf("%s: %s %q: file does not exist", tc.file, tc.field, tc.value), err.Error())
+			}
 		})
 	}
 }
@@ -342,6 +344,3 @@ func TestBuildHostileInput(t *testing.T) {
 		assert.ErrorIs(t, err, kustomize.ErrOutsideFS)
 	})
 }
-
-// errorsAs is errors.As for a target type, for table tests.
-func errorsAs[T error](err error) (T, bool) { return errors.AsType[T](err) }

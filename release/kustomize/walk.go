@@ -433,7 +433,12 @@ func (w *walker) stat(p string) (fs.FileInfo, error) {
 	if err := w.checkLinks(p); err != nil {
 		return nil, err
 	}
-	return fs.Stat(w.fsys, p)
+	info, err := fs.Stat(w.fsys, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The entry names the path already; the fs.FS's wording varies.
+		return nil, fs.ErrNotExist
+	}
+	return info, err
 }
 
 // maxLinks is the most symbolic links one path may go through, as Linux
