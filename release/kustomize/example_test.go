@@ -36,7 +36,7 @@ patches:
 `)},
 		"dev/namespace.yaml": {Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ingress-nginx\n")},
 	}
-	res, err := kustomize.Build(context.Background(), fsys, "dev", kustomize.Options{})
+	res, err := kustomize.Build(context.Background(), fsys, "dev", kustomize.Options{Origins: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -131,6 +131,7 @@ func TestBuildMatchesKrusty(t *testing.T) {
 		{"defaults", kustomize.Options{}},
 		{"reorder none", kustomize.Options{Reorder: krusty.ReorderOptionNone}},
 		{"load anywhere", kustomize.Options{LoadRestrictions: kustypes.LoadRestrictionsNone}},
+		{"origins", kustomize.Options{Origins: true}},
 	}
 	filesystems := []struct {
 		name string
@@ -150,5 +151,74 @@ func TestBuildMatchesKrusty(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestBuildMatchesKrustySmallTrees: trees that need an option or a field
+// the fleet does not use, each against krusty on disk.
+func TestBuildMatchesKrustySmallTrees(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		dir   string
+		opts  kustomize.Options
+	}{
+		{
+			name: "patch from outside the root with LoadRestrictionsNone (as Flux builds)",
+			files: map[string]string{
+				"dev/kustomization.yaml": kustomization("resources: [../base]\npatches:\n  - path: ../shared/suspend.yaml\n"),
+				"base/kustomization.yaml": kustomization("resources: [release.yaml]\n"),
+				"base/release.yaml":       helmRelease,
+				"shared/suspend.yaml":     "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  suspend: true\n",
+			},
+			dir: "dev", opts: kustomize.Options{LoadRestrictions: kustypes.LoadRestrictionsNone},
+		},
+		{
+			name: "the kustomization's own originAnnotations are kept",
+			files: map[string]string{
+				"dev/kustomization.yaml":  kustomization("resources: [../base]\nbuildMetadata: [originAnnotations]\nnamePrefix: dev-\n"),
+				"base/kustomization.yaml": kustomization("resources: [release.yaml]\nconfigMapGenerator:\n  - name: values\n    literals: [a=b]\n"),
+				"base/release.yaml":       helmRelease,
+			},
+			dir: "dev", opts: kustomize.Options{Origins: true},
+		},
+		{
+			name: "components, replacements, images, replicas, sortOptions, generatorOptions",
+			files: map[string]string{
+				"dev/kustomization.yaml": kustomization(`resources: [deploy.yaml, release.yaml]
+components: [../comp]
+images:
+  - name: nginx
+    newTag: "1.27"
+replicas:
+  - name: web
+    count: 2
+generatorOptions:
+  disableNameSuffixHash: true
+configMapGenerator:
+  - name: env
+    envs: [env.txt]
+replacements:
+  - path: replacement.yaml
+sortOptions:
+  order: fifo
+`),
+				"dev/deploy.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: nginx\n",
+				"dev/release.yaml":     helmRelease,
+				"dev/env.txt":          "REGION=eu-west-1\n",
+				"dev/replacement.yaml": "source: {kind: ConfigMap, name: env, fieldPath: data.REGION}\ntargets:\n  - select: {kind: HelmRelease}\n    fieldPaths: [spec.values.region]\n    options: {create: true}\n",
+				"comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  team: platform\n",
+			},
+			dir: "dev",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := tree(tc.files)
+			root := writeTree(t, fsys)
+			want := oracle(t, root, tc.dir, tc.opts)
+			res, err := kustomize.Build(t.Context(), fsys, tc.dir, tc.opts)
+			require.NoError(t, err)
+			assertSameAsKrusty(t, want, res)
+		})
 	}
 }

@@ -61,6 +61,21 @@ func TestSeed003Environments(t *testing.T) {
 		assert.Contains(t, res.Warnings, "infrastructure/dev/kustomization.yaml: Warning: 'commonLabels' is deprecated. Please use 'labels' instead. Run 'kustomize edit fix' to update your Kustomization automatically.")
 		// The Namespace first: kustomize's legacy order.
 		assert.Equal(t, "Namespace", res.Plain[0].GetKind())
+
+		traced, err := kustomize.Build(t.Context(), fsys, "infrastructure/dev", kustomize.Options{Origins: true})
+		require.NoError(t, err)
+		files := map[string]string{}
+		for _, o := range traced.Origins {
+			files[o.Kind] = o.File
+		}
+		assert.Equal(t, map[string]string{
+			"Namespace":      "infrastructure/base/ingress-nginx/namespace.yaml",
+			"ConfigMap":      "infrastructure/dev/ingress-nginx/kustomization.yaml",
+			"Secret":         "infrastructure/dev/ingress-nginx/kustomization.yaml",
+			"HelmRelease":    "infrastructure/base/ingress-nginx/release.yaml",
+			"NetworkPolicy":  "infrastructure/base/ingress-nginx/networkpolicy.yaml",
+			"HelmRepository": "infrastructure/base/ingress-nginx/repository.yaml",
+		}, files)
 	})
 
 	t.Run("infrastructure/prod: a stable chart version by JSON 6902, values by strategic merge and a component", func(t *testing.T) {
@@ -102,7 +117,8 @@ func TestSeed003Environments(t *testing.T) {
 	})
 
 	t.Run("infrastructure/crds: a CRD is a plain object", func(t *testing.T) {
-		res := build(t, "infrastructure/crds")
+		res, err := kustomize.Build(t.Context(), fsys, "infrastructure/crds", kustomize.Options{Origins: true})
+		require.NoError(t, err)
 		assert.Empty(t, res.Objects.Releases)
 		require.Len(t, res.Plain, 1)
 		assert.Equal(t, "CustomResourceDefinition", res.Plain[0].GetKind())
