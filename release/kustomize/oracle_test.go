@@ -166,7 +166,7 @@ func TestBuildMatchesKrustySmallTrees(t *testing.T) {
 		{
 			name: "patch from outside the root with LoadRestrictionsNone (as Flux builds)",
 			files: map[string]string{
-				"dev/kustomization.yaml": kustomization("resources: [../base]\npatches:\n  - path: ../shared/suspend.yaml\n"),
+				"dev/kustomization.yaml":  kustomization("resources: [../base]\npatches:\n  - path: ../shared/suspend.yaml\n"),
 				"base/kustomization.yaml": kustomization("resources: [release.yaml]\n"),
 				"base/release.yaml":       helmRelease,
 				"shared/suspend.yaml":     "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  suspend: true\n",
@@ -203,10 +203,10 @@ replacements:
 sortOptions:
   order: fifo
 `),
-				"dev/deploy.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: nginx\n",
-				"dev/release.yaml":     helmRelease,
-				"dev/env.txt":          "REGION=eu-west-1\n",
-				"dev/replacement.yaml": "source: {kind: ConfigMap, name: env, fieldPath: data.REGION}\ntargets:\n  - select: {kind: HelmRelease}\n    fieldPaths: [spec.values.region]\n    options: {create: true}\n",
+				"dev/deploy.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n        - name: web\n          image: nginx\n",
+				"dev/release.yaml":        helmRelease,
+				"dev/env.txt":             "REGION=eu-west-1\n",
+				"dev/replacement.yaml":    "source: {kind: ConfigMap, name: env, fieldPath: data.REGION}\ntargets:\n  - select: {kind: HelmRelease}\n    fieldPaths: [spec.values.region]\n    options: {create: true}\n",
 				"comp/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonAnnotations:\n  team: platform\n",
 			},
 			dir: "dev",
