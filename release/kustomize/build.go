@@ -43,9 +43,10 @@ type Options struct {
 	// sortOptions wins over either.
 	Reorder krusty.ReorderOption
 	// Origins fills in Result.Origins[i].File: the file each object came
-	// from, by kustomize's origin annotations, which cost the build about a
-	// quarter more allocation (BenchmarkBuild). Errors name the files of
-	// the objects at fault either way.
+	// from, by kustomize's origin annotations, which cost the build about
+	// half as much allocation again (BenchmarkBuild: 13.7 MB against 9.0
+	// MB for the seed-003 tree). Errors name the files of the objects at
+	// fault either way.
 	Origins bool
 	// MaxFileBytes caps each file read (default 8 MiB).
 	MaxFileBytes int64

@@ -183,6 +183,32 @@ func TestBuildMatchesKrustySmallTrees(t *testing.T) {
 			dir: "dev", opts: kustomize.Options{Origins: true},
 		},
 		{
+			name: "the deprecated patch fields: patchesStrategicMerge (file and inline), patchesJson6902 (file and inline)",
+			files: map[string]string{
+				"dev/kustomization.yaml": kustomization(`resources: [release.yaml]
+patchesStrategicMerge:
+  - suspend.yaml
+  - |
+    apiVersion: helm.toolkit.fluxcd.io/v2
+    kind: HelmRelease
+    metadata:
+      name: app
+      namespace: apps
+    spec:
+      timeout: 10m
+patchesJson6902:
+  - target: {group: helm.toolkit.fluxcd.io, version: v2, kind: HelmRelease, name: app, namespace: apps}
+    path: version.yaml
+  - target: {group: helm.toolkit.fluxcd.io, version: v2, kind: HelmRelease, name: app, namespace: apps}
+    patch: '[{"op": "add", "path": "/spec/maxHistory", "value": 3}]'
+`),
+				"dev/release.yaml": helmRelease,
+				"dev/suspend.yaml": "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: app\n  namespace: apps\nspec:\n  suspend: true\n",
+				"dev/version.yaml": "- op: add\n  path: /spec/chart/spec/version\n  value: 1.2.3\n",
+			},
+			dir: "dev",
+		},
+		{
 			name: "components, replacements, images, replicas, sortOptions, generatorOptions",
 			files: map[string]string{
 				"dev/kustomization.yaml": kustomization(`resources: [deploy.yaml, release.yaml]

@@ -2,6 +2,7 @@ package kustomize_test
 
 import (
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -137,4 +138,30 @@ func TestSeed003Environments(t *testing.T) {
 		assert.ElementsMatch(t, []string{"./infrastructure/crds", "./infrastructure/dev", "./apps/dev"}, paths)
 		assert.Equal(t, []string{"clusters/dev/apps.yaml", "clusters/dev/infrastructure-crds.yaml", "clusters/dev/infrastructure.yaml", "clusters/dev/kustomization.yaml"}, res.Files)
 	})
+}
+
+// TestBuildConcurrent: builds running at once (kustomize keeps some state
+// process-wide) give what each gives alone.
+func TestBuildConcurrent(t *testing.T) {
+	fsys := mapFS(t, fleet)
+	dirs := []string{"infrastructure/dev", "infrastructure/prod", "apps/dev", "apps/prod"}
+	want := make([]*kustomize.Result, len(dirs))
+	for i, d := range dirs {
+		res, err := kustomize.Build(t.Context(), fsys, d, kustomize.Options{})
+		require.NoError(t, err)
+		want[i] = res
+	}
+	got := make([]*kustomize.Result, 4*len(dirs))
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			got[i], errs[i] = kustomize.Build(t.Context(), fsys, dirs[i%len(dirs)], kustomize.Options{})
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[i%len(dirs)], got[i], dirs[i%len(dirs)])
+	}
 }
