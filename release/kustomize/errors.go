@@ -71,15 +71,21 @@ func (e *EntryError) Unwrap() error { return e.Err }
 type LimitError struct {
 	// What is limited: "file size", "total size", "files",
 	// "kustomizations" (each inclusion counts, so a base included twice
-	// counts twice) or "depth" (of nested kustomizations).
+	// counts twice), "depth" (of nested kustomizations) or "YAML
+	// aliases" (a document whose aliases expand excessively).
 	What string
 	// Limit is the cap that applied, Got what was found (at least
-	// Limit+1; counting stops there).
+	// Limit+1; counting stops there). Both are 0 for "YAML aliases",
+	// go-yaml's own ratio of aliases to nodes.
 	Limit, Got int64
+	detail     string
 }
 
 // Error names the limit and the option that sets it.
 func (e *LimitError) Error() string {
+	if e.detail != "" {
+		return e.What + ": " + e.detail
+	}
 	return fmt.Sprintf("%s %d exceeds the limit of %d (kustomize.Options)", e.What, e.Got, e.Limit)
 }
 

@@ -344,3 +344,37 @@ func TestBuildHostileInput(t *testing.T) {
 		assert.ErrorIs(t, err, kustomize.ErrOutsideFS)
 	})
 }
+
+// TestBuildLocalLookalikes: local paths that only resemble remote ones
+// are read from the file system, and names kyaml's in-memory file system
+// would refuse build too.
+func TestBuildLocalLookalikes(t *testing.T) {
+	for _, dir := range []string{"github.com-mirror", "app@v1", "git", "values prod", "überall", "c+d"} {
+		t.Run(dir, func(t *testing.T) {
+			fsys := tree(map[string]string{
+				"k/kustomization.yaml":      kustomization("resources: [../" + dir + "]\n"),
+				dir + "/kustomization.yaml": kustomization("resources: [r.yaml]\n"),
+				dir + "/r.yaml":             helmRelease,
+			})
+			res, err := kustomize.Build(t.Context(), fsys, "k", kustomize.Options{})
+			require.NoError(t, err)
+			assert.Len(t, res.Objects.Releases, 1)
+		})
+	}
+}
+
+// TestBuildAliasBomb: a YAML alias bomb (9^10 strings in 1 KB) is refused
+// before kustomize, which would expand it without limit, runs.
+func TestBuildAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	fsys := tree(map[string]string{"k/kustomization.yaml": kustomization("resources: [bomb.yaml]\n"), "k/bomb.yaml": b.String()})
+	_, err := kustomize.Build(t.Context(), fsys, "k", kustomize.Options{})
+	var le *kustomize.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "YAML aliases", le.What)
+	assert.EqualError(t, err, `k/kustomization.yaml: resources[0] "bomb.yaml": YAML aliases: the document's aliases expand excessively (go-yaml's limit)`)
+}

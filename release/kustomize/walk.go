@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
@@ -384,14 +385,15 @@ func within(dir, p string) bool {
 // remote reports whether kustomize would fetch entry over the network
 // (an http(s) file, a git repository) rather than read it from disk:
 // any URL scheme, go-getter's "git::", SCP-like "user@host:path" and
-// github.com paths, as kustomize's own git URL parser accepts them.
+// "github.com/…" or "github.com:…", the forms kustomize's own git URL
+// parser takes for remote. It errs on the side of refusing.
 func remote(entry string) bool {
 	lower := strings.ToLower(entry)
 	first, _, _ := strings.Cut(lower, "/")
 	return strings.Contains(lower, "://") ||
 		strings.HasPrefix(lower, "git::") ||
-		strings.HasPrefix(lower, "github.com") ||
-		strings.Contains(first, "@")
+		strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "github.com:") ||
+		strings.Contains(first, "@") && strings.Contains(lower, ":")
 }
 
 // secret records a value a Secret generator reads, and each of its lines.
@@ -519,7 +521,33 @@ func (w *walker) read(p string) ([]byte, error) {
 		}
 		return nil, &LimitError{What: "total size", Limit: w.opts.MaxTotalBytes, Got: w.total + n}
 	}
+	if err := checkAliases(data); err != nil {
+		return nil, err
+	}
 	w.total += int64(len(data))
 	w.files[p] = data
 	return data, nil
+}
+
+// checkAliases refuses YAML whose aliases expand to far more than it
+// says (a "billion laughs" document): kustomize parses such a file in
+// no time and then expands it without limit. A file with no anchor and
+// no alias is not parsed here; one that is not YAML is kustomize's to
+// report.
+func checkAliases(data []byte) error {
+	if !bytes.Contains(data, []byte("&")) || !bytes.Contains(data, []byte("*")) {
+		return nil
+	}
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	for {
+		var v any
+		err := dec.Decode(&v)
+		switch {
+		case err == nil:
+			continue
+		case strings.Contains(err.Error(), "excessive aliasing"):
+			return &LimitError{What: "YAML aliases", Limit: 0, Got: 0, detail: "the document's aliases expand excessively (go-yaml's limit)"}
+		}
+		return nil // io.EOF, or not YAML
+	}
 }
