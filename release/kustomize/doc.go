@@ -19,7 +19,8 @@
 // Before kustomize runs, Build reads the tree itself, entry by entry, and
 // refuses remote bases and files (git URLs, http files: nothing is
 // fetched), paths and symbolic links that leave the fs.FS, cycles, inputs
-// over the limits of Options, Helm chart inflation (it runs the helm
+// over the limits of Options, YAML whose aliases expand excessively (which
+// kustomize would expand without limit), Helm chart inflation (it runs the helm
 // program), plugins other than kustomize's builtins (exec, Go and KRM
 // function plugins) and openapi (process-wide state in kustomize). Each
 // refusal is an *EntryError naming the kustomization file and the entry,
@@ -48,16 +49,22 @@
 // not exist, conflicting generators) are a *BuildError, with every value a
 // secretGenerator reads (literals, files, env files, and their base64)
 // masked. An object that release.Load rejects is a Problem of a
-// *DecodeError that names the file the object came from (kustomize's
-// origin annotations, asked for by Build and removed again unless the
-// kustomization asked for them too), the object and the field path.
+// *DecodeError that names the file the object came from, the object and
+// the field path. The file comes from kustomize's origin annotations:
+// Build asks for them (and removes them again unless the kustomization
+// asked too) when Options.Origins is set, and otherwise builds a second
+// time to find them only when an object fails.
 //
 // # Fidelity
 //
 // Build's output is checked against krusty's own Run over the same tree
 // on disk (filesys.MakeFsOnDisk): the same objects in the same order,
 // for every kustomization of testdata/fleet, from os.DirFS and
-// fstest.MapFS, under each reordering and load restriction. Known
+// fstest.MapFS, under each reordering and load restriction and with
+// origins tracked, and for small trees of the fields the fleet does not
+// use (deprecated patch fields, replacements, images, replicas,
+// sortOptions, generator options, the kustomization's own
+// originAnnotations). Known
 // differences: symbolic links inside the fs.FS are transparent (paths
 // stay logical, as in fs.FS, where kustomize on disk resolves a linked
 // directory before reading "../" from it); kustomize prints deprecation
