@@ -51,9 +51,14 @@ const (
 // Resolver is required; Setup fills Client, APIReader, REST and Events
 // from the manager.
 type Config struct {
-	// Client reads HelmReleases (cached) and writes their status and
-	// finalizers.
+	// Client writes HelmReleases' status and finalizers.
 	Client client.Client
+	// Cache reads HelmReleases (the one being reconciled, its
+	// dependencies, and indexed lists); it must serve the field indexes
+	// SetupWithManager registers. Setup uses the manager's cache (the
+	// manager's client does not cache unstructured objects); default
+	// Client.
+	Cache client.Reader
 	// APIReader reads what is not cached: Secrets and ConfigMaps of
 	// valuesFrom and kubeconfigs, and the fresh HelmRelease a status is
 	// written over. Default Client.
@@ -103,6 +108,7 @@ type Config struct {
 // back through the status subresource.
 type HelmReleaseReconciler struct {
 	client    client.Client
+	cache     client.Reader
 	apiReader client.Reader
 	events    events.EventRecorder
 	rec       *release.Reconciler
@@ -113,6 +119,7 @@ type HelmReleaseReconciler struct {
 	name      string
 	parallel  int
 	sources   bool
+	log       logr.Logger // of the watches' map functions
 }
 
 // New returns the reconciler of cfg.
@@ -128,10 +135,13 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 	if cfg.APIReader == nil {
 		cfg.APIReader = cfg.Client
 	}
+	if cfg.Cache == nil {
+		cfg.Cache = cfg.Client
+	}
 	rc := cfg.Reconciler
 	rc.Charts = cfg.Charts
 	if cfg.Resolver != nil {
-		rc.Charts = &sourceCharts{reader: cfg.Client, resolver: cfg.Resolver}
+		rc.Charts = &sourceCharts{reader: cfg.Cache, resolver: cfg.Resolver}
 	}
 	rc.Values = ValuesReader{Reader: cfg.APIReader}
 	rec, err := release.NewReconciler(rc)
@@ -139,10 +149,10 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 		return nil, err
 	}
 	r := &HelmReleaseReconciler{
-		client: cfg.Client, apiReader: cfg.APIReader, events: cfg.Events, rec: rec,
+		client: cfg.Client, cache: cfg.Cache, apiReader: cfg.APIReader, events: cfg.Events, rec: rec,
 		targets: newTargets(cfg.APIReader, cfg.REST, cfg.NewCluster, cfg.DefaultServiceAccount),
 		metrics: cfg.Metrics, shard: cfg.Shard, retry: cfg.RetryInterval, name: cfg.Name,
-		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil,
+		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, log: logr.Discard(),
 	}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
@@ -172,6 +182,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseRecon
 	if cfg.APIReader == nil {
 		cfg.APIReader = mgr.GetAPIReader()
 	}
+	if cfg.Cache == nil {
+		cfg.Cache = mgr.GetCache()
+	}
 	if cfg.REST == nil {
 		cfg.REST = mgr.GetConfig()
 	}
@@ -196,6 +209,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseRecon
 // HelmRepository, OCIRepository or HelmChart changes: no polling beyond
 // spec.interval.
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.log = mgr.GetLogger().WithName(r.name)
 	idx := mgr.GetFieldIndexer()
 	for field, fn := range indexers() {
 		if err := idx.IndexField(ctx, newObject(HelmReleaseGVK), field, fn); err != nil {
@@ -238,7 +252,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log := ctrl.LoggerFrom(ctx)
 
 	u := newObject(HelmReleaseGVK)
-	if err := r.client.Get(ctx, req.NamespacedName, u); err != nil {
+	if err := r.cache.Get(ctx, req.NamespacedName, u); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.targets.forget(req.String())
 			r.metrics.deleted(release.Kind, req.Namespace, req.Name)
@@ -356,7 +370,7 @@ func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, rel *rel
 			ns = rel.Namespace
 		}
 		dep := newObject(HelmReleaseGVK)
-		if err := r.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, dep); err != nil {
+		if err := r.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, dep); err != nil {
 			if apierrors.IsNotFound(err) {
 				return fmt.Sprintf("dependency '%s/%s' is not ready: not found", ns, d.Name)
 			}

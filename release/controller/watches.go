@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -176,8 +175,8 @@ func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespac
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := r.client.List(ctx, list, opts...); err != nil {
-		logf.FromContext(ctx).Error(err, "list HelmReleases by index", "index", field, "value", value)
+	if err := r.cache.List(ctx, list, opts...); err != nil {
+		r.log.Error(err, "list HelmReleases by index", "index", field, "value", value)
 		return nil
 	}
 	var out []reconcile.Request

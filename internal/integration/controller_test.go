@@ -1,0 +1,304 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/controller"
+)
+
+// helmReleaseCRD serves helm.toolkit.fluxcd.io/v2 HelmReleases with a
+// status subresource and any fields: the controller decodes them strictly
+// itself (release.Decode), so the test does not depend on a schema.
+const helmReleaseCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: helmreleases.helm.toolkit.fluxcd.io}
+spec:
+  group: helm.toolkit.fluxcd.io
+  scope: Namespaced
+  names: {kind: HelmRelease, listKind: HelmReleaseList, plural: helmreleases, singular: helmrelease, shortNames: [hr]}
+  versions:
+    - name: v2
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// installCRD applies y to the hub and waits until its kind is served.
+func installCRD(t *testing.T, c client.Client, y string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), u)))
+	require.Eventually(t, func() bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(controller.HelmReleaseGVK.GroupVersion().WithKind("HelmReleaseList"))
+		return c.List(ctx(t), list) == nil
+	}, 30*time.Second, 100*time.Millisecond, "HelmRelease served")
+}
+
+// startManager runs a manager on cfg with a HelmRelease controller of
+// ccfg until the test ends.
+func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.Config) {
+	t.Helper()
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	require.NoError(t, err)
+	ccfg.Name = name
+	_, err = controller.Setup(t.Context(), mgr, ccfg)
+	require.NoError(t, err)
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+}
+
+func hrObject(t *testing.T, y string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+	return u
+}
+
+// controllerRelease is a HelmRelease of the test chart in namespace ns;
+// the control planes run no controllers, so waits are off.
+func controllerRelease(ns, name string, extra string) string {
+	return `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  interval: 10m
+  releaseName: ` + name + `
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+` + extra
+}
+
+// hrStatus reads the HelmRelease ns/name with its status.
+func hrStatus(t *testing.T, c client.Client, ns, name string) (*unstructured.Unstructured, release.Status) {
+	t.Helper()
+	u, st, err := getHR(ctx(t), c, ns, name)
+	require.NoError(t, err)
+	return u, st
+}
+
+func getHR(ctx context.Context, c client.Client, ns, name string) (*unstructured.Unstructured, release.Status, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(controller.HelmReleaseGVK)
+	var st release.Status
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return nil, st, err
+	}
+	data, err := yaml.Marshal(u.Object["status"])
+	if err == nil {
+		err = yaml.Unmarshal(data, &st)
+	}
+	return u, st, err
+}
+
+// waitReady waits until ns/name is ready at its generation with Helm
+// revision rev, and returns it.
+func waitReady(t *testing.T, c client.Client, ns, name string, rev int) (*unstructured.Unstructured, release.Status) {
+	t.Helper()
+	var (
+		u  *unstructured.Unstructured
+		st release.Status
+	)
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		var err error
+		u, st, err = getHR(ctx(t), c, ns, name)
+		require.NoError(t, err)
+		if st.IsConditionTrue(release.ConditionReady) && st.ObservedGeneration == u.GetGeneration() &&
+			len(st.History) > 0 && st.History[0].Version == rev {
+			return u, st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s not ready at revision %d; last status: %+v", ns, name, rev, st.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func condStr(st release.Status, typ string) string {
+	c := st.GetCondition(typ)
+	if c == nil {
+		return "<none>"
+	}
+	return string(c.Status) + " " + c.Reason
+}
+
+// TestControllerOnRealCluster runs the HelmRelease controller in a
+// controller-runtime manager against the hub: a release becomes Ready
+// with Flux's conditions; a change of its valuesFrom ConfigMap upgrades it
+// at once (the retry interval and spec.interval are an hour and ten
+// minutes: only the watch can do it); a dependent waits for its
+// dependency; the shard label splits releases between two instances; a
+// release with spec.kubeConfig is installed on member1 as its service
+// account.
+func TestControllerOnRealCluster(t *testing.T) {
+	hubCfg := controlPlane(t, "hub").Admin
+	c, err := client.New(hubCfg, client.Options{})
+	require.NoError(t, err)
+	installCRD(t, c, helmReleaseCRD)
+	const ns = "ctrl"
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo-values"}, Data: map[string]string{"values.yaml": "ui: {message: first}\n"}}
+	require.NoError(t, c.Create(ctx(t), cm))
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "podinfo", "  valuesFrom:\n    - {kind: ConfigMap, name: podinfo-values}\n"))))
+	// The dependent first, so it must wait.
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "frontend", "  dependsOn: [{name: backend}]\n"))))
+	sharded := hrObject(t, controllerRelease(ns, "sharded", ""))
+	sharded.SetLabels(map[string]string{controller.ShardLabel: "b"})
+	require.NoError(t, c.Create(ctx(t), sharded))
+
+	// The remote target: member1's kubeconfig in a Secret on the hub, and
+	// on member1 a service account allowed into the namespace only.
+	m1 := controlPlane(t, "member1")
+	kc, err := os.ReadFile(m1.AdminKubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member1-kubeconfig"}, Data: map[string][]byte{"value": kc}}))
+	mc, err := client.New(m1.Admin, client.Options{})
+	require.NoError(t, err)
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	// The harness runs no controller-manager, so the aggregated "admin"
+	// ClusterRole is empty: a Role of its own.
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	})))
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "deployer"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "deployer"}},
+	})))
+	remote := "  serviceAccountName: %s\n  kubeConfig: {secretRef: {name: member1-kubeconfig}}\n"
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "remote", strings.Replace(remote, "%s", "deployer", 1)))))
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "remote-denied", strings.Replace(remote, "%s", "nobody", 1)))))
+
+	startManager(t, hubCfg, "helmfleet-unsharded", controller.Config{
+		Charts:        charts,
+		Shard:         controller.ShardSelector(""),
+		RetryInterval: time.Hour,
+		Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+	})
+
+	t.Run("ready with Flux's conditions", func(t *testing.T) {
+		u, st := waitReady(t, c, ns, "podinfo", 1)
+		assert.Equal(t, "True InstallSucceeded", condStr(st, release.ConditionReady))
+		assert.Equal(t, "True InstallSucceeded", condStr(st, release.ConditionReleased))
+		assert.Equal(t, "<none>", condStr(st, release.ConditionReconciling))
+		assert.Equal(t, "<none>", condStr(st, release.ConditionStalled))
+		assert.Equal(t, u.GetGeneration(), st.ObservedGeneration)
+		assert.Contains(t, u.GetFinalizers(), controller.Finalizer)
+		res, err := kstatus.Compute(u)
+		require.NoError(t, err)
+		assert.Equal(t, kstatus.CurrentStatus, res.Status, "kstatus reads the status as Flux's: %s", res.Message)
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.NoError(t, c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep))
+		require.Eventually(t, func() bool {
+			var evs corev1.EventList
+			require.NoError(t, c.List(ctx(t), &evs, client.InNamespace(ns)))
+			for _, ev := range evs.Items {
+				if ev.InvolvedObject.Name == "podinfo" && ev.Reason == release.ReasonInstallSucceeded && ev.Type == corev1.EventTypeNormal {
+					return true
+				}
+			}
+			return false
+		}, 20*time.Second, 100*time.Millisecond, "an InstallSucceeded event on the HelmRelease")
+	})
+
+	t.Run("a valuesFrom change upgrades with no poll", func(t *testing.T) {
+		start := time.Now()
+		cm.Data["values.yaml"] = "ui: {message: second}\n"
+		require.NoError(t, c.Update(ctx(t), cm))
+		_, st := waitReady(t, c, ns, "podinfo", 2)
+		assert.Equal(t, "True UpgradeSucceeded", condStr(st, release.ConditionReady))
+		t.Logf("upgraded %v after the ConfigMap changed", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("a dependent waits for its dependency", func(t *testing.T) {
+		require.Eventually(t, func() bool {
+			_, st := hrStatus(t, c, ns, "frontend")
+			return condStr(st, release.ConditionReady) == "False DependencyNotReady"
+		}, 20*time.Second, 100*time.Millisecond)
+		_, st := hrStatus(t, c, ns, "frontend")
+		assert.Empty(t, st.History, "nothing installed before the dependency is ready")
+		assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "dependency 'ctrl/backend' is not ready")
+
+		require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "backend", ""))))
+		_, backend := waitReady(t, c, ns, "backend", 1)
+		_, front := waitReady(t, c, ns, "frontend", 1)
+		assert.False(t, front.GetCondition(release.ConditionReady).LastTransitionTime.Before(&backend.GetCondition(release.ConditionReady).LastTransitionTime),
+			"frontend became ready after backend")
+	})
+
+	t.Run("the remote release runs on member1 as its service account", func(t *testing.T) {
+		waitReady(t, c, ns, "remote", 1)
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		assert.NoError(t, mc.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "remote-podinfo"}, dep), "on member1")
+		err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "remote-podinfo"}, dep)
+		assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "not on the hub: %v", err)
+
+		require.Eventually(t, func() bool {
+			_, st := hrStatus(t, c, ns, "remote-denied")
+			ready := st.GetCondition(release.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "system:serviceaccount:ctrl:nobody")
+		}, 30*time.Second, 100*time.Millisecond, "RBAC denies the impersonated account")
+	})
+
+	t.Run("the shard key filters", func(t *testing.T) {
+		_, st := hrStatus(t, c, ns, "sharded")
+		assert.Empty(t, st.Conditions, "the unsharded instance leaves shard b alone")
+		startManager(t, hubCfg, "helmfleet-shard-b", controller.Config{
+			Charts:        charts,
+			Shard:         controller.ShardSelector("b"),
+			RetryInterval: time.Hour,
+			Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		})
+		waitReady(t, c, ns, "sharded", 1)
+	})
+}
