@@ -2,18 +2,22 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,38 +28,30 @@ import (
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/crds"
 )
 
-// helmReleaseCRD serves helm.toolkit.fluxcd.io/v2 HelmReleases with a
-// status subresource and any fields: the controller decodes them strictly
-// itself (release.Decode), so the test does not depend on a schema.
-const helmReleaseCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: helmreleases.helm.toolkit.fluxcd.io}
-spec:
-  group: helm.toolkit.fluxcd.io
-  scope: Namespaced
-  names: {kind: HelmRelease, listKind: HelmReleaseList, plural: helmreleases, singular: helmrelease, shortNames: [hr]}
-  versions:
-    - name: v2
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
-`
-
-// installCRD applies y to the hub and waits until its kind is served.
-func installCRD(t *testing.T, c client.Client, y string) {
+// installCRDs installs the HelmRelease CRD of release/crds on the hub
+// and waits until the kind is served.
+func installCRDs(t *testing.T, c client.Client) {
 	t.Helper()
+	data, err := fs.ReadFile(crds.FS(), "helm.toolkit.fluxcd.io_helmreleases.yaml")
+	require.NoError(t, err)
 	u := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+	require.NoError(t, yaml.Unmarshal(data, &u.Object))
 	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), u)))
 	require.Eventually(t, func() bool {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(controller.HelmReleaseGVK.GroupVersion().WithKind("HelmReleaseList"))
-		return c.List(ctx(t), list) == nil
+		return c.List(ctx(t), &release.ReleaseList{}) == nil
 	}, 30*time.Second, 100*time.Millisecond, "HelmRelease served")
+}
+
+// controllerScheme knows client-go's kinds and the controller's.
+func controllerScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, controller.AddToScheme(s))
+	return s
 }
 
 // startManager runs a manager on cfg with a HelmRelease controller of
@@ -64,7 +60,9 @@ func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.C
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Logger:                 testr.NewWithOptions(t, testr.Options{Verbosity: 0}),
+		Scheme: controllerScheme(t),
+		// Not testr: the manager logs while it stops, after the test.
+		Logger:                 funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, name, prefix, args) }, funcr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
@@ -87,11 +85,11 @@ func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.C
 	})
 }
 
-func hrObject(t *testing.T, y string) *unstructured.Unstructured {
+func hrObject(t *testing.T, y string) *release.Release {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
-	return u
+	rel := &release.Release{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(y), rel))
+	return rel
 }
 
 // controllerRelease is a HelmRelease of the test chart in namespace ns;
@@ -115,33 +113,27 @@ spec:
 }
 
 // hrStatus reads the HelmRelease ns/name with its status.
-func hrStatus(t *testing.T, c client.Client, ns, name string) (*unstructured.Unstructured, release.Status) {
+func hrStatus(t *testing.T, c client.Client, ns, name string) (*release.Release, release.Status) {
 	t.Helper()
 	u, st, err := getHR(ctx(t), c, ns, name)
 	require.NoError(t, err)
 	return u, st
 }
 
-func getHR(ctx context.Context, c client.Client, ns, name string) (*unstructured.Unstructured, release.Status, error) {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(controller.HelmReleaseGVK)
-	var st release.Status
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		return nil, st, err
+func getHR(ctx context.Context, c client.Client, ns, name string) (*release.Release, release.Status, error) {
+	rel := &release.Release{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rel); err != nil {
+		return nil, release.Status{}, err
 	}
-	data, err := yaml.Marshal(u.Object["status"])
-	if err == nil {
-		err = yaml.Unmarshal(data, &st)
-	}
-	return u, st, err
+	return rel, rel.Status, nil
 }
 
 // waitReady waits until ns/name is ready at its generation with Helm
 // revision rev, and returns it.
-func waitReady(t *testing.T, c client.Client, ns, name string, rev int) (*unstructured.Unstructured, release.Status) {
+func waitReady(t *testing.T, c client.Client, ns, name string, rev int) (*release.Release, release.Status) {
 	t.Helper()
 	var (
-		u  *unstructured.Unstructured
+		u  *release.Release
 		st release.Status
 	)
 	deadline := time.Now().Add(45 * time.Second)
@@ -178,9 +170,9 @@ func condStr(st release.Status, typ string) string {
 // account.
 func TestControllerOnRealCluster(t *testing.T) {
 	hubCfg := controlPlane(t, "hub").Admin
-	c, err := client.New(hubCfg, client.Options{})
+	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
 	require.NoError(t, err)
-	installCRD(t, c, helmReleaseCRD)
+	installCRDs(t, c)
 	const ns = "ctrl"
 	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 
@@ -232,7 +224,9 @@ func TestControllerOnRealCluster(t *testing.T) {
 		assert.Equal(t, "<none>", condStr(st, release.ConditionStalled))
 		assert.Equal(t, u.GetGeneration(), st.ObservedGeneration)
 		assert.Contains(t, u.GetFinalizers(), controller.Finalizer)
-		res, err := kstatus.Compute(u)
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(u)
+		require.NoError(t, err)
+		res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
 		require.NoError(t, err)
 		assert.Equal(t, kstatus.CurrentStatus, res.Status, "kstatus reads the status as Flux's: %s", res.Message)
 		dep := &unstructured.Unstructured{}

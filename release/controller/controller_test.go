@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,14 +54,22 @@ spec:
     replicaCount: 2
 `
 
-func hr(t *testing.T, y string, edit ...func(*unstructured.Unstructured)) *unstructured.Unstructured {
+func hr(t *testing.T, y string, edit ...func(*release.Release)) *release.Release {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+	rel := &release.Release{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(y), rel))
 	for _, e := range edit {
-		e(u)
+		e(rel)
 	}
-	return u
+	return rel
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, AddToScheme(s))
+	return s
 }
 
 // env is a reconciler over a fake client and in-memory clusters.
@@ -79,9 +89,9 @@ type env struct {
 func newEnv(t *testing.T, cfg Config, objs ...client.Object) *env {
 	t.Helper()
 	e := &env{t: t, events: events.NewFakeRecorder(100), reg: prometheus.NewRegistry(), members: map[string]*memory.Cluster{}, health: memory.AlwaysReady}
-	b := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(newObject(HelmReleaseGVK))
-	for field, fn := range indexers() {
-		b = b.WithIndex(newObject(HelmReleaseGVK), field, fn)
+	b := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&release.Release{})
+	for field, fn := range Indexers() {
+		b = b.WithIndex(&release.Release{}, field, fn)
 	}
 	e.client = b.Build()
 	m, err := NewMetrics(e.reg)
@@ -113,11 +123,11 @@ func (e *env) reconcile(name string) (ctrl.Result, error) {
 	return e.r.Reconcile(e.t.Context(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "apps", Name: name}})
 }
 
-func (e *env) get(name string) (*unstructured.Unstructured, release.Status) {
+func (e *env) get(name string) (*release.Release, release.Status) {
 	e.t.Helper()
-	u := newObject(HelmReleaseGVK)
-	require.NoError(e.t, e.client.Get(e.t.Context(), client.ObjectKey{Namespace: "apps", Name: name}, u))
-	return u, lenientStatus(u)
+	rel := &release.Release{}
+	require.NoError(e.t, e.client.Get(e.t.Context(), client.ObjectKey{Namespace: "apps", Name: name}, rel))
+	return rel, rel.Status
 }
 
 func (e *env) drainEvents() []string {
@@ -154,8 +164,7 @@ func TestReconcileInstallsAndWritesFluxStatus(t *testing.T) {
 	require.NotEmpty(t, st.History)
 	assert.Equal(t, 1, st.History[0].Version)
 	assert.Contains(t, u.GetFinalizers(), Finalizer)
-	replicas, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "values", "replicaCount")
-	assert.EqualValues(t, 2, replicas, "the status write leaves the spec alone")
+	assert.EqualValues(t, 2, u.Spec.Values["replicaCount"], "the status write leaves the spec alone")
 
 	assert.Equal(t, []string{LocalClusterName}, e.built)
 	assert.Equal(t, []string{"Normal InstallSucceeded Helm install succeeded for release apps/podinfo.v1 with chart podinfo@6.5.0"}, e.drainEvents())
@@ -267,21 +276,24 @@ func TestStalledReleaseIsTerminal(t *testing.T) {
 }
 
 func TestInvalidSpecStallsWithFieldPath(t *testing.T) {
-	e := newEnv(t, Config{}, hr(t, podinfoYAML, func(u *unstructured.Unstructured) {
-		require.NoError(t, unstructured.SetNestedField(u.Object, int64(3), "spec", "replicaCount"))
+	// The CRD's schema cannot say "exactly one of chart and chartRef".
+	e := newEnv(t, Config{}, hr(t, podinfoYAML, func(rel *release.Release) {
+		rel.Spec.ChartRef = &release.CrossNamespaceSourceReference{Kind: "OCIRepository", Name: "podinfo"}
 	}))
 	_, err := e.reconcile("podinfo")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, reconcile.TerminalError(nil)))
-	assert.Contains(t, err.Error(), "spec.replicaCount")
+	var invalid *InvalidSpecError
+	require.ErrorAs(t, err, &invalid)
+	assert.Contains(t, err.Error(), "spec.chartRef")
 	_, st := e.get("podinfo")
 	assert.Equal(t, "True InvalidSpec", condition(st, release.ConditionStalled))
-	assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "spec.replicaCount")
+	assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "spec.chartRef")
 	assert.Empty(t, e.built, "no cluster touched")
 }
 
 func TestShardFiltersReleases(t *testing.T) {
-	labelled := hr(t, podinfoYAML, func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{ShardLabel: "b"}) })
+	labelled := hr(t, podinfoYAML, func(rel *release.Release) { rel.SetLabels(map[string]string{ShardLabel: "b"}) })
 	for _, tc := range []struct {
 		name  string
 		shard string
@@ -381,7 +393,7 @@ func TestDeleteUninstalls(t *testing.T) {
 	_, err = e.reconcile("podinfo")
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(member.Summary(), "\n"), "Deployment apps/podinfo")
-	err = e.client.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, newObject(HelmReleaseGVK))
+	err = e.client.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, &release.Release{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the finalizer is gone and the object with it: %v", err)
 	assert.Contains(t, e.drainEvents(), "Normal UninstallSucceeded Helm uninstall of apps/podinfo succeeded")
 	assert.Equal(t, 0, e.r.targets.size())

@@ -1,14 +1,15 @@
 package controller
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/helmfleet/helmfleet/release"
 )
 
-func updateEvent(old, new *unstructured.Unstructured) event.UpdateEvent {
+func updateEvent(old, new *release.Release) event.UpdateEvent {
 	return event.UpdateEvent{ObjectOld: old, ObjectNew: new}
 }
 
-func genericEvent(u *unstructured.Unstructured) event.GenericEvent {
-	return event.GenericEvent{Object: u}
+func genericEvent(rel *release.Release) event.GenericEvent {
+	return event.GenericEvent{Object: rel}
 }

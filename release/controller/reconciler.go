@@ -10,9 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -54,10 +52,9 @@ type Config struct {
 	// Client writes HelmReleases' status and finalizers.
 	Client client.Client
 	// Cache reads HelmReleases (the one being reconciled, its
-	// dependencies, and indexed lists); it must serve the field indexes
-	// SetupWithManager registers. Setup uses the manager's cache (the
-	// manager's client does not cache unstructured objects); default
-	// Client.
+	// dependencies, and indexed lists) and source objects; it must serve
+	// the field indexes SetupWithManager registers. Setup uses the
+	// manager's cache; default Client.
 	Cache client.Reader
 	// APIReader reads what is not cached: Secrets and ConfigMaps of
 	// valuesFrom and kubeconfigs, and the fresh HelmRelease a status is
@@ -176,6 +173,14 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 // registers it with SetupWithManager: the few lines a platform team's
 // main needs.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseReconciler, error) {
+	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil {
+		return nil, err
+	}
+	if cfg.Resolver != nil {
+		if err := schemeError(mgr.GetScheme(), HelmRepositoryGVK, OCIRepositoryGVK, HelmChartGVK); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Client == nil {
 		cfg.Client = mgr.GetClient()
 	}
@@ -211,24 +216,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseRecon
 func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	r.log = mgr.GetLogger().WithName(r.name)
 	idx := mgr.GetFieldIndexer()
-	for field, fn := range indexers() {
-		if err := idx.IndexField(ctx, newObject(HelmReleaseGVK), field, fn); err != nil {
+	for field, fn := range Indexers() {
+		if err := idx.IndexField(ctx, &release.Release{}, field, fn); err != nil {
 			return fmt.Errorf("controller: index HelmReleases by %s: %w", field, err)
 		}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
-		For(newObject(HelmReleaseGVK), builder.WithPredicates(
+		For(&release.Release{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}),
 			ShardPredicate(r.shard))).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexConfigMaps, nameKey))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSecrets, nameKey))).
-		Watches(newObject(HelmReleaseGVK), handler.EnqueueRequestsFromMapFunc(r.mapDependents),
+		Watches(&release.Release{}, handler.EnqueueRequestsFromMapFunc(r.mapDependents),
 			builder.WithPredicates(becameReady{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.parallel})
 	if r.sources {
-		for _, gvk := range []schemaGVK{HelmRepositoryGVK, OCIRepositoryGVK, HelmChartGVK} {
-			b = b.Watches(newObject(gvk), handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSources, sourceKeyOf)),
+		for _, obj := range []client.Object{&source.HelmRepository{}, &source.OCIRepository{}, &source.HelmChart{}} {
+			b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSources, sourceKeyOf)),
 				builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
 		}
 	}
@@ -251,8 +256,8 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	defer func() { r.metrics.observe(release.Kind, time.Since(start)) }()
 	log := ctrl.LoggerFrom(ctx)
 
-	u := newObject(HelmReleaseGVK)
-	if err := r.cache.Get(ctx, req.NamespacedName, u); err != nil {
+	obj := &release.Release{}
+	if err := r.cache.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.targets.forget(req.String())
 			r.metrics.deleted(release.Kind, req.Namespace, req.Name)
@@ -260,33 +265,33 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	if !r.inShard(u) {
+	if !r.inShard(obj) {
 		return ctrl.Result{}, nil
 	}
-	if u.GetDeletionTimestamp() != nil {
-		return r.finalize(ctx, u)
+	if obj.GetDeletionTimestamp() != nil {
+		return r.finalize(ctx, obj)
 	}
 
-	rel, err := toRelease(u)
+	rel, err := prepare(obj)
 	if err != nil {
 		log.Error(err, "invalid HelmRelease")
-		st := lenientStatus(u)
+		st := obj.Status
 		msg := err.Error()
 		now := metav1.Now()
-		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: u.GetGeneration(), LastTransitionTime: now})
-		st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: u.GetGeneration(), LastTransitionTime: now})
-		st.ObservedGeneration = u.GetGeneration()
-		r.event(u, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", msg)
-		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, u, st))
+		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+		st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+		st.ObservedGeneration = obj.Generation
+		r.event(obj, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", msg)
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
 	}
 	if rel.Spec.Suspend {
 		log.V(1).Info("reconciliation is suspended")
 		return ctrl.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(u, Finalizer) {
-		patch := client.MergeFrom(u.DeepCopy())
-		controllerutil.AddFinalizer(u, Finalizer)
-		if err := r.client.Patch(ctx, u, patch); err != nil {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFrom(obj.DeepCopy())
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := r.client.Patch(ctx, obj, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to HelmRelease %s: %w", req, err)
 		}
 	}
@@ -296,7 +301,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
 			Reason: release.ReasonDependencyNotReady, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
 		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, u, rel.Status)
+		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
 	}
 
 	cluster, err := r.targets.cluster(ctx, rel)
@@ -304,9 +309,9 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		log.Error(err, "target cluster", "retryAfter", r.retry)
 		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
 			Reason: release.ReasonInitFailed, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
-		r.event(u, corev1.EventTypeWarning, release.ReasonInitFailed, "Reconcile", err.Error())
+		r.event(obj, corev1.EventTypeWarning, release.ReasonInitFailed, "Reconcile", err.Error())
 		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, u, rel.Status)
+		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
 	}
 	log = log.WithValues("cluster", cluster.Name())
 
@@ -315,7 +320,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// `flux get` show InProgress while Helm runs.
 		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReconciling, Status: metav1.ConditionTrue,
 			Reason: release.ReasonProgressing, Message: fmt.Sprintf("reconciling generation %d", rel.Generation), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
-		if err := r.writeStatus(ctx, u, rel.Status); err != nil {
+		if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -323,10 +328,10 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	res, recErr := r.rec.Reconcile(ctx, cluster, rel)
 	r.metrics.countActions(cluster.Name(), res.Actions)
 	r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-	if err := r.writeStatus(ctx, u, rel.Status); err != nil {
+	if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
 		return ctrl.Result{}, errors.Join(recErr, err)
 	}
-	r.recordEvent(u, res, recErr)
+	r.recordEvent(obj, res, recErr)
 	return r.result(log, res, recErr)
 }
 
@@ -369,73 +374,52 @@ func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, rel *rel
 		if ns == "" {
 			ns = rel.Namespace
 		}
-		dep := newObject(HelmReleaseGVK)
+		dep := &release.Release{}
 		if err := r.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, dep); err != nil {
 			if apierrors.IsNotFound(err) {
 				return fmt.Sprintf("dependency '%s/%s' is not ready: not found", ns, d.Name)
 			}
 			return fmt.Sprintf("dependency '%s/%s' is not ready: %v", ns, d.Name, err)
 		}
-		if !isReady(dep) {
+		if !dep.IsReady() {
 			return fmt.Sprintf("dependency '%s/%s' is not ready", ns, d.Name)
 		}
 	}
 	return ""
 }
 
-// isReady is release.Release.IsReady over a HelmRelease as read: Ready
-// True and status.observedGeneration equal to metadata.generation.
-func isReady(u *unstructured.Unstructured) bool {
-	rel := release.Release{Status: lenientStatus(u)}
-	rel.Generation = u.GetGeneration()
-	return rel.IsReady()
-}
-
-// lenientStatus reads u's status, ignoring what does not parse.
-func lenientStatus(u *unstructured.Unstructured) release.Status {
-	var st release.Status
-	if m, ok := u.Object["status"].(map[string]any); ok {
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &st)
-	}
-	return st
-}
-
-// writeStatus writes st as the status of the HelmRelease u names, through
+// writeStatus writes st as the status of the HelmRelease obj names, through
 // the status subresource, over the newest version of the object (so a
 // spec changed meanwhile is kept and its new generation stays
 // unobserved).
-func (r *HelmReleaseReconciler) writeStatus(ctx context.Context, u *unstructured.Unstructured, st release.Status) error {
-	obj, err := statusObject(st)
-	if err != nil {
-		return fmt.Errorf("HelmRelease %s/%s: encode status: %w", u.GetNamespace(), u.GetName(), err)
-	}
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		fresh := newObject(HelmReleaseGVK)
-		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); err != nil {
+func (r *HelmReleaseReconciler) writeStatus(ctx context.Context, obj *release.Release, st release.Status) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &release.Release{}
+		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
 			return err
 		}
-		fresh.Object["status"] = obj
+		fresh.Status = *st.DeepCopy()
 		return r.client.Status().Update(ctx, fresh)
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("HelmRelease %s/%s: write status: %w", u.GetNamespace(), u.GetName(), err)
+		return fmt.Errorf("HelmRelease %s/%s: write status: %w", obj.Namespace, obj.Name, err)
 	}
 	return nil
 }
 
 // finalize uninstalls the Helm release of a HelmRelease being deleted
 // (unless suspended, as Flux) and removes the finalizer.
-func (r *HelmReleaseReconciler) finalize(ctx context.Context, u *unstructured.Unstructured) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(u, Finalizer) {
+func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *release.Release) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx)
-	rel, err := toRelease(u)
+	rel, err := prepare(obj)
 	switch {
 	case err != nil:
 		// Nothing to know the Helm release by: let the object go.
 		log.Error(err, "deleting an invalid HelmRelease without uninstalling")
-		r.event(u, corev1.EventTypeWarning, ReasonInvalidSpec, "Uninstall", "deleted without uninstalling: "+err.Error())
+		r.event(obj, corev1.EventTypeWarning, ReasonInvalidSpec, "Uninstall", "deleted without uninstalling: "+err.Error())
 	case rel.Spec.Suspend:
 		log.Info("deleting a suspended HelmRelease without uninstalling")
 	default:
@@ -446,19 +430,19 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, u *unstructured.Un
 		res, err := r.rec.Uninstall(ctx, cluster, rel)
 		r.metrics.countActions(cluster.Name(), res.Actions)
 		if err != nil {
-			r.event(u, corev1.EventTypeWarning, release.ReasonUninstallFailed, "Uninstall", err.Error())
+			r.event(obj, corev1.EventTypeWarning, release.ReasonUninstallFailed, "Uninstall", err.Error())
 			return ctrl.Result{}, err
 		}
-		r.event(u, corev1.EventTypeNormal, release.ReasonUninstallSucceeded, "Uninstall",
+		r.event(obj, corev1.EventTypeNormal, release.ReasonUninstallSucceeded, "Uninstall",
 			fmt.Sprintf("Helm uninstall of %s/%s succeeded", rel.GetStorageNamespace(), rel.GetReleaseName()))
 	}
-	patch := client.MergeFrom(u.DeepCopy())
-	controllerutil.RemoveFinalizer(u, Finalizer)
-	if err := r.client.Patch(ctx, u, patch); err != nil && !apierrors.IsNotFound(err) {
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	r.targets.forget(u.GetNamespace() + "/" + u.GetName())
-	r.metrics.deleted(release.Kind, u.GetNamespace(), u.GetName())
+	r.targets.forget(obj.Namespace + "/" + obj.Name)
+	r.metrics.deleted(release.Kind, obj.Namespace, obj.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -466,7 +450,7 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, u *unstructured.Un
 // failed, with the Ready condition's reason as Flux's events carry it
 // (InstallSucceeded, UpgradeFailed, …). A reconcile that found the
 // release in sync emits nothing.
-func (r *HelmReleaseReconciler) recordEvent(u *unstructured.Unstructured, res *release.Result, err error) {
+func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *release.Result, err error) {
 	ready := res.Status.GetCondition(release.ConditionReady)
 	if ready == nil || (err == nil && len(res.Actions) == 0) {
 		return
@@ -475,15 +459,15 @@ func (r *HelmReleaseReconciler) recordEvent(u *unstructured.Unstructured, res *r
 	if err != nil || ready.Status != metav1.ConditionTrue {
 		typ = corev1.EventTypeWarning
 	}
-	r.event(u, typ, ready.Reason, string(res.Action), ready.Message)
+	r.event(obj, typ, ready.Reason, string(res.Action), ready.Message)
 }
 
-func (r *HelmReleaseReconciler) event(u *unstructured.Unstructured, typ, reason, action, msg string) {
+func (r *HelmReleaseReconciler) event(obj *release.Release, typ, reason, action, msg string) {
 	if r.events == nil {
 		return
 	}
 	if action == "" || action == string(release.ActionNone) {
 		action = "Reconcile"
 	}
-	r.events.Eventf(u, nil, typ, reason, action, "%s", msg)
+	r.events.Eventf(obj, nil, typ, reason, action, "%s", msg)
 }

@@ -6,6 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/helmfleet/helmfleet/release"
 )
 
 // ShardLabel is Flux's sharding label: a HelmRelease labelled
@@ -49,7 +51,7 @@ func ShardPredicate(sel labels.Selector) predicate.Predicate {
 // reconciler and dependencies across shards work.
 func ShardCacheOptions(sel labels.Selector) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		newObject(HelmReleaseGVK): {Label: sel},
+		&release.Release{}: {Label: sel},
 	}}
 }
 

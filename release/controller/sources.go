@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmfleet/helmfleet/release"
@@ -21,63 +19,52 @@ type sourceCharts struct {
 }
 
 func (s *sourceCharts) GetChart(ctx context.Context, rel *release.Release) (*release.Chart, error) {
-	ns := func(n string) string {
-		if n == "" {
-			return rel.Namespace
+	objs := &release.Objects{}
+	get := func(kind, namespace, name string) error {
+		key := client.ObjectKey{Namespace: nsOr(rel, namespace), Name: name}
+		var err error
+		switch kind {
+		case source.KindHelmRepository:
+			o := &source.HelmRepository{}
+			if err = s.reader.Get(ctx, key, o); err == nil {
+				objs.HelmRepositories = append(objs.HelmRepositories, o)
+			}
+		case source.KindOCIRepository:
+			o := &source.OCIRepository{}
+			if err = s.reader.Get(ctx, key, o); err == nil {
+				objs.OCIRepositories = append(objs.OCIRepositories, o)
+			}
+		case source.KindHelmChart:
+			o := &source.HelmChart{}
+			if err = s.reader.Get(ctx, key, o); err == nil {
+				objs.HelmCharts = append(objs.HelmCharts, o)
+				// A HelmChart takes its chart from its own sourceRef.
+				if ref := o.Spec.SourceRef; ref.Kind == source.KindHelmRepository {
+					repo := &source.HelmRepository{}
+					if err = s.reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: ref.Name}, repo); err == nil {
+						objs.HelmRepositories = append(objs.HelmRepositories, repo)
+					}
+				}
+			}
+		default:
+			// release.Charts names the unsupported kind.
+			return nil
 		}
-		return n
-	}
-	var objs []*unstructured.Unstructured
-	get := func(kind, namespace, name string) (*unstructured.Unstructured, error) {
-		u := newObject(HelmRepositoryGVK.GroupVersion().WithKind(kind))
-		if err := s.reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
-			return nil, fmt.Errorf("release %s/%s: read %s %s/%s: %w", rel.Namespace, rel.Name, kind, namespace, name, err)
+		if err != nil {
+			return fmt.Errorf("release %s/%s: read %s %s: %w", rel.Namespace, rel.Name, kind, key, err)
 		}
-		objs = append(objs, u)
-		return u, nil
+		return nil
 	}
+	var err error
 	switch {
 	case rel.Spec.Chart != nil:
 		ref := rel.Spec.Chart.Spec.SourceRef
-		if _, err := get(ref.Kind, ns(ref.Namespace), ref.Name); err != nil {
-			return nil, err
-		}
+		err = get(ref.Kind, ref.Namespace, ref.Name)
 	case rel.Spec.ChartRef != nil:
-		ref := rel.Spec.ChartRef
-		u, err := get(ref.Kind, ns(ref.Namespace), ref.Name)
-		if err != nil {
-			return nil, err
-		}
-		if ref.Kind == source.KindHelmChart {
-			// A HelmChart takes its chart from its own sourceRef.
-			kind, _, _ := unstructured.NestedString(u.Object, "spec", "sourceRef", "kind")
-			name, _, _ := unstructured.NestedString(u.Object, "spec", "sourceRef", "name")
-			if kind != "" && name != "" {
-				if _, err := get(kind, u.GetNamespace(), name); err != nil {
-					return nil, err
-				}
-			}
-		}
+		err = get(rel.Spec.ChartRef.Kind, rel.Spec.ChartRef.Namespace, rel.Spec.ChartRef.Name)
 	}
-	decoded, err := decodeSources(objs)
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: %w", rel.Namespace, rel.Name, err)
+		return nil, err
 	}
-	return release.Charts(s.resolver, decoded).GetChart(ctx, rel)
-}
-
-// decodeSources decodes source objects as read from the cluster (without
-// their status) with release.Decode, strictly.
-func decodeSources(objs []*unstructured.Unstructured) (*release.Objects, error) {
-	var buf bytes.Buffer
-	for _, u := range objs {
-		data, err := specJSON(u)
-		if err != nil {
-			return nil, err
-		}
-		buf.WriteString("---\n")
-		buf.Write(data)
-		buf.WriteString("\n")
-	}
-	return release.Decode(&buf)
+	return release.Charts(s.resolver, objs).GetChart(ctx, rel)
 }

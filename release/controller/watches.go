@@ -4,16 +4,14 @@ import (
 	"context"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-)
 
-type schemaGVK = schema.GroupVersionKind
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/source"
+)
 
 // Field indexes the controller registers on HelmReleases. Their values
 // are the names (in the release's namespace) or namespace/name keys of
@@ -32,103 +30,69 @@ const (
 	IndexSources = "helmfleet.io/source"
 )
 
-// refs are the fields of a HelmRelease the indexes read.
-type refs struct {
-	Metadata struct {
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Spec struct {
-		ValuesFrom []struct {
-			Kind string `json:"kind"`
-			Name string `json:"name"`
-		} `json:"valuesFrom"`
-		KubeConfig *struct {
-			SecretRef *struct {
-				Name string `json:"name"`
-			} `json:"secretRef"`
-		} `json:"kubeConfig"`
-		DependsOn []struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"dependsOn"`
-		Chart *struct {
-			Spec struct {
-				SourceRef objectRef `json:"sourceRef"`
-			} `json:"spec"`
-		} `json:"chart"`
-		ChartRef *objectRef `json:"chartRef"`
-	} `json:"spec"`
-}
-
-type objectRef struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-}
-
-// refsOf reads the references of a HelmRelease; a field of the wrong
-// shape leaves its part empty (the reconcile reports it).
-func refsOf(obj client.Object) refs {
-	var r refs
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r)
+// indexer returns an index function over Releases.
+func indexer(values func(rel *release.Release) []string) func(client.Object) []string {
+	return func(obj client.Object) []string {
+		rel, ok := obj.(*release.Release)
+		if !ok {
+			return nil
+		}
+		return dedupe(values(rel))
 	}
-	r.Metadata.Namespace = obj.GetNamespace()
-	return r
 }
 
-func (r refs) ns(n string) string {
-	if n == "" {
-		return r.Metadata.Namespace
+// nsOr returns ns, or the release's namespace when ns is empty.
+func nsOr(rel *release.Release, ns string) string {
+	if ns == "" {
+		return rel.Namespace
 	}
-	return n
+	return ns
 }
 
-// indexers are the field indexes' functions.
-func indexers() map[string]func(client.Object) []string {
+// Indexers are the field indexes' functions, by name; SetupWithManager
+// registers them with the manager's cache (a fake client takes them with
+// WithIndex).
+func Indexers() map[string]func(client.Object) []string {
 	return map[string]func(client.Object) []string{
-		IndexConfigMaps: func(obj client.Object) []string {
+		IndexConfigMaps: indexer(func(rel *release.Release) []string {
 			var out []string
-			for _, v := range refsOf(obj).Spec.ValuesFrom {
+			for _, v := range rel.Spec.ValuesFrom {
 				if v.Kind == "ConfigMap" {
 					out = append(out, v.Name)
 				}
 			}
-			return dedupe(out)
-		},
-		IndexSecrets: func(obj client.Object) []string {
-			r := refsOf(obj)
+			return out
+		}),
+		IndexSecrets: indexer(func(rel *release.Release) []string {
 			var out []string
-			for _, v := range r.Spec.ValuesFrom {
+			for _, v := range rel.Spec.ValuesFrom {
 				if v.Kind == "Secret" {
 					out = append(out, v.Name)
 				}
 			}
-			if kc := r.Spec.KubeConfig; kc != nil && kc.SecretRef != nil {
+			if kc := rel.Spec.KubeConfig; kc != nil && kc.SecretRef != nil {
 				out = append(out, kc.SecretRef.Name)
 			}
-			return dedupe(out)
-		},
-		IndexDependsOn: func(obj client.Object) []string {
-			r := refsOf(obj)
+			return out
+		}),
+		IndexDependsOn: indexer(func(rel *release.Release) []string {
 			var out []string
-			for _, d := range r.Spec.DependsOn {
-				out = append(out, r.ns(d.Namespace)+"/"+d.Name)
+			for _, d := range rel.Spec.DependsOn {
+				out = append(out, nsOr(rel, d.Namespace)+"/"+d.Name)
 			}
-			return dedupe(out)
-		},
-		IndexSources: func(obj client.Object) []string {
-			r := refsOf(obj)
+			return out
+		}),
+		IndexSources: indexer(func(rel *release.Release) []string {
 			switch {
-			case r.Spec.Chart != nil:
-				s := r.Spec.Chart.Spec.SourceRef
-				return []string{s.Kind + "/" + r.ns(s.Namespace) + "/" + s.Name}
-			case r.Spec.ChartRef != nil:
-				s := *r.Spec.ChartRef
-				return []string{s.Kind + "/" + r.ns(s.Namespace) + "/" + s.Name}
+			case rel.Spec.Chart != nil:
+				s := rel.Spec.Chart.Spec.SourceRef
+				return []string{s.Kind + "/" + nsOr(rel, s.Namespace) + "/" + s.Name}
+			case rel.Spec.ChartRef != nil:
+				s := rel.Spec.ChartRef
+				return []string{s.Kind + "/" + nsOr(rel, s.Namespace) + "/" + s.Name}
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -150,7 +114,18 @@ func nameKey(obj client.Object) (string, string) { return obj.GetNamespace(), ob
 // sourceKeyOf is the index value of a source object: Kind/namespace/name;
 // releases of any namespace may name it.
 func sourceKeyOf(obj client.Object) (string, string) {
-	return "", obj.GetObjectKind().GroupVersionKind().Kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	var kind string
+	switch obj.(type) {
+	case *source.HelmRepository:
+		kind = source.KindHelmRepository
+	case *source.OCIRepository:
+		kind = source.KindOCIRepository
+	case *source.HelmChart:
+		kind = source.KindHelmChart
+	default:
+		kind = obj.GetObjectKind().GroupVersionKind().Kind
+	}
+	return "", kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // mapIndex returns a map function that enqueues the releases (of this
@@ -169,8 +144,7 @@ func (r *HelmReleaseReconciler) mapDependents(ctx context.Context, obj client.Ob
 }
 
 func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespace, value string) []reconcile.Request {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(HelmReleaseGVK.GroupVersion().WithKind(HelmReleaseGVK.Kind + "List"))
+	list := &release.ReleaseList{}
 	opts := []client.ListOption{client.MatchingFields{field: value}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
@@ -182,7 +156,7 @@ func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespac
 	var out []reconcile.Request
 	for i := range list.Items {
 		if r.inShard(&list.Items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}})
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 		}
 	}
 	return out
@@ -204,6 +178,6 @@ func (becameReady) Delete(event.DeleteEvent) bool { return false }
 func (becameReady) Generic(event.GenericEvent) bool { return false }
 
 func readyObject(obj client.Object) bool {
-	u, ok := obj.(*unstructured.Unstructured)
-	return ok && isReady(u)
+	rel, ok := obj.(*release.Release)
+	return ok && rel.IsReady()
 }
