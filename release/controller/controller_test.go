@@ -29,6 +29,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -452,4 +453,33 @@ func TestNewRequiresAChartGetter(t *testing.T) {
 	assert.ErrorContains(t, err, "one of Config.Charts and Config.Resolver is required")
 	_, err = New(Config{Charts: testCharts})
 	assert.ErrorContains(t, err, "Config.Client is required")
+}
+
+func TestSourcesResolveAndTrigger(t *testing.T) {
+	repo := &source.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "podinfo"}, Spec: source.HelmRepositorySpec{URL: "https://charts.example.com"}}
+	var asked []string
+	resolver := source.ResolverFunc(func(_ context.Context, ref source.Ref) (*source.Chart, error) {
+		asked = append(asked, ref.HelmRepository.Spec.URL+" "+ref.Chart+"@"+ref.Version)
+		return &source.Chart{Chart: testchart.MustLoad("6.5.0")}, nil
+	})
+	e := newEnv(t, Config{Resolver: resolver}, hr(t, podinfoYAML), repo)
+	_, err := e.reconcile("podinfo")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"https://charts.example.com podinfo@6.5.0"}, asked, "the HelmRepository was read from the cluster")
+	_, st := e.get("podinfo")
+	assert.Equal(t, "True InstallSucceeded", condition(st, release.ConditionReady))
+	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}},
+		e.r.mapIndex(IndexSources, sourceKeyOf)(t.Context(), repo), "a change of the repository reconciles the release")
+
+	require.NoError(t, e.client.Delete(t.Context(), repo))
+	u, _ := e.get("podinfo")
+	u.Spec.Chart.Spec.Version = "6.5.1"
+	u.Generation = 2
+	require.NoError(t, e.client.Update(t.Context(), u))
+	res, err := e.reconcile("podinfo")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter, "a missing source is retried after the interval")
+	_, st = e.get("podinfo")
+	assert.Equal(t, "False ArtifactFailed", condition(st, release.ConditionReady))
+	assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "HelmRepository apps/podinfo")
 }

@@ -2,7 +2,11 @@
 // controller-runtime manager: what Flux's helm-controller does, as a
 // reconciler a platform team wires into its own manager in a few lines.
 //
+//	scheme := runtime.NewScheme()
+//	_ = clientgoscheme.AddToScheme(scheme)
+//	_ = controller.AddToScheme(scheme) // release.Release, source kinds
 //	mgr, _ := ctrl.NewManager(cfg, ctrl.Options{
+//		Scheme:           scheme,
 //		LeaderElection:   true,
 //		LeaderElectionID: controller.LeaderElectionID(""),
 //	})
@@ -12,9 +16,10 @@
 //
 // # One cluster
 //
-// HelmReleaseReconciler reads Flux HelmReleases (helm.toolkit.fluxcd.io/v2)
-// where they live, decodes each strictly with release.Decode (an invalid
-// spec is Stalled with its field path, never guessed at), and reconciles it
+// HelmReleaseReconciler reads Flux HelmReleases (helm.toolkit.fluxcd.io/v2,
+// the typed release.Release; install the CRDs of release/crds) where they
+// live, defaults and validates each (an invalid spec is Stalled with its
+// field path, never guessed at), and reconciles it
 // with release.Reconciler on the manager's own cluster, or on the remote
 // cluster of spec.kubeConfig.secretRef (key "value" or "value.yaml", as
 // Flux), as spec.serviceAccountName when set (impersonating
@@ -59,6 +64,9 @@
 // helmfleet_reconcile_condition{kind,namespace,name,type,status} (Flux's
 // gotk_reconcile_condition) and
 // helmfleet_release_actions_total{cluster,action}.
+//
+// Fleet mode (HelmReleases and Karmada policies on a hub, reconciled onto
+// member clusters with release/fleet) is not in this package yet.
 //
 // # Horizontal scale
 //

@@ -34,7 +34,7 @@ type Metrics struct {
 // (controller-runtime's metrics.Registry in a manager, which serves them
 // on the manager's metrics endpoint). Collectors already registered there
 // by an earlier call are reused, so two reconcilers in one process share
-// them.
+// them. A nil reg registers nothing (tests, examples).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
