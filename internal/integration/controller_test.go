@@ -58,6 +58,16 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 // ccfg until the test ends.
 func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.Config) {
 	t.Helper()
+	ccfg.Name = name
+	runManager(t, cfg, name, func(mgr ctrl.Manager) error {
+		_, err := controller.Setup(t.Context(), mgr, ccfg)
+		return err
+	})
+}
+
+// runManager runs a manager on cfg, set up by setup, until the test ends.
+func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Manager) error) {
+	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: controllerScheme(t),
@@ -68,9 +78,7 @@ func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.C
 		Controller:             config.Controller{SkipNameValidation: &skip},
 	})
 	require.NoError(t, err)
-	ccfg.Name = name
-	_, err = controller.Setup(t.Context(), mgr, ccfg)
-	require.NoError(t, err)
+	require.NoError(t, setup(mgr))
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
@@ -295,4 +303,117 @@ func TestControllerOnRealCluster(t *testing.T) {
 		})
 		waitReady(t, c, ns, "sharded", 1)
 	})
+}
+
+// karmadaCRD serves a Karmada policy kind on the hub; release.Decode
+// checks the policies strictly when the fleet reconciler reads them.
+func karmadaCRD(kind string) string {
+	lower := strings.ToLower(kind)
+	return `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ` + lower + `s.policy.karmada.io}
+spec:
+  group: policy.karmada.io
+  scope: Namespaced
+  names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + lower + `s, singular: ` + lower + `}
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+}
+
+// TestFleetControllerOnRealClusters runs the fleet reconciler in a
+// manager on the hub: the members are kubeconfig Secrets on the hub, a
+// PropagationPolicy places the HelmRelease on both and an OverridePolicy
+// gives member2 its own values; each member gets a real Helm release and
+// the hub's HelmRelease says it is ready on both.
+func TestFleetControllerOnRealClusters(t *testing.T) {
+	hubCfg := controlPlane(t, "hub").Admin
+	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
+	require.NoError(t, err)
+	installCRDs(t, c)
+	for _, kind := range []string{"PropagationPolicy", "OverridePolicy"} {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(karmadaCRD(kind)), &u.Object))
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), u)))
+	}
+	require.Eventually(t, func() bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(controller.OverridePolicyGVK.GroupVersion().WithKind("OverridePolicyList"))
+		return c.List(ctx(t), list) == nil
+	}, 30*time.Second, 100*time.Millisecond)
+
+	const ns, membersNS = "fleetctl", "fleet-members"
+	for _, n := range []string{ns, membersNS} {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})))
+	}
+	mcs := map[string]client.Client{}
+	for _, m := range []string{"member1", "member2"} {
+		cp := controlPlane(t, m)
+		kc, err := os.ReadFile(cp.AdminKubeconfig)
+		require.NoError(t, err)
+		require.NoError(t, c.Create(ctx(t), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: membersNS, Name: m + "-kubeconfig", Labels: map[string]string{controller.MemberLabel: m, "env": "prod"}},
+			Data:       map[string][]byte{"value": kc},
+		}))
+		mc, err := client.New(cp.Admin, client.Options{})
+		require.NoError(t, err)
+		require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+		mcs[m] = mc
+	}
+	for _, y := range []string{`
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: fleetctl}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  placement:
+    clusterAffinity:
+      labelSelector: {matchLabels: {env: prod}}
+`, `
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo, namespace: fleetctl}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  overrideRules:
+    - targetCluster: {clusterNames: [member2]}
+      overriders:
+        valuesOverrider:
+          - merge: {replicaCount: 5}
+`} {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+		require.NoError(t, c.Create(ctx(t), u))
+	}
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "podinfo", "  values: {replicaCount: 2}\n"))))
+
+	runManager(t, hubCfg, "helmfleet-fleet", func(mgr ctrl.Manager) error {
+		_, err := controller.SetupFleet(t.Context(), mgr, controller.FleetConfig{
+			Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
+			MemberSecretsNamespace: membersNS,
+			Charts:                 charts,
+			Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		})
+		return err
+	})
+
+	var st release.Status
+	require.Eventually(t, func() bool {
+		_, st, err = getHR(ctx(t), c, ns, "podinfo")
+		return err == nil && st.IsConditionTrue(release.ConditionReady)
+	}, 60*time.Second, 100*time.Millisecond, "ready on both members")
+	assert.Equal(t, "ready on 2/2 members: member1, member2", st.GetCondition(release.ConditionReady).Message)
+	for m, want := range map[string]int64{"member1": 2, "member2": 5} {
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.NoError(t, mcs[m].Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep), m)
+		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+		assert.Equal(t, want, replicas, "%s: replicas after its overrides", m)
+	}
 }
