@@ -65,8 +65,21 @@
 // gotk_reconcile_condition) and
 // helmfleet_release_actions_total{cluster,action}.
 //
-// Fleet mode (HelmReleases and Karmada policies on a hub, reconciled onto
-// member clusters with release/fleet) is not in this package yet.
+// # A fleet
+//
+// FleetReconciler (SetupFleet) keeps HelmReleases and Karmada
+// PropagationPolicies and OverridePolicies on a hub and runs them on
+// member clusters with release/fleet: every change of a release, a policy
+// or a member Secret replans the whole fleet (one reconcile key), which is
+// applied in dependency order across members; each HelmRelease's Ready
+// condition says on how many members it is ready, and why not on the
+// others. Members come from a MemberSource: SecretMembers reads kubeconfig
+// Secrets labelled helmfleet.io/member=<name> on the hub (their other
+// labels are the placement labels), StaticMembers is a fixed list. The
+// per-member statuses stay in the fleet's inventory (kept in memory; a
+// restarted controller rebuilds it from the members' Helm storage on the
+// next apply). Do not run both reconcilers on the same HelmReleases:
+// shard them apart.
 //
 // # Horizontal scale
 //
