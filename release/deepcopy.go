@@ -26,7 +26,6 @@ func (in *Spec) DeepCopyInto(out *Spec) {
 		*out = new(CrossNamespaceSourceReference)
 		(*in).DeepCopyInto(*out)
 	}
-	out.Interval = in.Interval
 	if in.KubeConfig != nil {
 		in, out := &in.KubeConfig, &out.KubeConfig
 		*out = new(KubeConfigReference)
