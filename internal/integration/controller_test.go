@@ -31,18 +31,77 @@ import (
 	"github.com/helmfleet/helmfleet/release/crds"
 )
 
-// installCRDs installs the HelmRelease CRD of release/crds on the hub
-// and waits until the kind is served.
-func installCRDs(t *testing.T, c client.Client) {
+// installReleaseCRD installs the HelmRelease CRD of release/crds on the
+// hub unless it is there, and waits until it is served. When the test
+// ends it deletes the CRD and waits until it is gone, so the next test of
+// the hub (TestFluxKindsOnAPIServer creates it afresh) starts from none.
+func installReleaseCRD(t *testing.T, c client.Client) {
 	t.Helper()
 	data, err := fs.ReadFile(crds.FS(), "helm.toolkit.fluxcd.io_helmreleases.yaml")
 	require.NoError(t, err)
-	u := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal(data, &u.Object))
-	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), u)))
+	crd := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(data, &crd.Object))
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), crd)))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// A release left with the finalizer (a failed test) would keep
+		// the CRD: the managers are gone, let them go.
+		var left release.ReleaseList
+		_ = c.List(cctx, &left)
+		for i := range left.Items {
+			rel := &left.Items[i]
+			if len(rel.Finalizers) > 0 {
+				patch := client.MergeFrom(rel.DeepCopy())
+				rel.Finalizers = nil
+				_ = c.Patch(cctx, rel, patch)
+			}
+		}
+		if err := client.IgnoreNotFound(c.Delete(cctx, crd)); err != nil {
+			t.Errorf("delete the HelmRelease CRD: %v", err)
+			return
+		}
+		for cctx.Err() == nil {
+			if err := c.Get(cctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); client.IgnoreNotFound(err) == nil && err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("the HelmRelease CRD is still there a minute after its deletion")
+	})
 	require.Eventually(t, func() bool {
 		return c.List(ctx(t), &release.ReleaseList{}) == nil
 	}, 30*time.Second, 100*time.Millisecond, "HelmRelease served")
+}
+
+// deleteReleasesAtEnd deletes the HelmReleases of ns when the test ends,
+// while the managers still run (cleanups run last-registered first): the
+// controller's finalizer uninstalls each. It fails the test if one is
+// still there after 30s.
+func deleteReleasesAtEnd(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.DeleteAllOf(cctx, &release.Release{}, client.InNamespace(ns)); err != nil {
+			t.Errorf("delete HelmReleases of %s: %v", ns, err)
+			return
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var list release.ReleaseList
+			if err := c.List(cctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				for _, rel := range list.Items {
+					t.Errorf("HelmRelease %s/%s not uninstalled 30s after its deletion: %v", ns, rel.Name, rel.Status.Conditions)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
 
 // controllerScheme knows client-go's kinds and the controller's.
@@ -180,7 +239,7 @@ func TestControllerOnRealCluster(t *testing.T) {
 	hubCfg := controlPlane(t, "hub").Admin
 	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
 	require.NoError(t, err)
-	installCRDs(t, c)
+	installReleaseCRD(t, c)
 	const ns = "ctrl"
 	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 
@@ -290,6 +349,30 @@ func TestControllerOnRealCluster(t *testing.T) {
 			ready := st.GetCondition(release.ConditionReady)
 			return ready != nil && ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "system:serviceaccount:ctrl:nobody")
 		}, 30*time.Second, 100*time.Millisecond, "RBAC denies the impersonated account")
+		// Its uninstall is denied too, so its finalizer stays: the admin
+		// lets it go by hand.
+		rel, _ := hrStatus(t, c, ns, "remote-denied")
+		require.NoError(t, c.Delete(ctx(t), rel))
+		rel, _ = hrStatus(t, c, ns, "remote-denied")
+		assert.NotNil(t, rel.DeletionTimestamp)
+		patch := client.MergeFrom(rel.DeepCopy())
+		rel.Finalizers = nil
+		require.NoError(t, c.Patch(ctx(t), rel, patch))
+	})
+
+	t.Run("deleting a release uninstalls it", func(t *testing.T) {
+		rel, _ := hrStatus(t, c, ns, "podinfo")
+		require.NoError(t, c.Delete(ctx(t), rel))
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.Eventually(t, func() bool {
+			err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep)
+			return client.IgnoreNotFound(err) == nil && err != nil
+		}, 30*time.Second, 100*time.Millisecond, "the Helm release's Deployment is gone")
+		require.Eventually(t, func() bool {
+			err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, &release.Release{})
+			return client.IgnoreNotFound(err) == nil && err != nil
+		}, 30*time.Second, 100*time.Millisecond, "the finalizer let the HelmRelease go")
 	})
 
 	t.Run("the shard key filters", func(t *testing.T) {
@@ -302,6 +385,7 @@ func TestControllerOnRealCluster(t *testing.T) {
 			Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
 		})
 		waitReady(t, c, ns, "sharded", 1)
+		deleteReleasesAtEnd(t, c, ns) // while both managers run
 	})
 }
 
@@ -334,7 +418,7 @@ func TestFleetControllerOnRealClusters(t *testing.T) {
 	hubCfg := controlPlane(t, "hub").Admin
 	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
 	require.NoError(t, err)
-	installCRDs(t, c)
+	installReleaseCRD(t, c)
 	for _, kind := range []string{"PropagationPolicy", "OverridePolicy"} {
 		u := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal([]byte(karmadaCRD(kind)), &u.Object))
