@@ -42,7 +42,17 @@ const (
 )
 
 // Release is one Helm release to run: Flux's HelmRelease (v2). Decode it
-// with Decode, then call Default and Validate.
+// with Decode, then call Default and Validate. It is a runtime.Object
+// registered as HelmRelease by AddToScheme.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=helmreleases,singular=helmrelease,shortName=hr,categories=all;fluxcd;fluxcd-appliers
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
 type Release struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -53,8 +63,26 @@ type Release struct {
 	Status Status `json:"status,omitempty"`
 }
 
+// ReleaseList is a list of Releases, as the API server returns it
+// (Flux's HelmReleaseList).
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+type ReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Releases.
+	Items []Release `json:"items"`
+}
+
 // Spec is Flux's HelmReleaseSpec: which chart, which values, and how each
 // Helm action runs.
+//
+// Its deep copy is written by hand (deepcopy.go): controller-gen cannot
+// copy the free-form Values.
+//
+// +kubebuilder:object:generate=false
+// +kubebuilder:validation:XValidation:rule="(has(self.chart) && !has(self.chartRef)) || (!has(self.chart) && has(self.chartRef))", message="either chart or chartRef must be set"
 type Spec struct {
 	// Chart is the template of the HelmChart to take the chart from.
 	// Exactly one of Chart and ChartRef is set.
@@ -63,6 +91,9 @@ type Spec struct {
 	// Exactly one of Chart and ChartRef is set.
 	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
 	// Interval at which to reconcile the release.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +required
 	Interval metav1.Duration `json:"interval"`
 	// KubeConfig names a Secret with a kubeconfig of a remote cluster.
 	// Kept for compatibility with Flux YAML; helmfleet reaches clusters
@@ -73,16 +104,27 @@ type Spec struct {
 	Suspend bool `json:"suspend,omitempty"`
 	// ReleaseName of the Helm release; default [targetNamespace-]name,
 	// shortened with a hash when longer than 53 characters.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=53
+	// +optional
 	ReleaseName string `json:"releaseName,omitempty"`
 	// TargetNamespace of the release's objects; default the namespace of
 	// the Release.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
 	TargetNamespace string `json:"targetNamespace,omitempty"`
 	// StorageNamespace where Helm stores the release; default the
 	// namespace of the Release.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
 	StorageNamespace string `json:"storageNamespace,omitempty"`
 	// DependsOn lists Releases that must be ready first.
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
 	// Timeout of each Kubernetes operation of a Helm action; default 5m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// MaxHistory is the number of Helm revisions kept; default 5, 0 means
 	// unlimited.
@@ -109,6 +151,15 @@ type Spec struct {
 	// order before Values.
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
 	// Values are the inline Helm values, merged last.
+	//
+	// It is free-form JSON: the CRD keeps whatever it holds
+	// (x-kubernetes-preserve-unknown-fields), and DeepCopy copies it
+	// recursively.
+	//
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
 	Values map[string]any `json:"values,omitempty"`
 	// PostRenderers run over the rendered manifests, in order.
 	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
@@ -132,24 +183,32 @@ const (
 )
 
 // WaitStrategy picks how Helm waits for the release's objects.
+//
+// +kubebuilder:object:generate=true
 type WaitStrategy struct {
 	// Name is poller or legacy.
+	// +kubebuilder:validation:Enum=poller;legacy
+	// +required
 	Name string `json:"name"`
 }
 
 // CustomHealthCheck computes the health of one kind of custom resource
 // with CEL expressions (Flux's kustomize.CustomHealthCheck).
+//
+// +kubebuilder:object:generate=true
 type CustomHealthCheck struct {
 	// APIVersion of the resources.
 	APIVersion string `json:"apiVersion"`
 	// Kind of the resources.
 	Kind string `json:"kind"`
 	// HealthCheckExpressions are the expressions.
-	HealthCheckExpressions
+	HealthCheckExpressions `json:",inline"`
 }
 
 // HealthCheckExpressions are CEL expressions over a resource deciding its
 // kstatus.
+//
+// +kubebuilder:object:generate=true
 type HealthCheckExpressions struct {
 	// InProgress is true while the resource progresses.
 	InProgress string `json:"inProgress,omitempty"`
@@ -176,6 +235,8 @@ const (
 
 // KubeConfigReference names a kubeconfig for a remote cluster (Flux's
 // meta.KubeConfigReference).
+//
+// +kubebuilder:object:generate=true
 type KubeConfigReference struct {
 	// SecretRef names the Secret and key holding the kubeconfig.
 	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
@@ -184,6 +245,8 @@ type KubeConfigReference struct {
 }
 
 // SecretKeyReference names a key of a Secret in the same namespace.
+//
+// +kubebuilder:object:generate=true
 type SecretKeyReference struct {
 	// Name of the Secret.
 	Name string `json:"name"`
@@ -192,12 +255,16 @@ type SecretKeyReference struct {
 }
 
 // LocalObjectReference names an object in the same namespace.
+//
+// +kubebuilder:object:generate=true
 type LocalObjectReference struct {
 	// Name of the referent.
 	Name string `json:"name"`
 }
 
 // DependencyReference names a Release this one depends on.
+//
+// +kubebuilder:object:generate=true
 type DependencyReference struct {
 	// Name of the Release.
 	Name string `json:"name"`
@@ -210,6 +277,8 @@ type DependencyReference struct {
 
 // HelmChartTemplate is the template of the HelmChart a Release takes its
 // chart from.
+//
+// +kubebuilder:object:generate=true
 type HelmChartTemplate struct {
 	// ObjectMeta holds labels and annotations for the HelmChart.
 	ObjectMeta *HelmChartTemplateObjectMeta `json:"metadata,omitempty"`
@@ -218,6 +287,8 @@ type HelmChartTemplate struct {
 }
 
 // HelmChartTemplateObjectMeta is the metadata template of a HelmChart.
+//
+// +kubebuilder:object:generate=true
 type HelmChartTemplateObjectMeta struct {
 	// Labels of the HelmChart.
 	Labels map[string]string `json:"labels,omitempty"`
@@ -226,6 +297,8 @@ type HelmChartTemplateObjectMeta struct {
 }
 
 // HelmChartTemplateSpec names a chart in a source.
+//
+// +kubebuilder:object:generate=true
 type HelmChartTemplateSpec struct {
 	// Chart is the chart's name (or path, for Git and Bucket sources).
 	Chart string `json:"chart"`
@@ -235,8 +308,11 @@ type HelmChartTemplateSpec struct {
 	// SourceRef names the HelmRepository, GitRepository or Bucket.
 	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
 	// Interval at which to check the source; default spec.interval.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval *metav1.Duration `json:"interval,omitempty"`
 	// ReconcileStrategy is ChartVersion (default) or Revision.
+	// +kubebuilder:validation:Enum=ChartVersion;Revision
 	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
 	// ValuesFiles replace the chart's values.yaml (which counts only if
 	// listed) and are merged in list order.
@@ -249,18 +325,24 @@ type HelmChartTemplateSpec struct {
 
 // HelmChartTemplateVerification configures signature verification of an
 // OCI chart.
+//
+// +kubebuilder:object:generate=true
 type HelmChartTemplateVerification struct {
 	// Provider is cosign (default) or notation.
+	// +kubebuilder:validation:Enum=cosign;notation
 	Provider string `json:"provider"`
 	// SecretRef names a Secret with trusted public keys.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // CrossNamespaceObjectReference names the source of a chart template.
+//
+// +kubebuilder:object:generate=true
 type CrossNamespaceObjectReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind is HelmRepository, GitRepository or Bucket.
+	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;Bucket
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
@@ -270,10 +352,13 @@ type CrossNamespaceObjectReference struct {
 
 // CrossNamespaceSourceReference names an OCIRepository or HelmChart a
 // Release takes its chart from (spec.chartRef).
+//
+// +kubebuilder:object:generate=true
 type CrossNamespaceSourceReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind is OCIRepository or HelmChart.
+	// +kubebuilder:validation:Enum=OCIRepository;HelmChart
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
@@ -327,8 +412,11 @@ const DriftDetectionMetadataKey = Group + "/driftDetection"
 const DriftDetectionDisabledValue = "disabled"
 
 // DriftDetection configures drift detection.
+//
+// +kubebuilder:object:generate=true
 type DriftDetection struct {
 	// Mode is enabled, warn or disabled (default).
+	// +kubebuilder:validation:Enum=enabled;warn;disabled
 	Mode DriftDetectionMode `json:"mode,omitempty"`
 	// Ignore lists changes to ignore; rules matching one object are
 	// unioned.
@@ -350,6 +438,8 @@ func (d DriftDetection) MustDetectChanges() bool {
 }
 
 // IgnoreRule ignores some paths of some objects during drift detection.
+//
+// +kubebuilder:object:generate=true
 type IgnoreRule struct {
 	// Paths are RFC 6901 JSON pointers; "" ignores the whole object.
 	Paths []string `json:"paths"`
@@ -360,6 +450,8 @@ type IgnoreRule struct {
 // Selector selects Kubernetes objects (Flux's kustomize.Selector). Group,
 // Version, Kind, Name and Namespace are regular expressions anchored at
 // both ends; the selectors use Kubernetes label selector syntax.
+//
+// +kubebuilder:object:generate=true
 type Selector struct {
 	// Group of the objects.
 	Group string `json:"group,omitempty"`
@@ -392,8 +484,12 @@ const (
 )
 
 // Install configures Helm install actions.
+//
+// +kubebuilder:object:generate=true
 type Install struct {
 	// Timeout of each operation; default spec.timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Remediation configures what happens when an install fails.
 	Remediation *InstallRemediation `json:"remediation,omitempty"`
@@ -416,6 +512,7 @@ type Install struct {
 	// SkipCRDs skips CRDs. Deprecated: use CRDs: Skip.
 	SkipCRDs bool `json:"skipCRDs,omitempty"`
 	// CRDs is Skip, Create (default) or CreateReplace.
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs CRDsPolicy `json:"crds,omitempty"`
 	// CreateNamespace creates the target namespace if absent.
 	CreateNamespace bool `json:"createNamespace,omitempty"`
@@ -463,10 +560,15 @@ const (
 )
 
 // ActionStrategy says what follows a failed install or upgrade.
+//
+// +kubebuilder:object:generate=true
 type ActionStrategy struct {
 	// Name is RemediateOnFailure or RetryOnFailure.
+	// +kubebuilder:validation:Enum=RemediateOnFailure;RetryOnFailure
 	Name string `json:"name"`
 	// RetryInterval between RetryOnFailure attempts; default 5m.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 }
 
@@ -523,6 +625,8 @@ type Remediation interface {
 }
 
 // InstallRemediation configures remediation of a failed install.
+//
+// +kubebuilder:object:generate=true
 type InstallRemediation struct {
 	// Retries before giving up; default 0, negative is unlimited. An
 	// uninstall runs between attempts.
@@ -591,8 +695,12 @@ const (
 )
 
 // Upgrade configures Helm upgrade actions.
+//
+// +kubebuilder:object:generate=true
 type Upgrade struct {
 	// Timeout of each operation; default spec.timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Remediation configures what happens when an upgrade fails.
 	Remediation *UpgradeRemediation `json:"remediation,omitempty"`
@@ -618,10 +726,13 @@ type Upgrade struct {
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
 	// CRDs is Skip, Create or CreateReplace; helmfleet defaults to Create
 	// as Flux's code does.
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs CRDsPolicy `json:"crds,omitempty"`
 	// ChartNameChangeStrategy is Reinstall (default) or InPlaceUpdate.
+	// +kubebuilder:validation:Enum=InPlaceUpdate;Reinstall
 	ChartNameChangeStrategy ChartNameChangeStrategy `json:"chartNameChangeStrategy,omitempty"`
 	// ServerSideApply is enabled, disabled or auto (default).
+	// +kubebuilder:validation:Enum=enabled;disabled;auto
 	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
@@ -656,6 +767,8 @@ func (in Upgrade) GetChartNameChangeStrategy() ChartNameChangeStrategy {
 }
 
 // UpgradeRemediation configures remediation of a failed upgrade.
+//
+// +kubebuilder:object:generate=true
 type UpgradeRemediation struct {
 	// Retries before giving up; default 0, negative is unlimited.
 	Retries int `json:"retries,omitempty"`
@@ -666,6 +779,7 @@ type UpgradeRemediation struct {
 	// remain; default Retries > 0.
 	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
 	// Strategy is rollback (default) or uninstall.
+	// +kubebuilder:validation:Enum=rollback;uninstall
 	Strategy *RemediationStrategy `json:"strategy,omitempty"`
 }
 
@@ -704,10 +818,14 @@ func (in UpgradeRemediation) RetriesExhausted(st *Status) bool {
 }
 
 // Test configures Helm test actions.
+//
+// +kubebuilder:object:generate=true
 type Test struct {
 	// Enable runs the chart's tests after each install and upgrade.
 	Enable bool `json:"enable,omitempty"`
 	// Timeout of each operation; default spec.timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// IgnoreFailures skips remediation when tests fail.
 	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
@@ -719,6 +837,8 @@ type Test struct {
 func (in Test) GetTimeout(def metav1.Duration) metav1.Duration { return durationOr(in.Timeout, def) }
 
 // Filter includes or excludes one test by name.
+//
+// +kubebuilder:object:generate=true
 type Filter struct {
 	// Name of the test.
 	Name string `json:"name"`
@@ -727,8 +847,12 @@ type Filter struct {
 }
 
 // Rollback configures Helm rollback actions.
+//
+// +kubebuilder:object:generate=true
 type Rollback struct {
 	// Timeout of each operation; default spec.timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// DisableWait skips waiting for resources to be ready.
 	DisableWait bool `json:"disableWait,omitempty"`
@@ -743,6 +867,7 @@ type Rollback struct {
 	// CleanupOnFail deletes objects created by a failed rollback.
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
 	// ServerSideApply is enabled, disabled or auto (default).
+	// +kubebuilder:validation:Enum=enabled;disabled;auto
 	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
@@ -752,8 +877,12 @@ func (in Rollback) GetTimeout(def metav1.Duration) metav1.Duration {
 }
 
 // Uninstall configures Helm uninstall actions.
+//
+// +kubebuilder:object:generate=true
 type Uninstall struct {
 	// Timeout of each operation; default spec.timeout.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// DisableHooks skips hooks.
 	DisableHooks bool `json:"disableHooks,omitempty"`
@@ -762,6 +891,7 @@ type Uninstall struct {
 	// DisableWait skips waiting for objects to be deleted.
 	DisableWait bool `json:"disableWait,omitempty"`
 	// DeletionPropagation is background (default), foreground or orphan.
+	// +kubebuilder:validation:Enum=background;foreground;orphan
 	DeletionPropagation *string `json:"deletionPropagation,omitempty"`
 }
 
@@ -779,8 +909,11 @@ func (in Uninstall) GetDeletionPropagation() string {
 }
 
 // ValuesReference names a ConfigMap or Secret key holding values.
+//
+// +kubebuilder:object:generate=true
 type ValuesReference struct {
 	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
 	Kind string `json:"kind"`
 	// Name of the object, in the Release's namespace.
 	Name string `json:"name"`
@@ -809,12 +942,16 @@ func (in ValuesReference) GetValuesKey() string {
 }
 
 // PostRenderer is one post-renderer of the rendered manifests.
+//
+// +kubebuilder:object:generate=true
 type PostRenderer struct {
 	// Kustomize patches the manifests.
 	Kustomize *Kustomize `json:"kustomize,omitempty"`
 }
 
 // Kustomize is a kustomize post-renderer.
+//
+// +kubebuilder:object:generate=true
 type Kustomize struct {
 	// Patches are strategic merge or JSON 6902 patches with optional
 	// targets, applied in order.
@@ -824,6 +961,8 @@ type Kustomize struct {
 }
 
 // Patch is one kustomize patch (Flux's kustomize.Patch).
+//
+// +kubebuilder:object:generate=true
 type Patch struct {
 	// Patch is a strategic merge patch or a JSON 6902 patch, as YAML.
 	Patch string `json:"patch"`
@@ -832,6 +971,8 @@ type Patch struct {
 }
 
 // Image changes one image (Flux's kustomize.Image).
+//
+// +kubebuilder:object:generate=true
 type Image struct {
 	// Name of the image to change.
 	Name string `json:"name"`
@@ -844,6 +985,8 @@ type Image struct {
 }
 
 // CommonMetadata is added to every rendered object.
+//
+// +kubebuilder:object:generate=true
 type CommonMetadata struct {
 	// Labels added to every object.
 	Labels map[string]string `json:"labels,omitempty"`

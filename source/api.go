@@ -10,6 +10,11 @@ import (
 const (
 	// Group is the API group of Flux's source objects.
 	Group = "source.toolkit.fluxcd.io"
+	// Version is the API version the Go types model and the scheme
+	// registers (see AddToScheme).
+	Version = "v1"
+	// APIVersion is Group/Version.
+	APIVersion = Group + "/" + Version
 	// KindHelmRepository is the kind of a Helm chart repository (HTTP or OCI).
 	KindHelmRepository = "HelmRepository"
 	// KindOCIRepository is the kind of a single OCI artifact repository.
@@ -25,6 +30,8 @@ const (
 
 // LocalObjectReference names an object in the same namespace, such as a
 // Secret holding credentials.
+//
+// +kubebuilder:object:generate=true
 type LocalObjectReference struct {
 	// Name of the referent.
 	Name string `json:"name"`
@@ -32,16 +39,45 @@ type LocalObjectReference struct {
 
 // HelmRepository is Flux's HelmRepository: a Helm chart repository served
 // over HTTP(S) with an index, or an OCI registry when Spec.Type is "oci".
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=helmrepo,categories=all;fluxcd;fluxcd-sources
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+// +kubebuilder:object:generate=true
 type HelmRepository struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// Spec says where the repository is and how to reach it.
 	Spec HelmRepositorySpec `json:"spec,omitempty"`
+	// Status is what Flux's source-controller (or a caller acting as
+	// one) observed; this package reads none of it.
+	Status HelmRepositoryStatus `json:"status,omitempty"`
+}
+
+// HelmRepositoryList is a list of HelmRepositories, as the API server
+// returns it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:object:generate=true
+type HelmRepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the HelmRepositories.
+	Items []HelmRepository `json:"items"`
 }
 
 // HelmRepositorySpec mirrors Flux's HelmRepositorySpec field for field.
+//
+// +kubebuilder:object:generate=true
 type HelmRepositorySpec struct {
 	// URL of the repository: https://… for an index, oci://… for a registry.
+	// +kubebuilder:validation:Pattern="^(http|https|oci)://.*$"
+	// +required
 	URL string `json:"url"`
 	// SecretRef names a Secret with credentials (username/password or a
 	// docker config). helmfleet leaves reading it to the caller's client.
@@ -51,6 +87,8 @@ type HelmRepositorySpec struct {
 	// PassCredentials sends credentials to hosts other than the index host.
 	PassCredentials bool `json:"passCredentials,omitempty"`
 	// Interval between index refreshes; informational for a library.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// Insecure allows plain HTTP for OCI registries.
 	Insecure bool `json:"insecure,omitempty"`
@@ -58,25 +96,33 @@ type HelmRepositorySpec struct {
 	// chart archive, each within its own Timeout (Flux's getter applies it
 	// to every request). For an OCI registry it bounds the registry work of
 	// one resolution, the tag list, manifest and chart blob together.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Suspend stops reconciliation of this source.
 	Suspend bool `json:"suspend,omitempty"`
 	// AccessFrom is Flux's cross-namespace access list, kept for compatibility.
 	AccessFrom *AccessFrom `json:"accessFrom,omitempty"`
 	// Type is "default" (HTTP index) or "oci".
+	// +kubebuilder:validation:Enum=default;oci
 	Type string `json:"type,omitempty"`
 	// Provider names the cloud provider used for OCI authentication
 	// (generic, aws, azure, gcp).
+	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	Provider string `json:"provider,omitempty"`
 }
 
 // AccessFrom lists the namespaces allowed to refer to a source.
+//
+// +kubebuilder:object:generate=true
 type AccessFrom struct {
 	// NamespaceSelectors select namespaces by label.
 	NamespaceSelectors []NamespaceSelector `json:"namespaceSelectors"`
 }
 
 // NamespaceSelector selects namespaces by label.
+//
+// +kubebuilder:object:generate=true
 type NamespaceSelector struct {
 	// MatchLabels are the labels a namespace must carry.
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
@@ -84,22 +130,52 @@ type NamespaceSelector struct {
 
 // OCIRepository is Flux's OCIRepository: one OCI artifact (here a Helm
 // chart) with a tag, semver range or digest reference.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=ocirepo,categories=all;fluxcd;fluxcd-sources
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.spec.url`
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:object:generate=true
 type OCIRepository struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// Spec says where the artifact is and which one to take.
 	Spec OCIRepositorySpec `json:"spec,omitempty"`
+	// Status is what Flux's source-controller (or a caller acting as
+	// one) observed; this package reads none of it.
+	Status OCIRepositoryStatus `json:"status,omitempty"`
+}
+
+// OCIRepositoryList is a list of OCIRepositories, as the API server
+// returns it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:object:generate=true
+type OCIRepositoryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the OCIRepositories.
+	Items []OCIRepository `json:"items"`
 }
 
 // OCIRepositorySpec mirrors Flux's OCIRepositorySpec.
+//
+// +kubebuilder:object:generate=true
 type OCIRepositorySpec struct {
 	// URL of the repository, oci://host/path/name.
+	// +kubebuilder:validation:Pattern="^oci://.*$"
+	// +required
 	URL string `json:"url"`
 	// Reference picks the artifact: digest > semver > tag > latest.
 	Reference *OCIRepositoryRef `json:"ref,omitempty"`
 	// LayerSelector picks the layer holding the chart.
 	LayerSelector *OCILayerSelector `json:"layerSelector,omitempty"`
 	// Provider names the cloud provider used for authentication.
+	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	Provider string `json:"provider,omitempty"`
 	// SecretRef names a Secret with registry credentials.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
@@ -112,8 +188,12 @@ type OCIRepositorySpec struct {
 	// ProxySecretRef names a Secret with proxy settings.
 	ProxySecretRef *LocalObjectReference `json:"proxySecretRef,omitempty"`
 	// Interval between checks for a new artifact.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// Timeout of one pull: the tag list, manifest and chart blob together.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Ignore is a .gitignore-style filter over the artifact's files.
 	Ignore *string `json:"ignore,omitempty"`
@@ -124,6 +204,8 @@ type OCIRepositorySpec struct {
 }
 
 // OCIRepositoryRef picks one artifact of an OCI repository.
+//
+// +kubebuilder:object:generate=true
 type OCIRepositoryRef struct {
 	// Digest pins the artifact, e.g. sha256:….
 	Digest string `json:"digest,omitempty"`
@@ -136,16 +218,22 @@ type OCIRepositoryRef struct {
 }
 
 // OCILayerSelector picks a layer by media type.
+//
+// +kubebuilder:object:generate=true
 type OCILayerSelector struct {
 	// MediaType of the layer.
 	MediaType string `json:"mediaType,omitempty"`
 	// Operation is "extract" or "copy".
+	// +kubebuilder:validation:Enum=extract;copy
 	Operation string `json:"operation,omitempty"`
 }
 
 // OCIRepositoryVerification configures signature verification.
+//
+// +kubebuilder:object:generate=true
 type OCIRepositoryVerification struct {
 	// Provider is "cosign" or "notation".
+	// +kubebuilder:validation:Enum=cosign;notation
 	Provider string `json:"provider"`
 	// SecretRef names a Secret with public keys.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
@@ -154,6 +242,8 @@ type OCIRepositoryVerification struct {
 }
 
 // OIDCIdentityMatch is one accepted keyless signing identity.
+//
+// +kubebuilder:object:generate=true
 type OIDCIdentityMatch struct {
 	// Issuer is a regular expression over the OIDC issuer.
 	Issuer string `json:"issuer"`
@@ -162,14 +252,43 @@ type OIDCIdentityMatch struct {
 }
 
 // HelmChart is Flux's HelmChart: one chart taken from a HelmRepository.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=hc,categories=all;fluxcd;fluxcd-sources
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Chart",type=string,JSONPath=`.spec.chart`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Source Kind",type=string,JSONPath=`.spec.sourceRef.kind`
+// +kubebuilder:printcolumn:name="Source Name",type=string,JSONPath=`.spec.sourceRef.name`
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+// +kubebuilder:object:generate=true
 type HelmChart struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// Spec names the chart, its version constraint and its repository.
 	Spec HelmChartSpec `json:"spec,omitempty"`
+	// Status is what Flux's source-controller (or a caller acting as
+	// one) observed; this package reads none of it.
+	Status HelmChartStatus `json:"status,omitempty"`
+}
+
+// HelmChartList is a list of HelmCharts, as the API server returns it.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:object:generate=true
+type HelmChartList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the HelmCharts.
+	Items []HelmChart `json:"items"`
 }
 
 // HelmChartSpec mirrors Flux's HelmChartSpec.
+//
+// +kubebuilder:object:generate=true
 type HelmChartSpec struct {
 	// Chart is the chart's name in the repository.
 	Chart string `json:"chart"`
@@ -178,8 +297,11 @@ type HelmChartSpec struct {
 	// SourceRef names the repository.
 	SourceRef LocalHelmChartSourceReference `json:"sourceRef"`
 	// Interval between checks for a new chart version.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// ReconcileStrategy is ChartVersion or Revision.
+	// +kubebuilder:validation:Enum=ChartVersion;Revision
 	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
 	// ValuesFiles replace the chart's values.yaml, merged in order.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
@@ -192,11 +314,129 @@ type HelmChartSpec struct {
 }
 
 // LocalHelmChartSourceReference names the repository a HelmChart comes from.
+//
+// +kubebuilder:object:generate=true
 type LocalHelmChartSourceReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind of the referent: HelmRepository, GitRepository or Bucket.
+	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;Bucket
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
+}
+
+// HelmRepositoryStatus is Flux's HelmRepositoryStatus: what the
+// source-controller observed of a HelmRepository.
+//
+// +kubebuilder:object:generate=true
+type HelmRepositoryStatus struct {
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions of the repository (Ready, Reconciling, Stalled, …).
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// URL is where the controller serves the last index it fetched.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Artifact is the last index fetched.
+	// +optional
+	Artifact *Artifact `json:"artifact,omitempty"`
+	// ReconcileRequestStatus records the last reconcile request handled.
+	ReconcileRequestStatus `json:",inline"`
+}
+
+// OCIRepositoryStatus is Flux's OCIRepositoryStatus: what the
+// source-controller observed of an OCIRepository.
+//
+// +kubebuilder:object:generate=true
+type OCIRepositoryStatus struct {
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions of the repository (Ready, Reconciling, Stalled, …).
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// URL is where the controller serves the last artifact it pulled.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Artifact is the last artifact pulled.
+	// +optional
+	Artifact *Artifact `json:"artifact,omitempty"`
+	// ObservedIgnore is the spec.ignore the artifact was filtered with.
+	// +optional
+	ObservedIgnore *string `json:"observedIgnore,omitempty"`
+	// ObservedLayerSelector is the spec.layerSelector of the artifact.
+	// +optional
+	ObservedLayerSelector *OCILayerSelector `json:"observedLayerSelector,omitempty"`
+	// ReconcileRequestStatus records the last reconcile request handled.
+	ReconcileRequestStatus `json:",inline"`
+}
+
+// HelmChartStatus is Flux's HelmChartStatus: what the source-controller
+// observed of a HelmChart.
+//
+// +kubebuilder:object:generate=true
+type HelmChartStatus struct {
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ObservedSourceArtifactRevision is the revision of the source the
+	// chart was last built from.
+	// +optional
+	ObservedSourceArtifactRevision string `json:"observedSourceArtifactRevision,omitempty"`
+	// ObservedChartName is the name of the last chart built.
+	// +optional
+	ObservedChartName string `json:"observedChartName,omitempty"`
+	// ObservedValuesFiles are the values files of the last chart built.
+	// +optional
+	ObservedValuesFiles []string `json:"observedValuesFiles,omitempty"`
+	// Conditions of the chart (Ready, Reconciling, Stalled, …).
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// URL is where the controller serves the last chart it built.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Artifact is the last chart built.
+	// +optional
+	Artifact *Artifact `json:"artifact,omitempty"`
+	// ReconcileRequestStatus records the last reconcile request handled.
+	ReconcileRequestStatus `json:",inline"`
+}
+
+// Artifact is Flux's meta.Artifact: one file a source produced (an
+// index, a chart archive), where it is served and what it holds.
+//
+// +kubebuilder:object:generate=true
+type Artifact struct {
+	// Path of the file relative to the controller's storage root.
+	Path string `json:"path"`
+	// URL the file is served at.
+	URL string `json:"url"`
+	// Revision of the source the file was made from, e.g. a chart
+	// version or an OCI digest.
+	Revision string `json:"revision"`
+	// Digest of the file, algo:hex.
+	// +optional
+	// +kubebuilder:validation:Pattern="^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$"
+	Digest string `json:"digest,omitempty"`
+	// LastUpdateTime is when the file last changed.
+	LastUpdateTime metav1.Time `json:"lastUpdateTime"`
+	// Size of the file in bytes.
+	// +optional
+	Size *int64 `json:"size,omitempty"`
+	// Metadata of the OCI artifact, e.g. its annotations.
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// ReconcileRequestStatus is Flux's meta.ReconcileRequestStatus: the last
+// value of the reconcile.fluxcd.io/requestedAt annotation handled.
+//
+// +kubebuilder:object:generate=true
+type ReconcileRequestStatus struct {
+	// LastHandledReconcileAt is that value.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }

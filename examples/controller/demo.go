@@ -5,192 +5,332 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
-	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/internal/kubeharness"
 	"github.com/helmfleet/helmfleet/release"
-	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/crds"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// crd is a CustomResourceDefinition of a namespaced kind that keeps any
-// fields, as the platform admin installs it on the hub.
-func crd(group, version, kind string) string {
-	lower := strings.ToLower(kind)
-	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: %[4]ss.%[1]s}
-spec:
-  group: %[1]s
-  scope: Namespaced
-  names: {kind: %[3]s, listKind: %[3]sList, plural: %[4]ss, singular: %[4]s}
-  versions:
-    - name: %[2]s
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}`, group, version, kind, lower)
-}
+// The demo's namespace and objects.
+const demoNS = "apps"
 
-// crds are the kinds the hub serves: the ones the controller watches.
-func crds() string {
-	docs := make([]string, len(watched))
-	for i, gvk := range watched {
-		docs[i] = crd(gvk.Group, gvk.Version, gvk.Kind)
-	}
-	return strings.Join(docs, "\n---\n")
-}
-
-// teamYAML is what the platform team applies to the hub.
-const teamYAML = `
+// demoRelease is a HelmRelease of the test chart; the demo's clusters run
+// no controllers, so waits are off.
+func demoRelease(name, extra string) *release.Release {
+	y := `
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
-metadata: {name: podinfo, namespace: apps}
+metadata: {name: ` + name + `, namespace: ` + demoNS + `, generation: 1}
 spec:
   interval: 10m
+  releaseName: ` + name + `
   chart:
     spec:
       chart: podinfo
       version: "6.5.0"
       sourceRef: {kind: HelmRepository, name: podinfo}
-  values:
-    replicaCount: 1
----
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: podinfo, namespace: apps}
-spec:
-  resourceSelectors:
-    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
-  placement:
-    clusterAffinity:
-      labelSelector:
-        matchExpressions: [{key: env, operator: In, values: [dev, prod]}]
----
-apiVersion: policy.karmada.io/v1alpha1
-kind: OverridePolicy
-metadata: {name: podinfo-prod, namespace: apps}
-spec:
-  resourceSelectors:
-    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
-  overrideRules:
-    - targetCluster: {labelSelector: {matchLabels: {env: prod}}}
-      overriders:
-        valuesOverrider:
-          - merge: {replicaCount: 3}
-`
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+` + extra
+	rel := &release.Release{}
+	if err := yaml.UnmarshalStrict([]byte(y), rel); err != nil {
+		panic(err) // a constant that decodes
+	}
+	return rel
+}
 
-// applyYAML server-side applies every document of y to c as manager.
-func applyYAML(ctx context.Context, c release.ObjectWriter, manager, y string) error {
-	for _, doc := range strings.Split(y, "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+// hub is where the demo's story happens: a real API server watched by the
+// manager, or the fake client with the reconciler called per change.
+type hub interface {
+	// client writes the team's objects and reads statuses.
+	client() client.Client
+	// settle returns once the releases named have reached a status for
+	// which want is true (manager), or after reconciling them in order
+	// (fake: what the watches would do).
+	settle(ctx context.Context, want func(*release.Release) bool, names ...string) error
+}
+
+// demo runs the story on a kube-apiserver when the harness finds the
+// binaries, else in memory.
+func demo(ctx context.Context, out io.Writer) error {
+	bins, err := kubeharness.FindBinaries(kubeharness.BinDir())
+	if err != nil {
+		fmt.Fprintln(out, "hub: controller-runtime's fake client (in memory); no kube-apiserver:", firstLine(err.Error()))
+		h, err := newMemoryHub()
+		if err != nil {
 			return err
 		}
-		if _, err := c.Apply(ctx, u, release.ApplyOptions{FieldManager: manager}); err != nil {
+		return story(ctx, out, h)
+	}
+	h, stop, err := startKubeHub(ctx, bins)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintln(out, "hub: kube-apiserver", kubeharness.KubeVersion, "with a controller-runtime manager")
+	return story(ctx, out, h)
+}
+
+// story is the platform team's afternoon.
+func story(ctx context.Context, out io.Writer, h hub) error {
+	c := h.client()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNS}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: demoNS, Name: "podinfo-values"}, Data: map[string]string{"values.yaml": "ui: {message: hello}\n"}},
+		demoRelease("podinfo", "  valuesFrom: [{kind: ConfigMap, name: podinfo-values}]\n"),
+		demoRelease("frontend", "  dependsOn: [{name: backend}]\n"),
+	} {
+		if err := c.Create(ctx, obj); err != nil && !isAlreadyExists(err) {
 			return err
+		}
+	}
+	ready := func(rev int) func(*release.Release) bool {
+		return func(r *release.Release) bool {
+			return r.IsReady() && len(r.Status.History) > 0 && r.Status.History[0].Version == rev
+		}
+	}
+	waiting := func(r *release.Release) bool {
+		c := r.Status.GetCondition(release.ConditionReady)
+		return c != nil && c.Reason == release.ReasonDependencyNotReady
+	}
+	if err := h.settle(ctx, ready(1), "podinfo"); err != nil {
+		return err
+	}
+	if err := h.settle(ctx, waiting, "frontend"); err != nil {
+		return err
+	}
+	if err := show(ctx, out, c, "podinfo", "frontend"); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "-- the team changes ConfigMap apps/podinfo-values")
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "podinfo-values"}, cm); err != nil {
+		return err
+	}
+	cm.Data["values.yaml"] = "ui: {message: bonjour}\n"
+	if err := c.Update(ctx, cm); err != nil {
+		return err
+	}
+	if err := h.settle(ctx, ready(2), "podinfo"); err != nil {
+		return err
+	}
+	if err := show(ctx, out, c, "podinfo"); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out, "-- the team adds apps/backend, which frontend depends on")
+	if err := c.Create(ctx, demoRelease("backend", "")); err != nil {
+		return err
+	}
+	if err := h.settle(ctx, ready(1), "backend", "frontend"); err != nil {
+		return err
+	}
+	return show(ctx, out, c, "backend", "frontend")
+}
+
+// show prints each release's Ready condition and Helm revision.
+func show(ctx context.Context, out io.Writer, c client.Client, names ...string) error {
+	for _, name := range names {
+		r := &release.Release{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, r); err != nil {
+			return err
+		}
+		cond := r.Status.GetCondition(release.ConditionReady)
+		if cond == nil {
+			return fmt.Errorf("release %s/%s has no Ready condition", demoNS, name)
+		}
+		rev := "-"
+		if len(r.Status.History) > 0 {
+			rev = fmt.Sprint(r.Status.History[0].Version)
+		}
+		fmt.Fprintf(out, "%s/%s: Ready=%s %s (revision %s, observedGeneration %d): %s\n",
+			demoNS, name, cond.Status, cond.Reason, rev, r.Status.ObservedGeneration, cond.Message)
+	}
+	return nil
+}
+
+// kubeHub is a kube-apiserver started by the harness, with the CRDs and a
+// running manager.
+type kubeHub struct{ c client.Client }
+
+func startKubeHub(ctx context.Context, bins kubeharness.Binaries) (_ *kubeHub, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "helmfleet-controller-demo-")
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := kubeharness.Start(ctx, kubeharness.Options{Binaries: bins, Dir: dir, Clusters: []string{"hub"}})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	stop = func() {
+		cancel()
+		<-done
+		_ = h.Stop()
+		_ = os.RemoveAll(dir)
+	}
+	defer func() {
+		if err != nil { // the manager is not running yet
+			cancel()
+			_ = h.Stop()
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	cfg := h.Cluster("hub").Admin
+	c, err := client.New(cfg, client.Options{Scheme: demoScheme()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := installCRDs(ctx, c); err != nil {
+		return nil, nil, err
+	}
+	// Quiet: logr.Discard() would make the manager fall back to its
+	// global logger.
+	quiet := funcr.New(func(string, string) {}, funcr.Options{})
+	mgr, err := newManager(mctx, cfg, options{MetricsAddr: "0", Log: &quiet})
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() { done <- mgr.Start(mctx) }()
+	return &kubeHub{c: c}, stop, nil
+}
+
+func (k *kubeHub) client() client.Client { return k.c }
+
+// settle polls the statuses the manager writes; the manager itself
+// reacts to watch events, not to this loop.
+func (k *kubeHub) settle(ctx context.Context, want func(*release.Release) bool, names ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, name := range names {
+		for {
+			r := &release.Release{}
+			if err := k.c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, r); err == nil && want(r) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("release %s/%s did not settle: %w", demoNS, name, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 	return nil
 }
 
-// newHub returns a hub serving the CRDs, holding the team's objects y.
-func newHub(ctx context.Context, y string) (*memory.Cluster, error) {
-	hub := memory.New("hub")
-	if err := applyYAML(ctx, hub, "platform-admin", crds()); err != nil {
-		return nil, fmt.Errorf("install CRDs on the hub: %w", err)
+// installCRDs installs the HelmRelease CRD of release/crds and waits until
+// it is served.
+func installCRDs(ctx context.Context, c client.Client) error {
+	data, err := fs.ReadFile(crds.FS(), "helm.toolkit.fluxcd.io_helmreleases.yaml")
+	if err != nil {
+		return err
 	}
-	if err := applyYAML(ctx, hub, "platform-team", y); err != nil {
-		return nil, fmt.Errorf("apply the team's objects to the hub: %w", err)
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		return err
 	}
-	return hub, nil
+	if err := c.Create(ctx, u); err != nil && !isAlreadyExists(err) {
+		return err
+	}
+	for i := 0; ; i++ {
+		err := c.List(ctx, &release.ReleaseList{})
+		if err == nil {
+			return nil
+		}
+		if i == 300 {
+			return fmt.Errorf("HelmRelease CRD not served: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
-// newFleet returns a fleet of members labelled env=<value>, installing
-// the embedded test chart at the version each release asks for.
-func newFleet(now func() time.Time, envs map[*memory.Cluster]string) (*fleet.Fleet, error) {
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
-	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, Now: now, PollInterval: time.Millisecond})
+// memoryHub is the fake client and the reconciler, with an in-memory
+// cluster as the release target.
+type memoryHub struct {
+	c client.Client
+	r *controller.HelmReleaseReconciler
+}
+
+func newMemoryHub() (*memoryHub, error) {
+	b := fake.NewClientBuilder().WithScheme(demoScheme()).WithStatusSubresource(&release.Release{})
+	for field, fn := range controller.Indexers() {
+		b = b.WithIndex(&release.Release{}, field, fn)
+	}
+	c := b.Build()
+	target := memory.New(controller.LocalClusterName)
+	m, err := controller.NewMetrics(nil)
 	if err != nil {
 		return nil, err
 	}
-	var members []release.Member
-	for c, env := range envs {
-		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": env}}})
+	r, err := controller.New(controller.Config{
+		Client:     c,
+		REST:       &rest.Config{Host: "https://in-cluster.invalid"},
+		Charts:     charts,
+		NewCluster: func(string, *rest.Config) (release.Cluster, error) { return target, nil },
+		Metrics:    m,
+		Reconciler: release.ReconcilerConfig{PollInterval: time.Millisecond},
+	})
+	if err != nil {
+		return nil, err
 	}
-	return fleet.New(fleet.Config{Reconciler: rec, Members: members})
+	return &memoryHub{c: c, r: r}, nil
 }
 
-// run is the demo: a hub, two members, four polls, and changes between
-// them.
-func run(ctx context.Context, out io.Writer, poll time.Duration, now func() time.Time) error {
-	hub, err := newHub(ctx, teamYAML)
-	if err != nil {
-		return err
-	}
+func (m *memoryHub) client() client.Client { return m.c }
 
-	dev, prod := memory.New("dev-1"), memory.New("prod-1")
-	prod.SetUnreachable(errors.New("dial tcp 10.0.3.1:6443: connect: connection refused"))
-	fleet, err := newFleet(now, map[*memory.Cluster]string{dev: "dev", prod: "prod"})
-	if err != nil {
-		return err
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var scriptErr error
-	c := &Controller{Hub: hub, Fleet: fleet, Poll: poll, Now: now, Log: out}
-	c.AfterPoll = func(n int) {
-		switch n {
-		case 1:
-			fmt.Fprintln(out, "-- prod-1 is reachable again")
-			prod.SetUnreachable(nil)
-		case 2:
-			fmt.Fprintln(out, "-- the team bumps the chart to 6.5.1 on the hub")
-			scriptErr = applyYAML(ctx, hub, "platform-team", strings.Replace(teamYAML, `version: "6.5.0"`, `version: "6.5.1"`, 1))
-		case 4:
-			cancel()
+// settle reconciles the named releases in order, once each, as the
+// manager's watches would after the change, and checks the result.
+func (m *memoryHub) settle(ctx context.Context, want func(*release.Release) bool, names ...string) error {
+	for _, name := range names {
+		if _, err := m.r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: demoNS, Name: name}}); err != nil {
+			return err
 		}
-		if scriptErr != nil {
-			cancel()
+		r := &release.Release{}
+		if err := m.c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, r); err != nil {
+			return err
 		}
-	}
-	if err := c.Run(runCtx); err != nil {
-		return err
-	}
-	if scriptErr != nil {
-		return scriptErr
-	}
-	return printHub(ctx, out, hub)
-}
-
-// printHub shows the hub's HelmReleases with the status the controller
-// wrote and who owns which part.
-func printHub(ctx context.Context, out io.Writer, hub *memory.Cluster) error {
-	hrs, err := hub.List(ctx, helmReleaseGVK, "", nil)
-	if err != nil {
-		return err
-	}
-	for _, hr := range hrs {
-		gen := hr.GetGeneration()
-		obs, _, _ := unstructured.NestedInt64(hr.Object, "status", "observedGeneration")
-		conds, _, _ := unstructured.NestedSlice(hr.Object, "status", "conditions")
-		fmt.Fprintf(out, "hub %s/%s: generation %d, observedGeneration %d\n", hr.GetNamespace(), hr.GetName(), gen, obs)
-		for _, c := range conds {
-			m := c.(map[string]any)
-			fmt.Fprintf(out, "  %s=%s %s: %s\n", m["type"], m["status"], m["reason"], m["message"])
-		}
-		for _, mf := range hr.GetManagedFields() {
-			fmt.Fprintf(out, "  managed by %s (%s)\n", mf.Manager, mf.Operation)
+		if !want(r) {
+			return fmt.Errorf("release %s/%s: unexpected status %+v", demoNS, name, r.Status.Conditions)
 		}
 	}
 	return nil
+}
+
+func demoScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), controller.AddToScheme(s)); err != nil {
+		panic(err) // registering known types does not fail
+	}
+	return s
+}
+
+func isAlreadyExists(err error) bool { return client.IgnoreAlreadyExists(err) == nil }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -1,0 +1,503 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/crds"
+)
+
+// installReleaseCRD installs the HelmRelease CRD of release/crds on the
+// hub unless it is there, and waits until it is served. When the test
+// ends it deletes the CRD and waits until it is gone, so the next test of
+// the hub (TestFluxKindsOnAPIServer creates it afresh) starts from none.
+func installReleaseCRD(t *testing.T, c client.Client) {
+	t.Helper()
+	data, err := fs.ReadFile(crds.FS(), "helm.toolkit.fluxcd.io_helmreleases.yaml")
+	require.NoError(t, err)
+	crd := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal(data, &crd.Object))
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), crd)))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// A release left with the finalizer (a failed test) would keep
+		// the CRD: the managers are gone, let them go.
+		var left release.ReleaseList
+		_ = c.List(cctx, &left)
+		for i := range left.Items {
+			rel := &left.Items[i]
+			if len(rel.Finalizers) > 0 {
+				patch := client.MergeFrom(rel.DeepCopy())
+				rel.Finalizers = nil
+				_ = c.Patch(cctx, rel, patch)
+			}
+		}
+		if err := client.IgnoreNotFound(c.Delete(cctx, crd)); err != nil {
+			t.Errorf("delete the HelmRelease CRD: %v", err)
+			return
+		}
+		for cctx.Err() == nil {
+			if err := c.Get(cctx, client.ObjectKeyFromObject(crd), crd.DeepCopy()); client.IgnoreNotFound(err) == nil && err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("the HelmRelease CRD is still there a minute after its deletion")
+	})
+	require.Eventually(t, func() bool {
+		return c.List(ctx(t), &release.ReleaseList{}) == nil
+	}, 30*time.Second, 100*time.Millisecond, "HelmRelease served")
+}
+
+// deleteReleasesAtEnd deletes the HelmReleases of ns when the test ends,
+// while the managers still run (cleanups run last-registered first): the
+// controller's finalizer uninstalls each. It fails the test if one is
+// still there after 30s.
+func deleteReleasesAtEnd(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.DeleteAllOf(cctx, &release.Release{}, client.InNamespace(ns)); err != nil {
+			t.Errorf("delete HelmReleases of %s: %v", ns, err)
+			return
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var list release.ReleaseList
+			if err := c.List(cctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				for _, rel := range list.Items {
+					t.Errorf("HelmRelease %s/%s not uninstalled 30s after its deletion: %v", ns, rel.Name, rel.Status.Conditions)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+// controllerScheme knows client-go's kinds and the controller's.
+func controllerScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, controller.AddToScheme(s))
+	return s
+}
+
+// startManager runs a manager on cfg with a HelmRelease controller of
+// ccfg until the test ends.
+func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.Config) {
+	t.Helper()
+	ccfg.Name = name
+	runManager(t, cfg, name, func(mgr ctrl.Manager) error {
+		_, err := controller.Setup(t.Context(), mgr, ccfg)
+		return err
+	})
+}
+
+// runManager runs a manager on cfg, set up by setup, until the test ends.
+func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Manager) error) {
+	t.Helper()
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: controllerScheme(t),
+		// Not testr: the manager logs while it stops, after the test.
+		Logger:                 funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, name, prefix, args) }, funcr.Options{}),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	require.NoError(t, err)
+	require.NoError(t, setup(mgr))
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("manager did not stop")
+		}
+	})
+}
+
+func hrObject(t *testing.T, y string) *release.Release {
+	t.Helper()
+	rel := &release.Release{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(y), rel))
+	return rel
+}
+
+// controllerRelease is a HelmRelease of the test chart in namespace ns;
+// the control planes run no controllers, so waits are off.
+func controllerRelease(ns, name string, extra string) string {
+	return `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: ` + name + `, namespace: ` + ns + `}
+spec:
+  interval: 10m
+  releaseName: ` + name + `
+  chart:
+    spec:
+      chart: podinfo
+      version: "6.5.0"
+      sourceRef: {kind: HelmRepository, name: podinfo}
+  install: {disableWait: true}
+  upgrade: {disableWait: true}
+` + extra
+}
+
+// hrStatus reads the HelmRelease ns/name with its status.
+func hrStatus(t *testing.T, c client.Client, ns, name string) (*release.Release, release.Status) {
+	t.Helper()
+	u, st, err := getHR(ctx(t), c, ns, name)
+	require.NoError(t, err)
+	return u, st
+}
+
+func getHR(ctx context.Context, c client.Client, ns, name string) (*release.Release, release.Status, error) {
+	rel := &release.Release{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rel); err != nil {
+		return nil, release.Status{}, err
+	}
+	return rel, rel.Status, nil
+}
+
+// waitReady waits until ns/name is ready at its generation with Helm
+// revision rev, and returns it.
+func waitReady(t *testing.T, c client.Client, ns, name string, rev int) (*release.Release, release.Status) {
+	t.Helper()
+	var (
+		u  *release.Release
+		st release.Status
+	)
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		var err error
+		u, st, err = getHR(ctx(t), c, ns, name)
+		require.NoError(t, err)
+		if st.IsConditionTrue(release.ConditionReady) && st.ObservedGeneration == u.GetGeneration() &&
+			len(st.History) > 0 && st.History[0].Version == rev {
+			return u, st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%s not ready at revision %d; last status: %+v", ns, name, rev, st.Conditions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func condStr(st release.Status, typ string) string {
+	c := st.GetCondition(typ)
+	if c == nil {
+		return "<none>"
+	}
+	return string(c.Status) + " " + c.Reason
+}
+
+// TestControllerOnRealCluster runs the HelmRelease controller in a
+// controller-runtime manager against the hub: a release becomes Ready
+// with Flux's conditions; a change of its valuesFrom ConfigMap upgrades it
+// at once (the retry interval and spec.interval are an hour and ten
+// minutes: only the watch can do it); a dependent waits for its
+// dependency; the shard label splits releases between two instances; a
+// release with spec.kubeConfig is installed on member1 as its service
+// account.
+func TestControllerOnRealCluster(t *testing.T) {
+	hubCfg := controlPlane(t, "hub").Admin
+	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
+	require.NoError(t, err)
+	installReleaseCRD(t, c)
+	const ns = "ctrl"
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo-values"}, Data: map[string]string{"values.yaml": "ui: {message: first}\n"}}
+	require.NoError(t, c.Create(ctx(t), cm))
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "podinfo", "  valuesFrom:\n    - {kind: ConfigMap, name: podinfo-values}\n"))))
+	// The dependent first, so it must wait.
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "frontend", "  dependsOn: [{name: backend}]\n"))))
+	sharded := hrObject(t, controllerRelease(ns, "sharded", ""))
+	sharded.SetLabels(map[string]string{controller.ShardLabel: "b"})
+	require.NoError(t, c.Create(ctx(t), sharded))
+
+	// The remote target: member1's kubeconfig in a Secret on the hub, and
+	// on member1 a service account allowed into the namespace only.
+	m1 := controlPlane(t, "member1")
+	kc, err := os.ReadFile(m1.AdminKubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "member1-kubeconfig"}, Data: map[string][]byte{"value": kc}}))
+	mc, err := client.New(m1.Admin, client.Options{})
+	require.NoError(t, err)
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+	// The harness runs no controller-manager, so the aggregated "admin"
+	// ClusterRole is empty: a Role of its own.
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	})))
+	require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deployer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "deployer"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "deployer"}},
+	})))
+	remote := "  serviceAccountName: %s\n  kubeConfig: {secretRef: {name: member1-kubeconfig}}\n"
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "remote", strings.Replace(remote, "%s", "deployer", 1)))))
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "remote-denied", strings.Replace(remote, "%s", "nobody", 1)))))
+
+	startManager(t, hubCfg, "helmfleet-unsharded", controller.Config{
+		Charts:        charts,
+		Shard:         controller.ShardSelector(""),
+		RetryInterval: time.Hour,
+		Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+	})
+
+	t.Run("ready with Flux's conditions", func(t *testing.T) {
+		u, st := waitReady(t, c, ns, "podinfo", 1)
+		assert.Equal(t, "True InstallSucceeded", condStr(st, release.ConditionReady))
+		assert.Equal(t, "True InstallSucceeded", condStr(st, release.ConditionReleased))
+		assert.Equal(t, "<none>", condStr(st, release.ConditionReconciling))
+		assert.Equal(t, "<none>", condStr(st, release.ConditionStalled))
+		assert.Equal(t, u.GetGeneration(), st.ObservedGeneration)
+		assert.Contains(t, u.GetFinalizers(), controller.Finalizer)
+		obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(u)
+		require.NoError(t, err)
+		res, err := kstatus.Compute(&unstructured.Unstructured{Object: obj})
+		require.NoError(t, err)
+		assert.Equal(t, kstatus.CurrentStatus, res.Status, "kstatus reads the status as Flux's: %s", res.Message)
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.NoError(t, c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep))
+		require.Eventually(t, func() bool {
+			var evs corev1.EventList
+			require.NoError(t, c.List(ctx(t), &evs, client.InNamespace(ns)))
+			for _, ev := range evs.Items {
+				if ev.InvolvedObject.Name == "podinfo" && ev.Reason == release.ReasonInstallSucceeded && ev.Type == corev1.EventTypeNormal {
+					return true
+				}
+			}
+			return false
+		}, 20*time.Second, 100*time.Millisecond, "an InstallSucceeded event on the HelmRelease")
+	})
+
+	t.Run("a valuesFrom change upgrades with no poll", func(t *testing.T) {
+		start := time.Now()
+		cm.Data["values.yaml"] = "ui: {message: second}\n"
+		require.NoError(t, c.Update(ctx(t), cm))
+		_, st := waitReady(t, c, ns, "podinfo", 2)
+		assert.Equal(t, "True UpgradeSucceeded", condStr(st, release.ConditionReady))
+		t.Logf("upgraded %v after the ConfigMap changed", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("a dependent waits for its dependency", func(t *testing.T) {
+		require.Eventually(t, func() bool {
+			_, st := hrStatus(t, c, ns, "frontend")
+			return condStr(st, release.ConditionReady) == "False DependencyNotReady"
+		}, 20*time.Second, 100*time.Millisecond)
+		_, st := hrStatus(t, c, ns, "frontend")
+		assert.Empty(t, st.History, "nothing installed before the dependency is ready")
+		assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "dependency 'ctrl/backend' is not ready")
+
+		require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "backend", ""))))
+		_, backend := waitReady(t, c, ns, "backend", 1)
+		_, front := waitReady(t, c, ns, "frontend", 1)
+		assert.False(t, front.GetCondition(release.ConditionReady).LastTransitionTime.Before(&backend.GetCondition(release.ConditionReady).LastTransitionTime),
+			"frontend became ready after backend")
+	})
+
+	t.Run("the remote release runs on member1 as its service account", func(t *testing.T) {
+		waitReady(t, c, ns, "remote", 1)
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		assert.NoError(t, mc.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "remote-podinfo"}, dep), "on member1")
+		err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "remote-podinfo"}, dep)
+		assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "not on the hub: %v", err)
+
+		require.Eventually(t, func() bool {
+			_, st := hrStatus(t, c, ns, "remote-denied")
+			ready := st.GetCondition(release.ConditionReady)
+			return ready != nil && ready.Status == metav1.ConditionFalse && strings.Contains(ready.Message, "system:serviceaccount:ctrl:nobody")
+		}, 30*time.Second, 100*time.Millisecond, "RBAC denies the impersonated account")
+		// Its uninstall is denied too, so its finalizer stays: the admin
+		// lets it go by hand.
+		rel, _ := hrStatus(t, c, ns, "remote-denied")
+		require.NoError(t, c.Delete(ctx(t), rel))
+		rel, _ = hrStatus(t, c, ns, "remote-denied")
+		assert.NotNil(t, rel.DeletionTimestamp)
+		patch := client.MergeFrom(rel.DeepCopy())
+		rel.Finalizers = nil
+		require.NoError(t, c.Patch(ctx(t), rel, patch))
+	})
+
+	t.Run("deleting a release uninstalls it", func(t *testing.T) {
+		rel, _ := hrStatus(t, c, ns, "podinfo")
+		require.NoError(t, c.Delete(ctx(t), rel))
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.Eventually(t, func() bool {
+			err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep)
+			return client.IgnoreNotFound(err) == nil && err != nil
+		}, 30*time.Second, 100*time.Millisecond, "the Helm release's Deployment is gone")
+		require.Eventually(t, func() bool {
+			err := c.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, &release.Release{})
+			return client.IgnoreNotFound(err) == nil && err != nil
+		}, 30*time.Second, 100*time.Millisecond, "the finalizer let the HelmRelease go")
+	})
+
+	t.Run("the shard key filters", func(t *testing.T) {
+		_, st := hrStatus(t, c, ns, "sharded")
+		assert.Empty(t, st.Conditions, "the unsharded instance leaves shard b alone")
+		startManager(t, hubCfg, "helmfleet-shard-b", controller.Config{
+			Charts:        charts,
+			Shard:         controller.ShardSelector("b"),
+			RetryInterval: time.Hour,
+			Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		})
+		waitReady(t, c, ns, "sharded", 1)
+		deleteReleasesAtEnd(t, c, ns) // while both managers run
+	})
+}
+
+// karmadaCRD serves a Karmada policy kind on the hub; release.Decode
+// checks the policies strictly when the fleet reconciler reads them.
+func karmadaCRD(kind string) string {
+	lower := strings.ToLower(kind)
+	return `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ` + lower + `s.policy.karmada.io}
+spec:
+  group: policy.karmada.io
+  scope: Namespaced
+  names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + lower + `s, singular: ` + lower + `}
+  versions:
+    - name: v1alpha1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+}
+
+// TestFleetControllerOnRealClusters runs the fleet reconciler in a
+// manager on the hub: the members are kubeconfig Secrets on the hub, a
+// PropagationPolicy places the HelmRelease on both and an OverridePolicy
+// gives member2 its own values; each member gets a real Helm release and
+// the hub's HelmRelease says it is ready on both.
+func TestFleetControllerOnRealClusters(t *testing.T) {
+	hubCfg := controlPlane(t, "hub").Admin
+	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
+	require.NoError(t, err)
+	installReleaseCRD(t, c)
+	for _, kind := range []string{"PropagationPolicy", "OverridePolicy"} {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(karmadaCRD(kind)), &u.Object))
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), u)))
+	}
+	require.Eventually(t, func() bool {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(controller.OverridePolicyGVK.GroupVersion().WithKind("OverridePolicyList"))
+		return c.List(ctx(t), list) == nil
+	}, 30*time.Second, 100*time.Millisecond)
+
+	const ns, membersNS = "fleetctl", "fleet-members"
+	for _, n := range []string{ns, membersNS} {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})))
+	}
+	mcs := map[string]client.Client{}
+	for _, m := range []string{"member1", "member2"} {
+		cp := controlPlane(t, m)
+		kc, err := os.ReadFile(cp.AdminKubeconfig)
+		require.NoError(t, err)
+		require.NoError(t, c.Create(ctx(t), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: membersNS, Name: m + "-kubeconfig", Labels: map[string]string{controller.MemberLabel: m, "env": "prod"}},
+			Data:       map[string][]byte{"value": kc},
+		}))
+		mc, err := client.New(cp.Admin, client.Options{})
+		require.NoError(t, err)
+		require.NoError(t, client.IgnoreAlreadyExists(mc.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+		mcs[m] = mc
+	}
+	for _, y := range []string{`
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: fleetctl}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  placement:
+    clusterAffinity:
+      labelSelector: {matchLabels: {env: prod}}
+`, `
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo, namespace: fleetctl}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  overrideRules:
+    - targetCluster: {clusterNames: [member2]}
+      overriders:
+        valuesOverrider:
+          - merge: {replicaCount: 5}
+`} {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(y), &u.Object))
+		require.NoError(t, c.Create(ctx(t), u))
+	}
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "podinfo", "  values: {replicaCount: 2}\n"))))
+
+	runManager(t, hubCfg, "helmfleet-fleet", func(mgr ctrl.Manager) error {
+		_, err := controller.SetupFleet(t.Context(), mgr, controller.FleetConfig{
+			Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
+			MemberSecretsNamespace: membersNS,
+			Charts:                 charts,
+			Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		})
+		return err
+	})
+
+	var st release.Status
+	require.Eventually(t, func() bool {
+		_, st, err = getHR(ctx(t), c, ns, "podinfo")
+		return err == nil && st.IsConditionTrue(release.ConditionReady)
+	}, 60*time.Second, 100*time.Millisecond, "ready on both members")
+	assert.Equal(t, "ready on 2/2 members: member1, member2", st.GetCondition(release.ConditionReady).Message)
+	for m, want := range map[string]int64{"member1": 2, "member2": 5} {
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(deploymentGVK)
+		require.NoError(t, mcs[m].Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep), m)
+		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+		assert.Equal(t, want, replicas, "%s: replicas after its overrides", m)
+	}
+}

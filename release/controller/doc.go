@@ -1,0 +1,91 @@
+// Package controller runs helmfleet's release reconciler inside a
+// controller-runtime manager: what Flux's helm-controller does, as a
+// reconciler a platform team wires into its own manager in a few lines.
+//
+//	scheme := runtime.NewScheme()
+//	_ = clientgoscheme.AddToScheme(scheme)
+//	_ = controller.AddToScheme(scheme) // release.Release, source kinds
+//	mgr, _ := ctrl.NewManager(cfg, ctrl.Options{
+//		Scheme:           scheme,
+//		LeaderElection:   true,
+//		LeaderElectionID: controller.LeaderElectionID(""),
+//	})
+//	_, err := controller.Setup(ctx, mgr, controller.Config{Charts: charts})
+//	…
+//	mgr.Start(ctx)
+//
+// # One cluster
+//
+// HelmReleaseReconciler reads Flux HelmReleases (helm.toolkit.fluxcd.io/v2,
+// the typed release.Release; install the CRDs of release/crds) where they
+// live, defaults and validates each (an invalid spec is Stalled with its
+// field path, never guessed at), and reconciles it
+// with release.Reconciler on the manager's own cluster, or on the remote
+// cluster of spec.kubeConfig.secretRef (key "value" or "value.yaml", as
+// Flux), as spec.serviceAccountName when set (impersonating
+// system:serviceaccount:<namespace>:<name>). Each target's release/kube
+// Cluster is built once per kubeconfig Secret version and service account,
+// so discovery is not repeated on every reconcile.
+//
+// Values of spec.valuesFrom are read with ValuesReader from the API
+// server directly (no cache of every Secret in the controller's memory).
+// Status goes through the status subresource with Flux's conditions as
+// release.Reconciler writes them (Ready, Reconciling, Stalled, Released,
+// TestSuccess, Remediated, Drifted) and observedGeneration, so kstatus and
+// `flux get`-style tools read it. Deleting a HelmRelease uninstalls its
+// Helm release first (Flux's finalizer), unless it is suspended.
+//
+// # Triggers and requeues
+//
+// A release is reconciled when its spec, labels or annotations change
+// (reconcile.fluxcd.io/requestedAt included), when a ConfigMap or Secret
+// it reads changes, when a release of its dependsOn becomes ready, and,
+// with Config.Resolver, when its HelmRepository, OCIRepository or
+// HelmChart changes: field indexes (IndexConfigMaps, IndexSecrets,
+// IndexDependsOn, IndexSources) find the releases of a changed object, and
+// ConfigMaps and Secrets are watched by metadata only. Nothing polls
+// beyond spec.interval.
+//
+// A release whose dependencies are not ready is marked Ready=False
+// DependencyNotReady and tried again after Config.RetryInterval (Flux's
+// --requeue-dependency, 30s), or as soon as the dependency becomes ready.
+// Result.Next done requeues after spec.interval; requeue after its
+// RequeueAfter; a stalled release returns reconcile.TerminalError and
+// waits for a change; errors composing values or getting the chart
+// requeue after Config.RetryInterval; a failed Helm action returns its
+// error to the controller's backoff.
+//
+// # Events, logs and metrics
+//
+// Events (Config.Events, the manager's recorder) carry Flux's reasons:
+// InstallSucceeded, UpgradeFailed, … Logs go to the logr logger in the
+// context (ctrl.LoggerFrom). Metrics registered in controller-runtime's
+// metrics.Registry: helmfleet_reconcile_duration_seconds{kind},
+// helmfleet_reconcile_condition{kind,namespace,name,type,status} (Flux's
+// gotk_reconcile_condition) and
+// helmfleet_release_actions_total{cluster,action}.
+//
+// # A fleet
+//
+// FleetReconciler (SetupFleet) keeps HelmReleases and Karmada
+// PropagationPolicies and OverridePolicies on a hub and runs them on
+// member clusters with release/fleet: every change of a release, a policy
+// or a member Secret replans the whole fleet (one reconcile key), which is
+// applied in dependency order across members; each HelmRelease's Ready
+// condition says on how many members it is ready, and why not on the
+// others. Members come from a MemberSource: SecretMembers reads kubeconfig
+// Secrets labelled helmfleet.io/member=<name> on the hub (their other
+// labels are the placement labels), StaticMembers is a fixed list. The
+// per-member statuses stay in the fleet's inventory (kept in memory; a
+// restarted controller rebuilds it from the members' Helm storage on the
+// next apply). Do not run both reconcilers on the same HelmReleases:
+// shard them apart.
+//
+// # Horizontal scale
+//
+// Instances split HelmReleases by Flux's sharding.fluxcd.io/key label:
+// Config.Shard = ShardSelector("a") reconciles shard a, ShardSelector("")
+// the unlabelled releases. ShardCacheOptions narrows the manager's cache
+// to the shard too. Within a shard, leader election is the manager's,
+// on the Lease LeaderElectionID(key).
+package controller

@@ -1,0 +1,396 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/helmfleet/helmfleet/depgraph"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
+)
+
+// Karmada policy kinds the FleetReconciler reads from the hub, as
+// unstructured objects decoded by release.Decode.
+var (
+	PropagationPolicyGVK = schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}
+	OverridePolicyGVK    = schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "OverridePolicy"}
+)
+
+// fleetRequest is the one key of the FleetReconciler: every change
+// replans the whole fleet, as Fleet.Plan does.
+var fleetRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
+
+// FleetConfig is what a FleetReconciler needs. Client, Members and Charts
+// are required; SetupFleet fills Client, Cache and Events from the
+// manager.
+type FleetConfig struct {
+	// Client writes the HelmReleases' status.
+	Client client.Client
+	// Cache lists HelmReleases and policies; default Client.
+	Cache client.Reader
+	// Members gives the member clusters; SecretMembers reads them from
+	// kubeconfig Secrets on the hub.
+	Members MemberSource
+	// MemberSecretsNamespace, when set, makes a change of a Secret
+	// labelled MemberLabel there replan the fleet.
+	MemberSecretsNamespace string
+	// Charts returns a release's chart.
+	Charts release.ChartGetter
+	// Values reads valuesFrom on the members' behalf; default the
+	// hub's ConfigMaps and Secrets through Cache.
+	Values ValuesReader
+	// Reconciler sets the per-member reconciler's options.
+	Reconciler release.ReconcilerConfig
+	// Events records Kubernetes events on HelmReleases; nil records none.
+	Events events.EventRecorder
+	// RetryInterval is the wait before a fleet with failed members is
+	// tried again; default DefaultRetryInterval.
+	RetryInterval time.Duration
+	// Name is the controller's name; default "helmfleet-fleet".
+	Name string
+	// Metrics are the collectors; default NewMetrics(metrics.Registry).
+	Metrics *Metrics
+}
+
+// FleetReconciler runs the HelmReleases and Karmada policies kept on a
+// hub on the fleet's members with release/fleet: one reconcile plans and
+// applies the whole fleet (dependency order across members), then writes
+// each HelmRelease's Ready condition (ready on n/m members, or which are
+// not and why) and observedGeneration. The per-member status stays in the
+// fleet's inventory.
+type FleetReconciler struct {
+	client  client.Client
+	cache   client.Reader
+	members MemberSource
+	rec     *release.Reconciler
+	events  events.EventRecorder
+	metrics *Metrics
+	retry   time.Duration
+	name    string
+	secrets string
+	log     logr.Logger
+
+	mu       sync.Mutex
+	fleet    *fleet.Fleet
+	clusters []string // member names and backends of fleet
+	backends []release.Cluster
+}
+
+// NewFleet returns the fleet reconciler of cfg.
+func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("controller: FleetConfig.Client is required")
+	case cfg.Members == nil:
+		return nil, errors.New("controller: FleetConfig.Members is required")
+	case cfg.Charts == nil:
+		return nil, errors.New("controller: FleetConfig.Charts is required")
+	}
+	if cfg.Cache == nil {
+		cfg.Cache = cfg.Client
+	}
+	rc := cfg.Reconciler
+	rc.Charts = cfg.Charts
+	rc.Values = cfg.Values
+	if cfg.Values.Reader == nil {
+		rc.Values = ValuesReader{Reader: cfg.Cache}
+	}
+	rec, err := release.NewReconciler(rc)
+	if err != nil {
+		return nil, err
+	}
+	r := &FleetReconciler{client: cfg.Client, cache: cfg.Cache, members: cfg.Members, rec: rec, events: cfg.Events,
+		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, log: logr.Discard()}
+	if r.metrics == nil {
+		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
+			return nil, fmt.Errorf("controller: metrics: %w", err)
+		}
+	}
+	if r.retry <= 0 {
+		r.retry = DefaultRetryInterval
+	}
+	if r.name == "" {
+		r.name = "helmfleet-fleet"
+	}
+	return r, nil
+}
+
+// SetupFleet builds the fleet reconciler of cfg over mgr and registers
+// it.
+func SetupFleet(ctx context.Context, mgr ctrl.Manager, cfg FleetConfig) (*FleetReconciler, error) {
+	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil {
+		return nil, err
+	}
+	if cfg.Client == nil {
+		cfg.Client = mgr.GetClient()
+	}
+	if cfg.Cache == nil {
+		cfg.Cache = mgr.GetCache()
+	}
+	if cfg.Values.Reader == nil {
+		cfg.Values = ValuesReader{Reader: mgr.GetAPIReader()}
+	}
+	if cfg.Name == "" {
+		cfg.Name = "helmfleet-fleet"
+	}
+	if cfg.Events == nil {
+		cfg.Events = mgr.GetEventRecorder(cfg.Name)
+	}
+	r, err := NewFleet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.SetupWithManager(ctx, mgr)
+}
+
+// SetupWithManager watches HelmReleases, the Karmada policies and the
+// member Secrets on the hub; every change replans the fleet.
+func (r *FleetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	r.log = mgr.GetLogger().WithName(r.name)
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{fleetRequest}
+	})
+	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	b := ctrl.NewControllerManagedBy(mgr).Named(r.name).
+		Watches(&release.Release{}, all, changed).
+		Watches(unstructuredOf(PropagationPolicyGVK), all, changed).
+		Watches(unstructuredOf(OverridePolicyGVK), all, changed)
+	if r.secrets != "" {
+		ns := r.secrets
+		b = b.WatchesMetadata(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			_, member := o.GetLabels()[MemberLabel]
+			return member && o.GetNamespace() == ns
+		})))
+	}
+	return b.Complete(r)
+}
+
+func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// fleetFor returns the Fleet of members, the same one while the members
+// are the same; a new one otherwise, carrying the inventory over.
+func (r *FleetReconciler) fleetFor(members []release.Member) (*fleet.Fleet, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names := make([]string, len(members))
+	backends := make([]release.Cluster, len(members))
+	for i, m := range members {
+		names[i], backends[i] = m.Facts.Name, m.Cluster
+	}
+	same := r.fleet != nil && len(names) == len(r.clusters)
+	for i := 0; same && i < len(names); i++ {
+		same = names[i] == r.clusters[i] && backends[i] == r.backends[i]
+	}
+	if same {
+		return r.fleet, nil
+	}
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec})
+	if err != nil {
+		return nil, err
+	}
+	if r.fleet != nil {
+		if err := f.Restore(r.fleet.Inventory()); err != nil {
+			return nil, err
+		}
+	}
+	r.fleet, r.clusters, r.backends = f, names, backends
+	return f, nil
+}
+
+// Reconcile plans and applies the fleet, and writes each HelmRelease's
+// summary status. It requeues after the shortest spec.interval, or after
+// the retry interval while a member fails.
+func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	defer func() { r.metrics.observe("Fleet", time.Since(start)) }()
+	log := ctrl.LoggerFrom(ctx)
+
+	members, err := r.members.Members(ctx)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("fleet members: %w", err)
+	}
+	fl, err := r.fleetFor(members)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var list release.ReleaseList
+	if err := r.cache.List(ctx, &list); err != nil {
+		return ctrl.Result{}, err
+	}
+	in := fleet.Inputs{}
+	objs := map[string]*release.Release{}
+	for i := range list.Items {
+		obj := &list.Items[i]
+		if obj.DeletionTimestamp != nil {
+			continue // its members' copies are garbage-collected
+		}
+		rel, err := prepare(obj)
+		if err != nil {
+			r.writeFleetStatus(ctx, obj, metav1.ConditionFalse, ReasonInvalidSpec, err.Error())
+			continue
+		}
+		in.Releases = append(in.Releases, rel)
+		objs[rel.Namespace+"/"+rel.Name] = obj
+	}
+	if in.Policies, err = r.policies(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	plan, err := fl.Plan(ctx, in)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, e := range plan.PlacementErrors() {
+		log.Info("placement", "error", e.Error())
+	}
+	rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{})
+	if rep == nil {
+		return ctrl.Result{}, applyErr
+	}
+	byRel := map[string][]fleet.ItemReport{}
+	for _, it := range rep.Items {
+		byRel[it.Key.Namespace+"/"+it.Key.Name] = append(byRel[it.Key.Namespace+"/"+it.Key.Name], it)
+		r.metrics.countActions(it.Key.Cluster, it.Actions)
+	}
+	requeue, failed := time.Duration(0), false
+	for _, rel := range in.Releases {
+		ref := rel.Namespace + "/" + rel.Name
+		items := byRel[ref]
+		status, reason, msg := summarize(items)
+		if len(items) == 0 {
+			status, reason, msg = metav1.ConditionFalse, "NotPlaced", "no member gets this release: no propagation policy places it"
+			for _, e := range plan.PlacementErrors() {
+				if strings.Contains(e.Error(), ref) {
+					msg = e.Error()
+				}
+			}
+		}
+		if status != metav1.ConditionTrue {
+			failed = true
+		}
+		r.writeFleetStatus(ctx, objs[ref], status, reason, msg)
+		if iv := rel.Spec.Interval.Duration; iv > 0 && (requeue == 0 || iv < requeue) {
+			requeue = iv
+		}
+	}
+	if failed && (requeue == 0 || r.retry < requeue) {
+		requeue = r.retry
+	}
+	if applyErr != nil {
+		log.Error(applyErr, "fleet apply")
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// summarize is a release's Ready condition over its members.
+func summarize(items []fleet.ItemReport) (metav1.ConditionStatus, string, string) {
+	var ready, notReady []string
+	for _, it := range items {
+		if it.State == depgraph.Succeeded {
+			ready = append(ready, it.Key.Cluster)
+		} else {
+			why := it.State.String()
+			if it.Err != nil {
+				why = firstLine(it.Err.Error())
+			}
+			notReady = append(notReady, it.Key.Cluster+": "+why)
+		}
+	}
+	sort.Strings(ready)
+	sort.Strings(notReady)
+	if len(notReady) == 0 {
+		return metav1.ConditionTrue, release.ReasonReconciliationSucceeded,
+			fmt.Sprintf("ready on %d/%d members: %s", len(ready), len(items), strings.Join(ready, ", "))
+	}
+	return metav1.ConditionFalse, release.ReasonReconciliationFailed,
+		fmt.Sprintf("ready on %d/%d members; %s", len(ready), len(items), strings.Join(notReady, "; "))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// policies reads the Karmada policies on the hub and decodes them with
+// release.Decode.
+func (r *FleetReconciler) policies(ctx context.Context) (policy.Set, error) {
+	var buf bytes.Buffer
+	for _, gvk := range []schema.GroupVersionKind{PropagationPolicyGVK, OverridePolicyGVK} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.cache.List(ctx, list); err != nil {
+			return policy.Set{}, fmt.Errorf("list %s: %w", gvk.Kind, err)
+		}
+		for i := range list.Items {
+			u := list.Items[i].DeepCopy()
+			delete(u.Object, "status")
+			data, err := json.Marshal(u.Object)
+			if err != nil {
+				return policy.Set{}, err
+			}
+			buf.WriteString("---\n")
+			buf.Write(data)
+			buf.WriteString("\n")
+		}
+	}
+	objs, err := release.Decode(&buf)
+	if err != nil {
+		return policy.Set{}, err
+	}
+	return objs.Policies, nil
+}
+
+// writeFleetStatus writes a HelmRelease's fleet-wide Ready condition.
+func (r *FleetReconciler) writeFleetStatus(ctx context.Context, obj *release.Release, status metav1.ConditionStatus, reason, msg string) {
+	st := obj.Status
+	old := st.GetCondition(release.ConditionReady)
+	changed := old == nil || old.Status != status || old.Message != msg || st.ObservedGeneration != obj.Generation
+	st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()})
+	st.RemoveCondition(release.ConditionReconciling)
+	st.ObservedGeneration = obj.Generation
+	r.metrics.recordConditions(release.Kind, obj.Namespace, obj.Name, &st)
+	if !changed {
+		return
+	}
+	fresh := obj.DeepCopy()
+	fresh.Status = st
+	if err := r.client.Status().Update(ctx, fresh); err != nil {
+		r.log.Error(err, "write status", "release", obj.Namespace+"/"+obj.Name)
+		return
+	}
+	if r.events != nil {
+		typ := corev1.EventTypeNormal
+		if status != metav1.ConditionTrue {
+			typ = corev1.EventTypeWarning
+		}
+		r.events.Eventf(obj, nil, typ, reason, "Reconcile", "%s", msg)
+	}
+}

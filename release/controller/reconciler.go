@@ -1,0 +1,473 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/source"
+)
+
+// Defaults of Config.
+const (
+	// DefaultName is the controller's name: its logger, metrics and
+	// events carry it.
+	DefaultName = "helmfleet-helmrelease"
+	// DefaultRetryInterval is how long a release waits before it is
+	// reconciled again when a dependency is not ready or its chart or
+	// values cannot be had: Flux's --requeue-dependency default.
+	DefaultRetryInterval = 30 * time.Second
+	// Finalizer is the finalizer that makes deleting a HelmRelease
+	// uninstall its Helm release first, Flux's.
+	Finalizer = "finalizers.fluxcd.io"
+	// ReasonInvalidSpec is the Ready and Stalled reason of a HelmRelease
+	// whose spec does not decode or validate.
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// Config is what a HelmReleaseReconciler needs. Exactly one of Charts and
+// Resolver is required; Setup fills Client, APIReader, REST and Events
+// from the manager.
+type Config struct {
+	// Client writes HelmReleases' status and finalizers.
+	Client client.Client
+	// Cache reads HelmReleases (the one being reconciled, its
+	// dependencies, and indexed lists) and source objects; it must serve
+	// the field indexes SetupWithManager registers. Setup uses the
+	// manager's cache; default Client.
+	Cache client.Reader
+	// APIReader reads what is not cached: Secrets and ConfigMaps of
+	// valuesFrom and kubeconfigs, and the fresh HelmRelease a status is
+	// written over. Default Client.
+	APIReader client.Reader
+	// REST is the local cluster's config: releases without
+	// spec.kubeConfig are installed there.
+	REST *rest.Config
+	// Events records Kubernetes events on HelmReleases; nil records none.
+	Events events.EventRecorder
+
+	// Charts returns a release's chart.
+	Charts release.ChartGetter
+	// Resolver, instead of Charts, resolves charts from the
+	// HelmRepository, OCIRepository and HelmChart objects a release names
+	// (read from Client, source.toolkit.fluxcd.io/v1); releases are then
+	// reconciled again when those objects change.
+	Resolver source.Resolver
+	// Reconciler sets the reconciler's options; its Charts and Values are
+	// filled in by the controller.
+	Reconciler release.ReconcilerConfig
+
+	// NewCluster builds the cluster a release is installed on; default
+	// KubeCluster.
+	NewCluster ClusterFunc
+	// DefaultServiceAccount is impersonated by releases that name no
+	// spec.serviceAccountName (Flux's --default-service-account); empty:
+	// the controller's own identity.
+	DefaultServiceAccount string
+	// Shard selects the HelmReleases this instance reconciles (see
+	// ShardSelector); nil: all.
+	Shard labels.Selector
+	// RetryInterval is the wait before a release whose dependencies are
+	// not ready, or whose chart, values or kubeconfig cannot be had, is
+	// tried again; default DefaultRetryInterval.
+	RetryInterval time.Duration
+	// Name is the controller's name; default DefaultName.
+	Name string
+	// MaxConcurrentReconciles bounds parallel reconciles; default 1.
+	MaxConcurrentReconciles int
+	// Metrics are the collectors; default NewMetrics(metrics.Registry).
+	Metrics *Metrics
+}
+
+// HelmReleaseReconciler reconciles Flux HelmReleases where they live,
+// each on the local cluster or the remote cluster of its
+// spec.kubeConfig, with release.Reconciler, and writes Flux's conditions
+// back through the status subresource.
+type HelmReleaseReconciler struct {
+	client    client.Client
+	cache     client.Reader
+	apiReader client.Reader
+	events    events.EventRecorder
+	rec       *release.Reconciler
+	targets   *targets
+	metrics   *Metrics
+	shard     labels.Selector
+	retry     time.Duration
+	name      string
+	parallel  int
+	sources   bool
+	log       logr.Logger // of the watches' map functions
+}
+
+// New returns the reconciler of cfg.
+func New(cfg Config) (*HelmReleaseReconciler, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("controller: Config.Client is required")
+	case cfg.Charts == nil && cfg.Resolver == nil:
+		return nil, errors.New("controller: one of Config.Charts and Config.Resolver is required")
+	case cfg.Charts != nil && cfg.Resolver != nil:
+		return nil, errors.New("controller: set only one of Config.Charts and Config.Resolver")
+	}
+	if cfg.APIReader == nil {
+		cfg.APIReader = cfg.Client
+	}
+	if cfg.Cache == nil {
+		cfg.Cache = cfg.Client
+	}
+	rc := cfg.Reconciler
+	rc.Charts = cfg.Charts
+	if cfg.Resolver != nil {
+		rc.Charts = &sourceCharts{reader: cfg.Cache, resolver: cfg.Resolver}
+	}
+	rc.Values = ValuesReader{Reader: cfg.APIReader}
+	rec, err := release.NewReconciler(rc)
+	if err != nil {
+		return nil, err
+	}
+	r := &HelmReleaseReconciler{
+		client: cfg.Client, cache: cfg.Cache, apiReader: cfg.APIReader, events: cfg.Events, rec: rec,
+		targets: newTargets(cfg.APIReader, cfg.REST, cfg.NewCluster, cfg.DefaultServiceAccount),
+		metrics: cfg.Metrics, shard: cfg.Shard, retry: cfg.RetryInterval, name: cfg.Name,
+		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, log: logr.Discard(),
+	}
+	if r.metrics == nil {
+		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
+			return nil, fmt.Errorf("controller: metrics: %w", err)
+		}
+	}
+	if r.retry <= 0 {
+		r.retry = DefaultRetryInterval
+	}
+	if r.name == "" {
+		r.name = DefaultName
+	}
+	if r.parallel <= 0 {
+		r.parallel = 1
+	}
+	return r, nil
+}
+
+// Setup builds the reconciler of cfg over mgr (its client, API reader,
+// REST config and event recorder, where cfg leaves them unset) and
+// registers it with SetupWithManager: the few lines a platform team's
+// main needs.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseReconciler, error) {
+	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil {
+		return nil, err
+	}
+	if cfg.Resolver != nil {
+		if err := schemeError(mgr.GetScheme(), HelmRepositoryGVK, OCIRepositoryGVK, HelmChartGVK); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Client == nil {
+		cfg.Client = mgr.GetClient()
+	}
+	if cfg.APIReader == nil {
+		cfg.APIReader = mgr.GetAPIReader()
+	}
+	if cfg.Cache == nil {
+		cfg.Cache = mgr.GetCache()
+	}
+	if cfg.REST == nil {
+		cfg.REST = mgr.GetConfig()
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.Events == nil {
+		cfg.Events = mgr.GetEventRecorder(cfg.Name)
+	}
+	r, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.SetupWithManager(ctx, mgr)
+}
+
+// SetupWithManager registers the field indexes and the controller with
+// mgr. Releases are reconciled when they change (generation, labels or
+// annotations such as reconcile.fluxcd.io/requestedAt), when a ConfigMap
+// or Secret they read (valuesFrom, kubeConfig) changes, when a release
+// they depend on becomes ready, and, with Config.Resolver, when their
+// HelmRepository, OCIRepository or HelmChart changes: no polling beyond
+// spec.interval.
+func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.log = mgr.GetLogger().WithName(r.name)
+	idx := mgr.GetFieldIndexer()
+	for field, fn := range Indexers() {
+		if err := idx.IndexField(ctx, &release.Release{}, field, fn); err != nil {
+			return fmt.Errorf("controller: index HelmReleases by %s: %w", field, err)
+		}
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(r.name).
+		For(&release.Release{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}),
+			ShardPredicate(r.shard))).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexConfigMaps, nameKey))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSecrets, nameKey))).
+		Watches(&release.Release{}, handler.EnqueueRequestsFromMapFunc(r.mapDependents),
+			builder.WithPredicates(becameReady{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.parallel})
+	if r.sources {
+		for _, obj := range []client.Object{&source.HelmRepository{}, &source.OCIRepository{}, &source.HelmChart{}} {
+			b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSources, sourceKeyOf)),
+				builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		}
+	}
+	return b.Complete(r)
+}
+
+// inShard reports whether this instance reconciles obj.
+func (r *HelmReleaseReconciler) inShard(obj client.Object) bool {
+	return r.shard == nil || r.shard.Matches(labels.Set(obj.GetLabels()))
+}
+
+// Reconcile reconciles the HelmRelease req names. The result maps the
+// release's Result: done → requeue after spec.interval; requeue → after
+// its RequeueAfter; stalled → reconcile.TerminalError (no retry until the
+// release changes); a dependency not ready, or a chart, values or
+// kubeconfig that cannot be had → requeue after the retry interval; a
+// failed Helm action → the error, retried with the controller's backoff.
+func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	defer func() { r.metrics.observe(release.Kind, time.Since(start)) }()
+	log := ctrl.LoggerFrom(ctx)
+
+	obj := &release.Release{}
+	if err := r.cache.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.targets.forget(req.String())
+			r.metrics.deleted(release.Kind, req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !r.inShard(obj) {
+		return ctrl.Result{}, nil
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return r.finalize(ctx, obj)
+	}
+
+	rel, err := prepare(obj)
+	if err != nil {
+		log.Error(err, "invalid HelmRelease")
+		st := obj.Status
+		msg := err.Error()
+		now := metav1.Now()
+		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+		st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+		st.ObservedGeneration = obj.Generation
+		r.event(obj, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", msg)
+		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
+	}
+	if rel.Spec.Suspend {
+		log.V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFrom(obj.DeepCopy())
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := r.client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer to HelmRelease %s: %w", req, err)
+		}
+	}
+
+	if msg := r.dependencyNotReady(ctx, rel); msg != "" {
+		log.Info("dependencies not ready", "message", msg, "retryAfter", r.retry)
+		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: release.ReasonDependencyNotReady, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
+		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
+		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
+	}
+
+	cluster, err := r.targets.cluster(ctx, rel)
+	if err != nil {
+		log.Error(err, "target cluster", "retryAfter", r.retry)
+		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: release.ReasonInitFailed, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
+		r.event(obj, corev1.EventTypeWarning, release.ReasonInitFailed, "Reconcile", err.Error())
+		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
+		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
+	}
+	log = log.WithValues("cluster", cluster.Name())
+
+	if rel.Status.ObservedGeneration != rel.Generation {
+		// Flux marks the work in progress first, so kstatus and
+		// `flux get` show InProgress while Helm runs.
+		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReconciling, Status: metav1.ConditionTrue,
+			Reason: release.ReasonProgressing, Message: fmt.Sprintf("reconciling generation %d", rel.Generation), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
+		if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	res, recErr := r.rec.Reconcile(ctx, cluster, rel)
+	r.metrics.countActions(cluster.Name(), res.Actions)
+	r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
+	if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
+		return ctrl.Result{}, errors.Join(recErr, err)
+	}
+	r.recordEvent(obj, res, recErr)
+	return r.result(log, res, recErr)
+}
+
+// result maps a release Result and error onto the controller's.
+func (r *HelmReleaseReconciler) result(log logr.Logger, res *release.Result, err error) (ctrl.Result, error) {
+	var (
+		stalled *release.StalledError
+		stage   *release.StageError
+	)
+	switch {
+	case err == nil && res.Next == release.NextRequeue && res.RequeueAfter <= 0:
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	case err == nil:
+		log.V(1).Info("reconciled", "actions", res.Actions, "next", res.Next, "requeueAfter", res.RequeueAfter)
+		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+	case errors.As(err, &stalled):
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	case errors.As(err, &stage):
+		// Values and charts come from objects that may yet appear (and
+		// whose change is watched): retry after the interval, not at once.
+		log.Error(err, "reconcile failed", "retryAfter", r.retry)
+		return ctrl.Result{RequeueAfter: r.retry}, nil
+	case res.Next == release.NextRequeue && res.RequeueAfter > 0:
+		log.Error(err, "reconcile failed", "retryAfter", res.RequeueAfter)
+		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+	default:
+		return ctrl.Result{}, err
+	}
+}
+
+// immediately is the RequeueAfter of a release with more work to do at
+// once (Next requeue with no delay): the queue's next turn, without the
+// error backoff.
+const immediately = time.Millisecond
+
+// dependencyNotReady returns why a dependency of rel is not ready, or "".
+func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, rel *release.Release) string {
+	for _, d := range rel.Spec.DependsOn {
+		ns := d.Namespace
+		if ns == "" {
+			ns = rel.Namespace
+		}
+		dep := &release.Release{}
+		if err := r.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: d.Name}, dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("dependency '%s/%s' is not ready: not found", ns, d.Name)
+			}
+			return fmt.Sprintf("dependency '%s/%s' is not ready: %v", ns, d.Name, err)
+		}
+		if !dep.IsReady() {
+			return fmt.Sprintf("dependency '%s/%s' is not ready", ns, d.Name)
+		}
+	}
+	return ""
+}
+
+// writeStatus writes st as the status of the HelmRelease obj names, through
+// the status subresource, over the newest version of the object (so a
+// spec changed meanwhile is kept and its new generation stays
+// unobserved).
+func (r *HelmReleaseReconciler) writeStatus(ctx context.Context, obj *release.Release, st release.Status) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &release.Release{}
+		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			return err
+		}
+		fresh.Status = *st.DeepCopy()
+		return r.client.Status().Update(ctx, fresh)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("HelmRelease %s/%s: write status: %w", obj.Namespace, obj.Name, err)
+	}
+	return nil
+}
+
+// finalize uninstalls the Helm release of a HelmRelease being deleted
+// (unless suspended, as Flux) and removes the finalizer.
+func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *release.Release) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	log := ctrl.LoggerFrom(ctx)
+	rel, err := prepare(obj)
+	switch {
+	case err != nil:
+		// Nothing to know the Helm release by: let the object go.
+		log.Error(err, "deleting an invalid HelmRelease without uninstalling")
+		r.event(obj, corev1.EventTypeWarning, ReasonInvalidSpec, "Uninstall", "deleted without uninstalling: "+err.Error())
+	case rel.Spec.Suspend:
+		log.Info("deleting a suspended HelmRelease without uninstalling")
+	default:
+		cluster, err := r.targets.cluster(ctx, rel)
+		if err != nil {
+			return ctrl.Result{RequeueAfter: r.retry}, err
+		}
+		res, err := r.rec.Uninstall(ctx, cluster, rel)
+		r.metrics.countActions(cluster.Name(), res.Actions)
+		if err != nil {
+			r.event(obj, corev1.EventTypeWarning, release.ReasonUninstallFailed, "Uninstall", err.Error())
+			return ctrl.Result{}, err
+		}
+		r.event(obj, corev1.EventTypeNormal, release.ReasonUninstallSucceeded, "Uninstall",
+			fmt.Sprintf("Helm uninstall of %s/%s succeeded", rel.GetStorageNamespace(), rel.GetReleaseName()))
+	}
+	patch := client.MergeFrom(obj.DeepCopy())
+	controllerutil.RemoveFinalizer(obj, Finalizer)
+	if err := r.client.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	r.targets.forget(obj.Namespace + "/" + obj.Name)
+	r.metrics.deleted(release.Kind, obj.Namespace, obj.Name)
+	return ctrl.Result{}, nil
+}
+
+// recordEvent emits one event for a reconcile that did something or
+// failed, with the Ready condition's reason as Flux's events carry it
+// (InstallSucceeded, UpgradeFailed, …). A reconcile that found the
+// release in sync emits nothing.
+func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *release.Result, err error) {
+	ready := res.Status.GetCondition(release.ConditionReady)
+	if ready == nil || (err == nil && len(res.Actions) == 0) {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if err != nil || ready.Status != metav1.ConditionTrue {
+		typ = corev1.EventTypeWarning
+	}
+	r.event(obj, typ, ready.Reason, string(res.Action), ready.Message)
+}
+
+func (r *HelmReleaseReconciler) event(obj *release.Release, typ, reason, action, msg string) {
+	if r.events == nil {
+		return
+	}
+	if action == "" || action == string(release.ActionNone) {
+		action = "Reconcile"
+	}
+	r.events.Eventf(obj, nil, typ, reason, action, "%s", msg)
+}

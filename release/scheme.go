@@ -1,0 +1,30 @@
+package release
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is helm.toolkit.fluxcd.io/v2, the group and version the
+// scheme registers a Release under.
+var GroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
+// SchemeBuilder registers Release as HelmRelease and ReleaseList as
+// HelmReleaseList under GroupVersion. Most callers want AddToScheme.
+var SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+// AddToScheme registers Release as HelmRelease and ReleaseList as
+// HelmReleaseList under helm.toolkit.fluxcd.io/v2 in s, with the meta
+// types a client needs for list and watch options, so that a
+// controller-runtime client, cache or fake client, or a client-go REST
+// client built on s, reads and writes Releases as typed objects. The
+// source kinds a Release refers to are registered by source.AddToScheme.
+func AddToScheme(s *runtime.Scheme) error { return SchemeBuilder.AddToScheme(s) }
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypeWithName(GroupVersion.WithKind(Kind), &Release{})
+	s.AddKnownTypeWithName(GroupVersion.WithKind(Kind+"List"), &ReleaseList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
