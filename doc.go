@@ -49,6 +49,13 @@
 //   - [github.com/helmfleet/helmfleet/release/distribute]: rendered-manifest
 //     mode: a cluster backend that renders a chart once and spreads its
 //     objects over members by policy.
+//   - [github.com/helmfleet/helmfleet/release/controller]: controller-runtime
+//     reconcilers for HelmRelease objects on one cluster or on a fleet hub.
+//   - [github.com/helmfleet/helmfleet/release/kustomize]: kustomize overlays
+//     from an fs.FS, decoded into releases, sources, policies and plain
+//     objects.
+//   - [github.com/helmfleet/helmfleet/release/crds]: the CRDs of the kinds
+//     the library reads, generated from its types.
 //   - [github.com/helmfleet/helmfleet/release/memory]: an in-memory cluster
 //     running Helm's real actions.
 //   - [github.com/helmfleet/helmfleet/release/kube]: real clusters through

@@ -270,7 +270,8 @@ func TestStalledReleaseIsTerminal(t *testing.T) {
 	assert.ErrorAs(t, err, &stalled)
 	_, st := e.get("podinfo")
 	assert.Equal(t, "True RetriesExceeded", condition(st, release.ConditionStalled))
-	assert.Equal(t, "False RetriesExceeded", condition(st, release.ConditionReady))
+	// As in Flux, Ready keeps the failure that used up the retries.
+	assert.Equal(t, "False InstallFailed", condition(st, release.ConditionReady))
 	evs := e.drainEvents()
 	require.NotEmpty(t, evs)
 	assert.True(t, strings.HasPrefix(evs[len(evs)-1], "Warning "), evs)
