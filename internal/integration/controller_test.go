@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/crds"
+	"github.com/helmfleet/helmfleet/release/fleet"
 )
 
 // installReleaseCRD installs the HelmRelease CRD of release/crds on the
@@ -124,8 +126,9 @@ func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.C
 	})
 }
 
-// runManager runs a manager on cfg, set up by setup, until the test ends.
-func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Manager) error) {
+// runManager runs a manager on cfg, set up by setup, until the test ends
+// or stop is called; stop waits until it has stopped.
+func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
 	skip := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -141,15 +144,20 @@ func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Man
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				assert.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Error("manager did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func hrObject(t *testing.T, y string) *release.Release {
@@ -413,7 +421,10 @@ spec:
 // manager on the hub: the members are kubeconfig Secrets on the hub, a
 // PropagationPolicy places the HelmRelease on both and an OverridePolicy
 // gives member2 its own values; each member gets a real Helm release and
-// the hub's HelmRelease says it is ready on both.
+// the hub's HelmRelease says it is ready on both. The inventory is kept in
+// Secrets on the hub: the controller is stopped, the HelmRelease deleted,
+// and a new controller over the same store uninstalls it from both
+// members.
 func TestFleetControllerOnRealClusters(t *testing.T) {
 	hubCfg := controlPlane(t, "hub").Admin
 	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
@@ -430,8 +441,8 @@ func TestFleetControllerOnRealClusters(t *testing.T) {
 		return c.List(ctx(t), list) == nil
 	}, 30*time.Second, 100*time.Millisecond)
 
-	const ns, membersNS = "fleetctl", "fleet-members"
-	for _, n := range []string{ns, membersNS} {
+	const ns, membersNS, inventoryNS = "fleetctl", "fleet-members", "fleet-inventory"
+	for _, n := range []string{ns, membersNS, inventoryNS} {
 		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})))
 	}
 	mcs := map[string]client.Client{}
@@ -477,15 +488,21 @@ spec:
 	}
 	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "podinfo", "  values: {replicaCount: 2}\n"))))
 
-	runManager(t, hubCfg, "helmfleet-fleet", func(mgr ctrl.Manager) error {
-		_, err := controller.SetupFleet(t.Context(), mgr, controller.FleetConfig{
-			Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
-			MemberSecretsNamespace: membersNS,
-			Charts:                 charts,
-			Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+	store, err := fleet.NewObjectStore(admin(t, "hub"), fleet.ObjectStoreConfig{Namespace: inventoryNS, Name: "fleetctl"})
+	require.NoError(t, err)
+	startFleet := func() (stop func()) {
+		return runManager(t, hubCfg, "helmfleet-fleet", func(mgr ctrl.Manager) error {
+			_, err := controller.SetupFleet(t.Context(), mgr, controller.FleetConfig{
+				Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
+				MemberSecretsNamespace: membersNS,
+				Charts:                 charts,
+				Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+				Store:                  store,
+			})
+			return err
 		})
-		return err
-	})
+	}
+	stop := startFleet()
 
 	var st release.Status
 	require.Eventually(t, func() bool {
@@ -500,4 +517,30 @@ spec:
 		replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
 		assert.Equal(t, want, replicas, "%s: replicas after its overrides", m)
 	}
+	entries, err := store.Load(ctx(t))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "an inventory entry per member")
+
+	// Restart: the release goes from the hub while no controller runs;
+	// the next one finds it in the store and uninstalls it.
+	stop()
+	hr, _ := hrStatus(t, c, ns, "podinfo")
+	require.NoError(t, c.Delete(ctx(t), hr))
+	startFleet()
+	for m, mc := range mcs {
+		require.Eventually(t, func() bool {
+			var secrets corev1.SecretList
+			if err := mc.List(ctx(t), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm", "name": "podinfo"}); err != nil {
+				return false
+			}
+			dep := &unstructured.Unstructured{}
+			dep.SetGroupVersionKind(deploymentGVK)
+			err := mc.Get(ctx(t), client.ObjectKey{Namespace: ns, Name: "podinfo"}, dep)
+			return len(secrets.Items) == 0 && client.IgnoreNotFound(err) == nil && err != nil
+		}, 60*time.Second, 100*time.Millisecond, "%s: podinfo uninstalled by the restarted controller", m)
+	}
+	require.Eventually(t, func() bool {
+		entries, err = store.Load(ctx(t))
+		return err == nil && len(entries) == 0
+	}, 10*time.Second, 100*time.Millisecond, "inventory empty after the uninstalls: %v", entries)
 }

@@ -76,9 +76,11 @@
 // others. Members come from a MemberSource: SecretMembers reads kubeconfig
 // Secrets labelled helmfleet.io/member=<name> on the hub (their other
 // labels are the placement labels), StaticMembers is a fixed list. The
-// per-member statuses stay in the fleet's inventory (kept in memory; a
-// restarted controller rebuilds it from the members' Helm storage on the
-// next apply). Do not run both reconcilers on the same HelmReleases:
+// per-member statuses stay in the fleet's inventory: in
+// FleetConfig.Store when set (fleet.NewObjectStore keeps it in Secrets on
+// the hub), so a restarted or newly elected controller still uninstalls
+// from the members a release removed while none ran; without a store, in
+// memory only, and such a release is left on its members. Do not run both reconcilers on the same HelmReleases:
 // shard them apart.
 //
 // # Horizontal scale

@@ -73,6 +73,14 @@ type FleetConfig struct {
 	Name string
 	// Metrics are the collectors; default NewMetrics(metrics.Registry).
 	Metrics *Metrics
+	// Store keeps the fleet's inventory (what it applied on which member)
+	// where a restarted or newly elected controller finds it, so that a
+	// release removed from the hub while no controller ran is still
+	// uninstalled from its members: fleet.NewObjectStore on the hub, say
+	// (Secrets in a namespace of the operator's choosing). Default none:
+	// the inventory stays in this process, and a new process does not
+	// know what an earlier one installed, so it never uninstalls it.
+	Store fleet.Store
 }
 
 // FleetReconciler runs the HelmReleases and Karmada policies kept on a
@@ -80,7 +88,7 @@ type FleetConfig struct {
 // applies the whole fleet (dependency order across members), then writes
 // each HelmRelease's Ready condition (ready on n/m members, or which are
 // not and why) and observedGeneration. The per-member status stays in the
-// fleet's inventory.
+// fleet's inventory, in FleetConfig.Store when set.
 type FleetReconciler struct {
 	client  client.Client
 	cache   client.Reader
@@ -91,6 +99,7 @@ type FleetReconciler struct {
 	retry   time.Duration
 	name    string
 	secrets string
+	store   fleet.Store
 	log     logr.Logger
 
 	mu       sync.Mutex
@@ -123,7 +132,7 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 		return nil, err
 	}
 	r := &FleetReconciler{client: cfg.Client, cache: cfg.Cache, members: cfg.Members, rec: rec, events: cfg.Events,
-		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, log: logr.Discard()}
+		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store, log: logr.Discard()}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
 			return nil, fmt.Errorf("controller: metrics: %w", err)
@@ -195,7 +204,8 @@ func unstructuredOf(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 }
 
 // fleetFor returns the Fleet of members, the same one while the members
-// are the same; a new one otherwise, carrying the inventory over.
+// are the same; a new one otherwise, carrying the inventory over (with a
+// store, the new Fleet loads it from there).
 func (r *FleetReconciler) fleetFor(members []release.Member) (*fleet.Fleet, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -211,11 +221,11 @@ func (r *FleetReconciler) fleetFor(members []release.Member) (*fleet.Fleet, erro
 	if same {
 		return r.fleet, nil
 	}
-	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec})
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec, Store: r.store})
 	if err != nil {
 		return nil, err
 	}
-	if r.fleet != nil {
+	if r.fleet != nil && r.store == nil {
 		if err := f.Restore(r.fleet.Inventory()); err != nil {
 			return nil, err
 		}
