@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -490,7 +491,11 @@ spec:
 
 	store, err := fleet.NewObjectStore(admin(t, "hub"), fleet.ObjectStoreConfig{Namespace: inventoryNS, Name: "fleetctl"})
 	require.NoError(t, err)
+	var reg *prometheus.Registry // the running controller's
 	startFleet := func() (stop func()) {
+		reg = prometheus.NewRegistry()
+		metrics, err := controller.NewMetrics(reg)
+		require.NoError(t, err)
 		return runManager(t, hubCfg, "helmfleet-fleet", func(mgr ctrl.Manager) error {
 			_, err := controller.SetupFleet(t.Context(), mgr, controller.FleetConfig{
 				Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
@@ -498,6 +503,7 @@ spec:
 				Charts:                 charts,
 				Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
 				Store:                  store,
+				Metrics:                metrics,
 			})
 			return err
 		})
@@ -520,6 +526,13 @@ spec:
 	entries, err := store.Load(ctx(t))
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "an inventory entry per member")
+	assert.GreaterOrEqual(t, metricValue(t, reg, controller.MetricReconcileDuration, map[string]string{"kind": "Fleet"}), 1.0, "reconciles timed")
+	ready := map[string]string{"kind": release.Kind, "namespace": ns, "name": "podinfo", "type": release.ConditionReady}
+	assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "True")), "Ready=True")
+	assert.Equal(t, 0.0, metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "False")), "Ready=False")
+	for m := range mcs {
+		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(release.ActionInstall)}), "%s: installs", m)
+	}
 
 	// Restart: the release goes from the hub while no controller runs;
 	// the next one finds it in the store and uninstalls it.
@@ -543,4 +556,52 @@ spec:
 		entries, err = store.Load(ctx(t))
 		return err == nil && len(entries) == 0
 	}, 10*time.Second, 100*time.Millisecond, "inventory empty after the uninstalls: %v", entries)
+	for m := range mcs {
+		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(release.ActionUninstall)}), "%s: uninstalls", m)
+	}
+}
+
+// metricValue gathers reg and returns the value of the series of name
+// with labels (a histogram's sample count), or -1 when there is none.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// withLabel returns labels and k=v.
+func withLabel(labels map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for lk, lv := range labels {
+		if lk != k {
+			out[lk] = lv
+		}
+	}
+	return out
 }
