@@ -29,7 +29,11 @@ const (
 // kubeconfig Secret). The default is kube.New.
 type ClusterFunc func(name string, cfg *rest.Config) (release.Cluster, error)
 
-// KubeCluster is the default ClusterFunc: a release/kube cluster.
+// KubeCluster is the default ClusterFunc: a release/kube cluster. A
+// config without rate limits, as a kubeconfig Secret's is (client-go
+// would throttle it at 5 requests a second, bursts of 10), gets
+// kube.DefaultQPS and kube.DefaultBurst; one with its own keeps them
+// (controller-runtime's GetConfig sets 20 and 30 on the manager's).
 func KubeCluster(name string, cfg *rest.Config) (release.Cluster, error) {
 	return kube.New(kube.Config{Name: name, REST: cfg})
 }

@@ -25,7 +25,10 @@
 // Flux), as spec.serviceAccountName when set (impersonating
 // system:serviceaccount:<namespace>:<name>). Each target's release/kube
 // Cluster is built once per kubeconfig Secret version and service account,
-// so discovery is not repeated on every reconcile.
+// so discovery is not repeated on every reconcile. A kubeconfig Secret
+// sets no client rate limit, which client-go would hold to 5 requests a
+// second (bursts of 10); KubeCluster gives it kube.DefaultQPS and
+// kube.DefaultBurst (50, 300, Flux's) instead.
 //
 // Values of spec.valuesFrom are read with ValuesReader from the API
 // server directly (no cache of every Secret in the controller's memory).

@@ -52,6 +52,44 @@ type Config struct {
 	FieldManager string
 	// Log receives Helm's debug messages; nil discards them.
 	Log func(format string, args ...any)
+	// QPS and Burst are the client-side rate limit of every client the
+	// Cluster builds, used when the caller's *rest.Config sets none (QPS,
+	// Burst and RateLimiter all zero); zero means DefaultQPS and
+	// DefaultBurst. A config that sets any of them is kept as it is. With
+	// REST they reach Helm's own clients too; with Getter only the
+	// object client and the release storage, as Helm builds its clients
+	// from the getter.
+	QPS   float32
+	Burst int
+}
+
+// Client-side rate limits used when a *rest.Config sets none. client-go
+// would otherwise throttle at 5 requests a second with bursts of 10 (what
+// a plain kubeconfig gets), and a Helm install issues a request per object
+// plus its release Secret and readiness polls: measured on a local API
+// server, 580 ms per install throttled against 173 ms unthrottled. 50 and
+// 300 are Flux's controllers' defaults (--kube-api-qps, --kube-api-burst);
+// 300 is also kubectl's discovery burst.
+const (
+	DefaultQPS   float32 = 50
+	DefaultBurst         = 300
+)
+
+// withRateLimits returns cfg when it sets a rate limit, otherwise a copy
+// with qps and burst (DefaultQPS and DefaultBurst when zero).
+func withRateLimits(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	if cfg.QPS != 0 || cfg.Burst != 0 || cfg.RateLimiter != nil {
+		return cfg
+	}
+	if qps == 0 {
+		qps = DefaultQPS
+	}
+	if burst == 0 {
+		burst = DefaultBurst
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = qps, burst
+	return cfg
 }
 
 // Cluster is a release.Cluster over a real Kubernetes API server. It is
@@ -94,7 +132,7 @@ func New(cfg Config) (*Cluster, error) {
 	case getter != nil && cfg.REST != nil:
 		return nil, &ConfigError{Field: "REST", Reason: "set only one of Getter and REST"}
 	case getter == nil:
-		getter = NewRESTConfigGetter(cfg.REST, "")
+		getter = NewRESTConfigGetter(withRateLimits(cfg.REST, cfg.QPS, cfg.Burst), "")
 	}
 	c := &Cluster{
 		name:         cfg.Name,
@@ -117,6 +155,7 @@ func New(cfg Config) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: rest config: %w", cfg.Name, err)
 		}
+		rc = withRateLimits(rc, cfg.QPS, cfg.Burst)
 		if c.dynamic == nil {
 			if c.dynamic, err = dynamic.NewForConfig(rc); err != nil {
 				return nil, fmt.Errorf("cluster %s: dynamic client: %w", cfg.Name, err)
@@ -137,6 +176,11 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// RESTConfig returns a copy of the *rest.Config the cluster's getter
+// gives: with Config.REST, the caller's with the rate limits New filled
+// in.
+func (c *Cluster) RESTConfig() (*rest.Config, error) { return c.getter.ToRESTConfig() }
 
 // Name returns the cluster's name.
 func (c *Cluster) Name() string { return c.name }
