@@ -131,15 +131,27 @@ func startManager(t *testing.T, cfg *rest.Config, name string, ccfg controller.C
 // or stop is called; stop waits until it has stopped.
 func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
+	stop, _ = runManagerWith(t, cfg, name, nil, setup)
+	return stop
+}
+
+// runManagerWith is runManager with options changed by opts; elected is
+// closed when the manager leads (at once without leader election).
+func runManagerWith(t *testing.T, cfg *rest.Config, name string, opts func(*ctrl.Options), setup func(ctrl.Manager) error) (stop func(), elected <-chan struct{}) {
+	t.Helper()
 	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	o := ctrl.Options{
 		Scheme: controllerScheme(t),
 		// Not testr: the manager logs while it stops, after the test.
 		Logger:                 funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, name, prefix, args) }, funcr.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
-	})
+	}
+	if opts != nil {
+		opts(&o)
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	require.NoError(t, err)
 	require.NoError(t, setup(mgr))
 	mctx, cancel := context.WithCancel(context.Background())
@@ -158,7 +170,7 @@ func runManager(t *testing.T, cfg *rest.Config, name string, setup func(ctrl.Man
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return stop, mgr.Elected()
 }
 
 func hrObject(t *testing.T, y string) *release.Release {
@@ -396,6 +408,82 @@ func TestControllerOnRealCluster(t *testing.T) {
 		waitReady(t, c, ns, "sharded", 1)
 		deleteReleasesAtEnd(t, c, ns) // while both managers run
 	})
+}
+
+// TestControllerLeaderHandOver runs two managers with leader election on
+// a Lease of the hub: only the leader reconciles; when it stops, the other
+// takes the Lease over and reconciles what was created meanwhile, leaving
+// no release pending.
+func TestControllerLeaderHandOver(t *testing.T) {
+	hubCfg := controlPlane(t, "hub").Admin
+	c, err := client.New(hubCfg, client.Options{Scheme: controllerScheme(t)})
+	require.NoError(t, err)
+	installReleaseCRD(t, c)
+	const ns = "ctrl-leader"
+	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx(t), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
+
+	lease, renew, retry := 3*time.Second, 2*time.Second, 200*time.Millisecond
+	type instance struct {
+		stop    func()
+		elected <-chan struct{}
+		reg     *prometheus.Registry
+	}
+	start := func(name string) *instance {
+		in := &instance{reg: prometheus.NewRegistry()}
+		metrics, err := controller.NewMetrics(in.reg)
+		require.NoError(t, err)
+		in.stop, in.elected = runManagerWith(t, hubCfg, name, func(o *ctrl.Options) {
+			o.LeaderElection = true
+			o.LeaderElectionID = controller.LeaderElectionID("leader-test")
+			o.LeaderElectionNamespace = ns
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = &lease, &renew, &retry
+		}, func(mgr ctrl.Manager) error {
+			_, err := controller.Setup(t.Context(), mgr, controller.Config{
+				Name:          "helmfleet-leader",
+				Charts:        charts,
+				RetryInterval: time.Hour,
+				Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+				Metrics:       metrics,
+			})
+			return err
+		})
+		return in
+	}
+	a, b := start("leader-a"), start("leader-b")
+	deleteReleasesAtEnd(t, c, ns) // while the new leader runs
+	isElected := func(in *instance) bool {
+		select {
+		case <-in.elected:
+			return true
+		default:
+			return false
+		}
+	}
+	require.Eventually(t, func() bool { return isElected(a) || isElected(b) }, 30*time.Second, 50*time.Millisecond, "a leader")
+	leader, follower := a, b
+	if isElected(b) {
+		leader, follower = b, a
+	}
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "first", ""))))
+	waitReady(t, c, ns, "first", 1)
+	reconciles := func(in *instance) float64 {
+		return metricValue(t, in.reg, controller.MetricReconcileDuration, map[string]string{"kind": release.Kind})
+	}
+	assert.GreaterOrEqual(t, reconciles(leader), 1.0, "the leader reconciles")
+	assert.False(t, isElected(follower), "one leader at a time")
+	assert.Equal(t, -1.0, reconciles(follower), "the follower does not reconcile")
+
+	leader.stop()
+	require.NoError(t, c.Create(ctx(t), hrObject(t, controllerRelease(ns, "second", ""))))
+	require.Eventually(t, func() bool { return isElected(follower) }, 30*time.Second, 50*time.Millisecond, "the follower takes the Lease over")
+	waitReady(t, c, ns, "second", 1)
+	assert.GreaterOrEqual(t, reconciles(follower), 1.0, "the new leader reconciles")
+	var list release.ReleaseList
+	require.NoError(t, c.List(ctx(t), &list, client.InNamespace(ns)))
+	for _, rel := range list.Items {
+		assert.Equal(t, "<none>", condStr(rel.Status, release.ConditionReconciling), "%s: nothing pending", rel.Name)
+		assert.True(t, rel.Status.IsConditionTrue(release.ConditionReady), "%s: ready", rel.Name)
+	}
 }
 
 // karmadaCRD serves a Karmada policy kind on the hub; release.Decode
