@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -178,7 +179,11 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	reconcile := func(what string, want release.Action) *release.Result {
 		t.Helper()
 		start := time.Now()
-		res, err := rec.Reconcile(ctx(t), d, rel)
+		// A longer bound than ctx's minute: kube-prometheus-stack under
+		// -race on two cores comes close to it.
+		rctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		defer cancel()
+		res, err := rec.Reconcile(rctx, d, rel)
 		require.NoError(t, err, what)
 		require.Equal(t, want, res.Action, what)
 		t.Logf("%s of %s over both members took %v", what, name, time.Since(start).Round(time.Millisecond))

@@ -416,7 +416,11 @@ func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, mem
 	apply := func(what string, plan *fleet.Plan) {
 		t.Helper()
 		start := time.Now()
-		rep, err := fl.Apply(ctx(t), plan, fleet.ApplyOptions{})
+		// kube-prometheus-stack's install takes about a minute under -race
+		// on two cores: a longer bound than ctx's minute.
+		actx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+		defer cancel()
+		rep, err := fl.Apply(actx, plan, fleet.ApplyOptions{})
 		require.NoError(t, err, rep.Table())
 		t.Logf("%s of %s on both members took %v", what, name, time.Since(start).Round(time.Millisecond))
 	}
