@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/peertally"
 )
 
 // The Karmada peer suite: data-driven cases of karmada-io/karmada's own unit
@@ -70,14 +71,10 @@ type peerCase interface{ meta() peerMeta }
 // karmadaCommit is the karmada-io/karmada commit every table was read at.
 const karmadaCommit = "f8fdd02df3760fd9521624f284877fa84e7be6ef"
 
-type peerTally struct {
-	ported, agree, difference, skipped int
-}
-
 // peerReport collects the tally of one TestPeerKarmada run.
 type peerReport struct {
 	mu     sync.Mutex
-	tallys map[string]*peerTally
+	tallys map[string]*peertally.Tally
 }
 
 func loadPeer[C any](t *testing.T, file string) peerFile[C] {
@@ -102,7 +99,7 @@ func runPeer[C peerCase](t *testing.T, r *peerReport, file string, run func(t *t
 			require.Positive(t, g.Count, "%s: a skipped group says how many cases it has", key)
 			t.Run(g.Test, func(t *testing.T) { t.Skip("not ported: " + g.Skip) })
 			r.mu.Lock()
-			r.tallys[key] = &peerTally{skipped: g.Count}
+			r.tallys[key] = &peertally.Tally{Skipped: g.Count}
 			r.mu.Unlock()
 			continue
 		}
@@ -124,21 +121,10 @@ func runPeer[C peerCase](t *testing.T, r *peerReport, file string, run func(t *t
 				r.mu.Lock()
 				tl := r.tallys[key]
 				if tl == nil {
-					tl = &peerTally{}
+					tl = &peertally.Tally{}
 					r.tallys[key] = tl
 				}
-				switch {
-				case m.Skip != "":
-					tl.skipped++
-				case m.Difference != "":
-					tl.ported++
-					tl.difference++
-				default:
-					tl.ported++
-					if ok {
-						tl.agree++
-					}
-				}
+				tl.Count(m.Skip != "", m.Difference != "", ok)
 				r.mu.Unlock()
 			}
 		})
@@ -146,7 +132,7 @@ func runPeer[C peerCase](t *testing.T, r *peerReport, file string, run func(t *t
 }
 
 func TestPeerKarmada(t *testing.T) {
-	r := &peerReport{tallys: map[string]*peerTally{}}
+	r := &peerReport{tallys: map[string]*peertally.Tally{}}
 	for _, s := range []struct {
 		name string
 		run  func(*testing.T, *peerReport)
@@ -163,29 +149,20 @@ func TestPeerKarmada(t *testing.T) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.tallys))
-	for k := range r.tallys {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var total peerTally
+	keys, total := peertally.Sum(r.tallys)
 	var b strings.Builder
 	fmt.Fprintf(&b, "karmada-io/karmada@%s\n%-100s %6s %6s %6s %6s\n", karmadaCommit[:12], "GROUP", "PORTED", "AGREE", "DIFF", "SKIP")
 	for _, k := range keys {
 		tl := r.tallys[k]
-		fmt.Fprintf(&b, "%-100s %6d %6d %6d %6d\n", k, tl.ported, tl.agree, tl.difference, tl.skipped)
-		total.ported += tl.ported
-		total.agree += tl.agree
-		total.difference += tl.difference
-		total.skipped += tl.skipped
+		fmt.Fprintf(&b, "%-100s %6d %6d %6d %6d\n", k, tl.Ported, tl.Agree, tl.Difference, tl.Skipped)
 	}
-	fmt.Fprintf(&b, "%-100s %6d %6d %6d %6d\n", "TOTAL", total.ported, total.agree, total.difference, total.skipped)
+	fmt.Fprintf(&b, "%-100s %6d %6d %6d %6d\n", "TOTAL", total.Ported, total.Agree, total.Difference, total.Skipped)
 	t.Log("\n" + b.String())
 	// The bar: 99% of all ported cases agree; the rest are documented
 	// differences (each of which checks what helmfleet does instead).
-	require.Positive(t, total.ported)
-	assert.GreaterOrEqual(t, float64(total.agree)/float64(total.ported), 0.99, "share of ported Karmada cases that agree")
-	assert.Equal(t, total.ported, total.agree+total.difference, "every ported case agrees or is a documented difference")
+	require.Positive(t, total.Ported)
+	assert.GreaterOrEqual(t, float64(total.Agree)/float64(total.Ported), 0.99, "share of ported Karmada cases that agree")
+	assert.Equal(t, total.Ported, total.Agree+total.Difference, "every ported case agrees or is a documented difference")
 }
 
 // ---- division -------------------------------------------------------------

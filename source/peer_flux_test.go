@@ -32,7 +32,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +45,8 @@ import (
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/peertally"
 )
 
 type peerFile struct {
@@ -187,11 +188,8 @@ var peerCommits = map[string]string{
 	"fluxcd/pkg version/v0.7.0":       "7a0e0e2f50d436f415cef495924a4e3bc25bac35",
 }
 
-type peerTally struct{ ported, agree, difference, skipped int }
-
 func TestPeerFlux(t *testing.T) {
-	tallies := map[string]*peerTally{}
-	var keys []string
+	tallies := map[string]*peertally.Tally{}
 	for _, file := range []string{"repository.yaml", "oci.yaml", "builder.yaml", "helmchart.yaml", "version.yaml"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "peer", "flux", file))
 		require.NoError(t, err)
@@ -206,15 +204,14 @@ func TestPeerFlux(t *testing.T) {
 			key := fmt.Sprintf("%s %s: %s %s", f.Repository, ref, g.Source, g.Test)
 			tl := tallies[key]
 			if tl == nil {
-				tl = &peerTally{}
+				tl = &peertally.Tally{}
 				tallies[key] = tl
-				keys = append(keys, key)
 			}
 			if g.Skip != "" {
 				require.Empty(t, g.Cases, key)
 				require.Positive(t, g.Count, "%s: a skipped group says how many cases it has", key)
 				t.Run(g.Test, func(t *testing.T) { t.Skip("not ported: " + g.Skip) })
-				tl.skipped += g.Count
+				tl.Skipped += g.Count
 				continue
 			}
 			require.NotEmpty(t, g.Cases, key)
@@ -238,33 +235,17 @@ func TestPeerFlux(t *testing.T) {
 						}
 						run(t, c)
 					})
-					switch {
-					case c.Skip != "":
-						tl.skipped++
-					case c.Difference != "":
-						tl.ported++
-						tl.difference++
-					default:
-						tl.ported++
-						if ok {
-							tl.agree++
-						}
-					}
+					tl.Count(c.Skip != "", c.Difference != "", ok)
 				}
 			})
 		}
 	}
-	sort.Strings(keys)
-	var total peerTally
+	keys, total := peertally.Sum(tallies)
 	for _, k := range keys {
 		tl := tallies[k]
-		t.Logf("%s: %d ported (%d agree, %d documented differences), %d skipped", k, tl.ported, tl.agree, tl.difference, tl.skipped)
-		total.ported += tl.ported
-		total.agree += tl.agree
-		total.difference += tl.difference
-		total.skipped += tl.skipped
+		t.Logf("%s: %d ported (%d agree, %d documented differences), %d skipped", k, tl.Ported, tl.Agree, tl.Difference, tl.Skipped)
 	}
-	t.Logf("total: %d ported (%d agree, %d documented differences), %d skipped", total.ported, total.agree, total.difference, total.skipped)
+	t.Logf("total: %d ported (%d agree, %d documented differences), %d skipped", total.Ported, total.Agree, total.Difference, total.Skipped)
 }
 
 // peerDriver prepares a group's fixtures and returns how to run its cases.

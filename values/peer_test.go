@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -17,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/peertally"
 	"github.com/helmfleet/helmfleet/values"
 	"github.com/helmfleet/helmfleet/values/valuestest"
 )
@@ -122,8 +122,6 @@ var peerReasons = map[string]error{
 	"InvalidReference": values.ErrInvalidReference,
 }
 
-type peerSuiteTally struct{ ported, agree, difference, skipped int }
-
 // loadPeerSuite reads one peer table and checks the commit it was read at.
 func loadPeerSuite(t *testing.T, file string) peerSuiteFile {
 	t.Helper()
@@ -147,20 +145,18 @@ func (c peerSuiteCase) caseName(t *testing.T, key string) string {
 }
 
 func TestPeer(t *testing.T) {
-	tallies := map[string]*peerSuiteTally{}
-	var keys []string
+	tallies := map[string]*peertally.Tally{}
 	for _, file := range peerSuiteFiles {
 		f := loadPeerSuite(t, file)
 		for _, g := range f.Groups {
 			key := fmt.Sprintf("%s %s: %s %s", f.Repository, f.Ref, g.Source, g.Test)
-			tl := &peerSuiteTally{}
+			tl := &peertally.Tally{}
 			tallies[key] = tl
-			keys = append(keys, key)
 			if g.Skip != "" {
 				require.Empty(t, g.Cases, key)
 				require.Positive(t, g.Count, "%s: a skipped group says how many cases it has", key)
 				t.Run(g.Test, func(t *testing.T) { t.Skip("not ported: " + g.Skip) })
-				tl.skipped += g.Count
+				tl.Skipped += g.Count
 				continue
 			}
 			require.NotEmpty(t, g.Cases, key)
@@ -191,37 +187,21 @@ func TestPeer(t *testing.T) {
 							runFluxPath(t, g.Literal, c, values.KindConfigMap)
 						}
 					})
-					switch {
-					case c.Skip != "":
-						tl.skipped++
-					case c.Difference != "":
-						tl.ported++
-						tl.difference++
-					default:
-						tl.ported++
-						if ok {
-							tl.agree++
-						}
-					}
+					tl.Count(c.Skip != "", c.Difference != "", ok)
 				}
 			})
 		}
 	}
-	sort.Strings(keys)
-	var total peerSuiteTally
+	keys, total := peertally.Sum(tallies)
 	for _, k := range keys {
 		tl := tallies[k]
-		t.Logf("%s: %d ported (%d agree, %d documented differences), %d skipped", k, tl.ported, tl.agree, tl.difference, tl.skipped)
-		total.ported += tl.ported
-		total.agree += tl.agree
-		total.difference += tl.difference
-		total.skipped += tl.skipped
+		t.Logf("%s: %d ported (%d agree, %d documented differences), %d skipped", k, tl.Ported, tl.Agree, tl.Difference, tl.Skipped)
 	}
-	t.Logf("total: %d ported (%d agree, %d documented differences), %d skipped", total.ported, total.agree, total.difference, total.skipped)
+	t.Logf("total: %d ported (%d agree, %d documented differences), %d skipped", total.Ported, total.Agree, total.Difference, total.Skipped)
 	// The bar: 99% of all ported cases agree; the rest are documented
 	// differences (each of which checks what helmfleet does instead).
-	require.Positive(t, total.ported)
-	assert.GreaterOrEqual(t, float64(total.agree)/float64(total.ported), 0.99, "share of ported peer cases that agree")
+	require.Positive(t, total.Ported)
+	assert.GreaterOrEqual(t, float64(total.Agree)/float64(total.Ported), 0.99, "share of ported peer cases that agree")
 }
 
 // TestPeerSecretText runs every ported targetPath case of the peer suites
