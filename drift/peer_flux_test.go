@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/internal/peertally"
 )
 
 // The peer suite replays the data-driven cases of Flux's own drift tests
@@ -156,17 +157,23 @@ func TestPeerFluxTally(t *testing.T) {
 	require.NoError(t, err)
 	count := map[string]int{}
 	own := 0
+	tallies := map[string]*peertally.Tally{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		require.NoError(t, err)
 		var pf peerFile
 		require.NoError(t, yaml.UnmarshalStrict(raw, &pf), f)
+		tl := &peertally.Tally{}
+		tallies[filepath.Base(f)] = tl
 		for _, c := range pf.Cases {
 			if c.Origin == "code" {
 				own++
 				continue
 			}
 			count[c.Verdict]++
+			// TestPeerFlux runs every case and fails the one that does
+			// not give its verdict's answer.
+			tl.Count(c.Verdict == "skipped", c.Verdict == "difference", c.Verdict == "agree")
 		}
 	}
 	ported := count["agree"] + count["difference"] + count["skipped"]
@@ -175,6 +182,12 @@ func TestPeerFluxTally(t *testing.T) {
 	run := count["agree"] + count["difference"]
 	require.Positive(t, run)
 	assert.GreaterOrEqual(t, float64(count["agree"])/float64(run), 0.99, "share of ported cases that agree")
+	if peertally.Partial() {
+		return
+	}
+	// The record internal/peertally sums over every peer suite (ported:
+	// the cases that run, agree or documented difference).
+	assert.NoError(t, peertally.Golden(filepath.Join("testdata", "peer", "tally.json"), tallies, *update))
 }
 
 func runPeerCase(t *testing.T, pf peerFile, c peerCase) {

@@ -28,17 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/internal/peertally"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
-
-func TestPeerFluxInstall(t *testing.T)              { runScenarios(t, "install.yaml") }
-func TestPeerFluxUpgrade(t *testing.T)              { runScenarios(t, "upgrade.yaml") }
-func TestPeerFluxTest(t *testing.T)                 { runScenarios(t, "test.yaml") }
-func TestPeerFluxRollbackRemediation(t *testing.T)  { runScenarios(t, "rollback.yaml") }
-func TestPeerFluxUninstall(t *testing.T)            { runScenarios(t, "uninstall.yaml") }
-func TestPeerFluxUninstallRemediation(t *testing.T) { runScenarios(t, "uninstall_remediation.yaml") }
-func TestPeerFluxAtomicRelease(t *testing.T)        { runScenarios(t, "atomic.yaml") }
 
 // subchartCRDVersion is the chart version a case names to get Flux's
 // BuildChartWithSubchartWithCRD, ported to testdata (named podinfo so
@@ -235,10 +228,10 @@ func applyActionStep(t *testing.T, ctx context.Context, c *memory.Cluster, rec *
 	return true
 }
 
-// TestPeerFluxSummarize runs Flux's Test_summarize
+// peerFluxSummarize runs Flux's Test_summarize
 // (internal/reconcile/release_test.go, v1.6.3) against
 // Release.SummarizeReady.
-func TestPeerFluxSummarize(t *testing.T) {
+func peerFluxSummarize(t *testing.T, tl *peertally.Tally) {
 	var data struct {
 		Source peerSource `json:"source"`
 		Cases  []struct {
@@ -252,9 +245,9 @@ func TestPeerFluxSummarize(t *testing.T) {
 	}
 	loadPeer(t, "summarize.yaml", &data)
 	require.NotEmpty(t, data.Source.Commit)
-	logSkips(t, data.Skipped)
+	logSkips(t, tl, data.Skipped)
 	for _, c := range data.Cases {
-		t.Run(c.Name, func(t *testing.T) {
+		countCase(tl, false, t.Run(c.Name, func(t *testing.T) {
 			rel := &release.Release{}
 			rel.Generation = c.Generation
 			mergeInto(t, &rel.Spec, c.Spec)
@@ -274,6 +267,6 @@ func TestPeerFluxSummarize(t *testing.T) {
 				return out
 			}
 			assert.Equal(t, norm(c.Want), norm(rel.Status.Conditions))
-		})
+		}))
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/internal/peertally"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
@@ -44,6 +45,9 @@ type peerSkip struct {
 	Name   string `json:"name"`
 	Test   string `json:"test"`
 	Reason string `json:"reason"`
+	// Count is how many of the peer's cases the entry stands for (a
+	// whole test: "name: all"); 0 means one.
+	Count int `json:"count"`
 }
 
 func loadPeer(t *testing.T, name string, into any) {
@@ -53,9 +57,12 @@ func loadPeer(t *testing.T, name string, into any) {
 	require.NoError(t, yaml.UnmarshalStrict(b, into), name)
 }
 
-func logSkips(t *testing.T, skips []peerSkip) {
+// logSkips logs the skipped cases and counts them in tl.
+func logSkips(t *testing.T, tl *peertally.Tally, skips []peerSkip) {
 	for _, s := range skips {
+		require.NotEmpty(t, s.Reason, "a skipped case says why: %s %s", s.Test, s.Name)
 		t.Logf("skipped %s %s: %s", s.Test, s.Name, s.Reason)
+		tl.Skipped += max(s.Count, 1)
 	}
 }
 
@@ -71,7 +78,7 @@ type snapshotGroup struct {
 	Cases []snapshotCase `json:"cases"`
 }
 
-func TestPeerFluxSnapshots(t *testing.T) {
+func peerFluxSnapshots(t *testing.T, tl *peertally.Tally) {
 	var data struct {
 		Source        peerSource    `json:"source"`
 		Sort          snapshotGroup `json:"sort"`
@@ -89,17 +96,17 @@ func TestPeerFluxSnapshots(t *testing.T) {
 		Skipped []peerSkip `json:"skipped"`
 	}
 	loadPeer(t, "snapshots.yaml", &data)
-	logSkips(t, data.Skipped)
+	logSkips(t, tl, data.Skipped)
 	run := func(g snapshotGroup, f func(c snapshotCase) release.Snapshots) {
 		for _, c := range g.Cases {
-			t.Run(g.Test+"/"+c.Name, func(t *testing.T) {
+			countCase(tl, false, t.Run(g.Test+"/"+c.Name, func(t *testing.T) {
 				got := f(c)
 				if len(c.Want) == 0 {
 					assert.Empty(t, got)
 					return
 				}
 				assert.Equal(t, c.Want, got)
-			})
+			}))
 		}
 	}
 	run(data.Sort, func(c snapshotCase) release.Snapshots { c.In.SortByVersion(); return c.In })
@@ -107,9 +114,9 @@ func TestPeerFluxSnapshots(t *testing.T) {
 	run(data.Previous, func(c snapshotCase) release.Snapshots { return single(c.In.Previous(c.IgnoreTests)) })
 	run(data.Truncate, func(c snapshotCase) release.Snapshots { c.In.Truncate(c.IgnoreTests); return c.In })
 	for _, c := range data.HasBeenTested.Cases {
-		t.Run(data.HasBeenTested.Test+"/"+c.Name, func(t *testing.T) {
+		countCase(tl, false, t.Run(data.HasBeenTested.Test+"/"+c.Name, func(t *testing.T) {
 			assert.Equal(t, c.Want, c.In.HasBeenTested())
-		})
+		}))
 	}
 }
 
@@ -120,7 +127,7 @@ func single(s *release.Snapshot) release.Snapshots {
 	return release.Snapshots{s}
 }
 
-func TestPeerFluxReleaseName(t *testing.T) {
+func peerFluxReleaseName(t *testing.T, tl *peertally.Tally) {
 	var data struct {
 		Source peerSource `json:"source"`
 		Cases  []struct {
@@ -130,16 +137,18 @@ func TestPeerFluxReleaseName(t *testing.T) {
 	}
 	loadPeer(t, "names.yaml", &data)
 	for _, c := range data.Cases {
-		got := release.ShortenName(c.Name)
-		assert.Equal(t, c.Want, got, c.Name)
-		assert.LessOrEqual(t, len(got), release.MaxReleaseNameLength)
+		countCase(tl, false, t.Run(c.Name, func(t *testing.T) {
+			got := release.ShortenName(c.Name)
+			assert.Equal(t, c.Want, got, c.Name)
+			assert.LessOrEqual(t, len(got), release.MaxReleaseNameLength)
 
-		// The same name reached through the Release's defaults.
-		rel := fixture.Release()
-		rel.Spec.ReleaseName = c.Name
-		if c.Name != "" {
-			assert.Equal(t, c.Want, rel.GetReleaseName())
-		}
+			// The same name reached through the Release's defaults.
+			rel := fixture.Release()
+			rel.Spec.ReleaseName = c.Name
+			if c.Name != "" {
+				assert.Equal(t, c.Want, rel.GetReleaseName())
+			}
+		}))
 	}
 }
 
@@ -190,24 +199,18 @@ type scenarioFile struct {
 	Skipped []peerSkip `json:"skipped"`
 }
 
-func TestPeerFluxReleaseState(t *testing.T)    { runScenarios(t, "state.yaml") }
-func TestPeerFluxActionForState(t *testing.T)  { runScenarios(t, "actions.yaml") }
-func TestPeerFluxRequests(t *testing.T)        { runScenarios(t, "requests.yaml") }
-func TestPeerFluxAtomicScenarios(t *testing.T) { runScenarios(t, "scenarios.yaml") }
-func TestPeerFluxUnlock(t *testing.T)          { runScenarios(t, "unlock.yaml") }
-
-func runScenarios(t *testing.T, file string) {
+func runScenarios(t *testing.T, tl *peertally.Tally, file string) {
 	var data scenarioFile
 	loadPeer(t, file, &data)
 	require.NotEmpty(t, data.Source.Commit)
-	logSkips(t, data.Skipped)
+	logSkips(t, tl, data.Skipped)
 	for _, sc := range data.Cases {
-		t.Run(sc.Name, func(t *testing.T) {
+		countCase(tl, sc.Difference != "", t.Run(sc.Name, func(t *testing.T) {
 			if sc.Difference != "" {
 				t.Logf("documented difference: %s", sc.Difference)
 			}
 			runScenario(t, sc)
-		})
+		}))
 	}
 }
 

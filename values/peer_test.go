@@ -202,6 +202,12 @@ func TestPeer(t *testing.T) {
 	// differences (each of which checks what helmfleet does instead).
 	require.Positive(t, total.Ported)
 	assert.GreaterOrEqual(t, float64(total.Agree)/float64(total.Ported), 0.99, "share of ported peer cases that agree")
+	assert.Equal(t, total.Ported, total.Agree+total.Difference, "every ported case agrees or is a documented difference")
+	if peertally.Partial() || t.Failed() {
+		return
+	}
+	// The record internal/peertally sums over every peer suite.
+	assert.NoError(t, peertally.Golden(filepath.Join("testdata", "peer", "tally.json"), tallies, *update))
 }
 
 // TestPeerSecretText runs every ported targetPath case of the peer suites

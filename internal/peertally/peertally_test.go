@@ -1,0 +1,43 @@
+package peertally_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/helmfleet/helmfleet/internal/peertally"
+)
+
+func TestGolden(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tally.json")
+	groups := map[string]*peertally.Tally{}
+	a, b := &peertally.Tally{}, &peertally.Tally{}
+	a.Count(false, false, true)
+	a.Count(false, true, false)
+	b.Count(true, false, false)
+	groups["a"], groups["b"] = a, b
+
+	require.Error(t, peertally.Golden(path, groups, false), "no record yet")
+	require.NoError(t, peertally.Golden(path, groups, true))
+	require.NoError(t, peertally.Golden(path, groups, false))
+	r, err := peertally.ReadRecord(path)
+	require.NoError(t, err)
+	assert.Equal(t, peertally.Tally{Ported: 2, Agree: 1, Difference: 1, Skipped: 1}, r.Total)
+	assert.InDelta(t, 0.5, r.Total.Share(), 1e-9)
+
+	// A case that no longer agrees, and a group that no longer runs, are
+	// named.
+	a.Count(false, false, false)
+	delete(groups, "b")
+	err = peertally.Golden(path, groups, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a: ran")
+	assert.Contains(t, err.Error(), "b: recorded")
+
+	require.NoError(t, os.WriteFile(path, []byte(`{"groups":{},"totl":{}}`), 0o644))
+	_, err = peertally.ReadRecord(path)
+	assert.Error(t, err, "unknown fields are refused")
+}
