@@ -53,7 +53,10 @@
 // post-renderers, common metadata) → upgrade; Untested → test; Failed →
 // remediate by rollback or uninstall while retries remain (RetryOnFailure
 // upgrades again after its interval); Drifted → correct or report; InSync →
-// nothing. It records Flux's conditions, history snapshots and failure
+// nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
+// objects carry Helm's ownership metadata, no field manager is overridden,
+// and the diff is rationalized (a map whose every key changed is one
+// replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure
 // counters in the Release's status, and the Result says what was done and
 // what to do next (Next: done, requeue, stalled); the caller owns
 // scheduling. Waits judge the release's objects with kstatus and observe

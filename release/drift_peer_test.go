@@ -73,11 +73,17 @@ func TestDriftHelmOwnershipMetadata(t *testing.T) {
 type diffCase struct {
 	Name    string                      `json:"name"`
 	Test    string                      `json:"test"`
+	Note    string                      `json:"note"`
 	Ignore  []release.IgnoreRule        `json:"ignore"`
 	Desired []diffObject                `json:"desired"`
 	Edit    map[string][]map[string]any `json:"edit"`
 	Delete  []string                    `json:"delete"`
-	Want    []struct {
+	// Correct runs a Reconcile with drift detection enabled instead of
+	// Reconciler.Drift; Corrected is then each object's data afterwards
+	// (nil data: the object exists).
+	Correct   bool                         `json:"correct"`
+	Corrected map[string]map[string]string `json:"corrected"`
+	Want      []struct {
 		Object  string       `json:"object"`
 		Status  string       `json:"status"`
 		Changes []diffChange `json:"changes"`
@@ -172,6 +178,22 @@ func runDiffCase(t *testing.T, c diffCase) {
 		require.NoError(t, c1.Delete(ctx, ref(key), release.DeleteOptions{}))
 	}
 
+	if c.Correct {
+		rel.Spec.DriftDetection.Mode = release.DriftDetectionEnabled
+		res, err := rec.Reconcile(ctx, c1, rel)
+		require.NoError(t, err)
+		assert.Equal(t, []release.Action{release.ActionCorrectDrift}, res.Actions)
+		for key, data := range c.Corrected {
+			live, err := c1.Get(ctx, ref(key))
+			require.NoError(t, err, key)
+			if data != nil {
+				got, _, _ := unstructured.NestedStringMap(live.Object, "data")
+				assert.Equal(t, data, got, key)
+			}
+		}
+		assert.True(t, strings.HasPrefix(cond(rel, "Ready"), "True/"), "ready after the correction: %s", cond(rel, "Ready"))
+		return
+	}
 	report, _, err := rec.Drift(ctx, c1, rel, release.DriftOptions{})
 	require.NoError(t, err)
 	type result struct {

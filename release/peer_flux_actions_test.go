@@ -19,13 +19,17 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/peertally"
@@ -269,4 +273,68 @@ func peerFluxSummarize(t *testing.T, tl *peertally.Tally) {
 			assert.Equal(t, norm(c.Want), norm(rel.Status.Conditions))
 		}))
 	}
+}
+
+// peerFluxPostRender runs Flux's common and origin-label post-renderer
+// cases (postrender.yaml) through an install: Helm's stored manifest must
+// hold Flux's expected objects.
+func peerFluxPostRender(t *testing.T, tl *peertally.Tally) {
+	var data struct {
+		Source   peerSource `json:"source"`
+		Rendered string     `json:"rendered"`
+		Cases    []struct {
+			Name         string            `json:"name"`
+			Test         string            `json:"test"`
+			OriginLabels bool              `json:"originLabels"`
+			Labels       map[string]string `json:"labels"`
+			Annotations  map[string]string `json:"annotations"`
+			Want         string            `json:"want"`
+		} `json:"cases"`
+	}
+	loadPeer(t, "postrender.yaml", &data)
+	require.NotEmpty(t, data.Source.Commit)
+	ch := &chart.Chart{
+		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "mixed", Version: "0.1.0"},
+		Templates: []*chart.File{{Name: "templates/manifest.yaml", Data: []byte(data.Rendered)}},
+	}
+	for _, c := range data.Cases {
+		countCase(tl, false, t.Run(c.Name, func(t *testing.T) {
+			ctx := context.Background()
+			rec, err := release.NewReconciler(release.ReconcilerConfig{
+				Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+					return &release.Chart{Chart: ch}, nil
+				}),
+				PollInterval: 2 * time.Millisecond, OriginLabels: c.OriginLabels,
+			})
+			require.NoError(t, err)
+			cl := newHealthyCluster(&health{})
+			rel := fixture.Release()
+			rel.Name, rel.Namespace = "name", "namespace"
+			if c.Labels != nil || c.Annotations != nil {
+				rel.Spec.CommonMetadata = &release.CommonMetadata{Labels: c.Labels, Annotations: c.Annotations}
+			}
+			_, err = rec.Reconcile(ctx, cl, rel)
+			require.NoError(t, err)
+			last, err := cl.Storage("namespace").Last(rel.GetReleaseName())
+			require.NoError(t, err)
+			assert.Equal(t, manifestObjects(t, c.Want), manifestObjects(t, last.Manifest))
+		}))
+	}
+}
+
+// manifestObjects reads a multi-document manifest into its objects, by
+// kind and name.
+func manifestObjects(t *testing.T, manifest string) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, doc := range strings.Split(manifest, "\n---") {
+		var obj map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &obj))
+		if obj == nil {
+			continue
+		}
+		u := unstructured.Unstructured{Object: obj}
+		out[u.GetKind()+"/"+u.GetName()] = obj
+	}
+	return out
 }

@@ -26,6 +26,7 @@ func TestPeerFlux(t *testing.T) {
 		{"diff.yaml", peerFluxDiff},
 		{"install.yaml", scenarios("install.yaml")},
 		{"names.yaml", peerFluxReleaseName},
+		{"postrender.yaml", peerFluxPostRender},
 		{"requests.yaml", scenarios("requests.yaml")},
 		{"rollback.yaml", scenarios("rollback.yaml")},
 		{"scenarios.yaml", scenarios("scenarios.yaml")},
