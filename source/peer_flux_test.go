@@ -48,6 +48,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/peertally"
+	"github.com/helmfleet/helmfleet/values"
 )
 
 type peerFile struct {
@@ -123,6 +124,9 @@ type peerCase struct {
 	IgnoreMissingValuesFiles bool      `json:"ignoreMissingValuesFiles,omitempty"`
 	Auth                     *peerAuth `json:"auth,omitempty"`
 	Path                     string    `json:"path,omitempty"`
+	// Files are a chart directory's files besides Chart.yaml (driver
+	// merge-values).
+	Files map[string]string `json:"files,omitempty"`
 
 	URL       string      `json:"url,omitempty"`
 	URLSuffix string      `json:"urlSuffix,omitempty"`
@@ -169,6 +173,7 @@ type peerWant struct {
 
 // peerSentinels names the sentinels a case may expect; "any" is any error.
 var peerSentinels = map[string]error{
+	"ValuesNotMap":      values.ErrNotMap,
 	"ChartNotFound":     ErrChartNotFound,
 	"NoMatchingVersion": ErrNoMatchingVersion,
 	"InvalidConstraint": ErrInvalidConstraint,
@@ -288,6 +293,8 @@ func peerDriver(t *testing.T, g peerGroup) func(*testing.T, peerCase) {
 			got, err := Composite{Local: NewLocalResolver(0)}.Resolve(context.Background(), ref)
 			checkPeerChart(t, got, err, c.Want)
 		}
+	case "merge-values":
+		return runPeerMergeValues
 	case "parse":
 		return func(t *testing.T, c peerCase) {
 			require.NotNil(t, c.Want.Valid)
@@ -301,6 +308,45 @@ func peerDriver(t *testing.T, g peerGroup) func(*testing.T, peerCase) {
 	}
 	t.Fatalf("unknown driver %q", g.Driver)
 	return nil
+}
+
+// runPeerMergeValues resolves a chart directory holding c.Files with
+// c.ValuesFiles, then merges what the resolver returned as the values
+// package does (values.Compose, Request.Files): together they are Flux's
+// mergeChartValues. The values returned and the names of the files merged
+// must be the peer's; an error is the resolver's (a missing file) or
+// Compose's (a file that is not a YAML map).
+func runPeerMergeValues(t *testing.T, c peerCase) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: merge\nversion: 0.1.0\n"), 0o644))
+	for name, data := range c.Files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	got, err := Composite{Local: NewLocalResolver(0)}.Resolve(context.Background(),
+		Ref{Path: dir, ValuesFiles: c.ValuesFiles, IgnoreMissingValuesFiles: c.IgnoreMissingValuesFiles})
+	var merged *values.Result
+	if err == nil {
+		files := make([]values.File, 0, len(got.ValuesFiles))
+		for _, f := range got.ValuesFiles {
+			files = append(files, values.File{Name: f.Name, Data: f.Data})
+		}
+		merged, err = values.Compose(context.Background(), nil, values.Request{Release: "test/merge", Files: files})
+	}
+	if c.Want.Err != "" {
+		checkPeerErr(t, err, c.Want.Err)
+		return
+	}
+	require.NoError(t, err)
+	names := []string{}
+	for _, f := range got.ValuesFiles {
+		names = append(names, f.Name)
+	}
+	assert.Equal(t, c.Want.ValuesFiles, names, "values files")
+	want := c.Want.Values
+	if want == nil {
+		want = map[string]any{}
+	}
+	assert.Equal(t, want, merged.Values)
 }
 
 // peerNow is the "now" of the peer's GetChartVersion test.
