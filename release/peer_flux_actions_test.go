@@ -280,25 +280,37 @@ func peerFluxSummarize(t *testing.T, tl *peertally.Tally) {
 // hold Flux's expected objects.
 func peerFluxPostRender(t *testing.T, tl *peertally.Tally) {
 	var data struct {
-		Source   peerSource `json:"source"`
-		Rendered string     `json:"rendered"`
-		Cases    []struct {
-			Name         string            `json:"name"`
-			Test         string            `json:"test"`
-			OriginLabels bool              `json:"originLabels"`
-			Labels       map[string]string `json:"labels"`
-			Annotations  map[string]string `json:"annotations"`
-			Want         string            `json:"want"`
+		Source peerSource `json:"source"`
+		// Rendered is the manifest a case renders unless it names its own;
+		// the other manifests are YAML anchors the cases share.
+		Rendered      string `json:"rendered"`
+		Image         string `json:"image"`
+		JSON6902      string `json:"json6902"`
+		JSON6902Patch string `json:"json6902Patch"`
+		JSON6902Want  string `json:"json6902Want"`
+		Cases         []struct {
+			Name          string            `json:"name"`
+			Test          string            `json:"test"`
+			Rendered      string            `json:"rendered"`
+			PostRenderers json.RawMessage   `json:"postRenderers"`
+			OriginLabels  bool              `json:"originLabels"`
+			Labels        map[string]string `json:"labels"`
+			Annotations   map[string]string `json:"annotations"`
+			Want          string            `json:"want"`
 		} `json:"cases"`
 	}
 	loadPeer(t, "postrender.yaml", &data)
 	require.NotEmpty(t, data.Source.Commit)
-	ch := &chart.Chart{
-		Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "mixed", Version: "0.1.0"},
-		Templates: []*chart.File{{Name: "templates/manifest.yaml", Data: []byte(data.Rendered)}},
-	}
 	for _, c := range data.Cases {
 		countCase(tl, false, t.Run(c.Name, func(t *testing.T) {
+			rendered := data.Rendered
+			if c.Rendered != "" {
+				rendered = c.Rendered
+			}
+			ch := &chart.Chart{
+				Metadata:  &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "mixed", Version: "0.1.0"},
+				Templates: []*chart.File{{Name: "templates/manifest.yaml", Data: []byte(rendered)}},
+			}
 			ctx := context.Background()
 			rec, err := release.NewReconciler(release.ReconcilerConfig{
 				Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
@@ -310,6 +322,9 @@ func peerFluxPostRender(t *testing.T, tl *peertally.Tally) {
 			cl := newHealthyCluster(&health{})
 			rel := fixture.Release()
 			rel.Name, rel.Namespace = "name", "namespace"
+			if c.PostRenderers != nil {
+				mergeInto(t, &rel.Spec, json.RawMessage(`{"postRenderers":`+string(c.PostRenderers)+`}`))
+			}
 			if c.Labels != nil || c.Annotations != nil {
 				rel.Spec.CommonMetadata = &release.CommonMetadata{Labels: c.Labels, Annotations: c.Annotations}
 			}
