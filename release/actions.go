@@ -402,14 +402,17 @@ func (ru *run) handleTargetChange() error {
 	if oldStorage == "" {
 		oldStorage = rel.GetStorageNamespace()
 	}
+	// In Flux's order (ReleaseTargetChanged), so that the message names
+	// what Flux's reason names: a new target namespace also changes the
+	// default release name, and it is the namespace that changed.
 	var why string
 	switch {
-	case cur.Name != rel.GetReleaseName():
-		why = fmt.Sprintf("release name changed from %s to %s", cur.Name, rel.GetReleaseName())
-	case cur.Namespace != rel.GetTargetNamespace():
-		why = fmt.Sprintf("target namespace changed from %s to %s", cur.Namespace, rel.GetTargetNamespace())
 	case oldStorage != rel.GetStorageNamespace():
 		why = fmt.Sprintf("storage namespace changed from %s to %s", oldStorage, rel.GetStorageNamespace())
+	case cur.Namespace != rel.GetTargetNamespace():
+		why = fmt.Sprintf("target namespace changed from %s to %s", cur.Namespace, rel.GetTargetNamespace())
+	case cur.Name != rel.GetReleaseName():
+		why = fmt.Sprintf("release name changed from %s to %s", cur.Name, rel.GetReleaseName())
 	case cur.ChartName != ru.d.chart.Chart.Metadata.Name && rel.GetUpgrade().GetChartNameChangeStrategy() != ChartNameChangeInPlaceUpdate:
 		why = fmt.Sprintf("chart changed from %s to %s", cur.ChartName, ru.d.chart.Chart.Metadata.Name)
 	default:

@@ -33,6 +33,7 @@ func TestPeerFlux(t *testing.T) {
 		{"snapshots.yaml", peerFluxSnapshots},
 		{"state.yaml", scenarios("state.yaml")},
 		{"summarize.yaml", peerFluxSummarize},
+		{"target.yaml", scenarios("target.yaml")},
 		{"test.yaml", scenarios("test.yaml")},
 		{"uninstall.yaml", scenarios("uninstall.yaml")},
 		{"uninstall_remediation.yaml", scenarios("uninstall_remediation.yaml")},

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -185,6 +186,11 @@ type scenario struct {
 		// CurrentDigests: status.observedPostRenderersDigest and
 		// observedCommonMetadataDigest are those of the spec run.
 		CurrentDigests bool `json:"currentDigests"`
+		// TargetChanged says whether the run began by uninstalling the
+		// release the history records (mode reconcile).
+		TargetChanged *bool `json:"targetChanged"`
+		// Messages are, per condition type, text its message contains.
+		Messages map[string]string `json:"messages"`
 	} `json:"want"`
 	// UninstallHealthyRelease opts in to Flux's uninstall remediation.
 	UninstallHealthyRelease bool `json:"uninstallHealthyRelease"`
@@ -256,6 +262,10 @@ func runScenario(t *testing.T, sc scenario) {
 			}
 			assert.Equal(t, sc.Want.Actions, append([]string{}, got...), "actions")
 		}
+		if sc.Want.TargetChanged != nil {
+			assert.Equal(t, *sc.Want.TargetChanged, len(res.Actions) > 0 && res.Actions[0] == release.ActionUninstall,
+				"the run began by uninstalling the recorded release (actions %v)", res.Actions)
+		}
 		if sc.Want.Next != "" {
 			assert.Equal(t, sc.Want.Next, string(res.Next), "next")
 		}
@@ -308,6 +318,12 @@ func runScenario(t *testing.T, sc scenario) {
 	for typ, want := range sc.Want.Conditions {
 		assert.Equal(t, want, cond(decided, typ), "condition %s", typ)
 	}
+	for typ, want := range sc.Want.Messages {
+		c := decided.Status.GetCondition(typ)
+		if assert.NotNil(t, c, "condition %s", typ) {
+			assert.Contains(t, c.Message, want, "condition %s message", typ)
+		}
+	}
 	if len(sc.Want.Status) > 0 {
 		b, err := json.Marshal(decided.Status)
 		require.NoError(t, err)
@@ -339,6 +355,10 @@ func mergeInto(t *testing.T, v any, patch json.RawMessage) {
 	require.NoError(t, err)
 	merged, err := jsonpatch.MergePatch(doc, patch)
 	require.NoError(t, err)
+	// Start from the zero value: json.Unmarshal leaves a field the merged
+	// document no longer has (a null in the patch) as it was.
+	p := reflect.ValueOf(v).Elem()
+	p.Set(reflect.Zero(p.Type()))
 	require.NoError(t, json.Unmarshal(merged, v))
 }
 
@@ -375,6 +395,11 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, h *scripted
 		require.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
 	case "forgetHistory":
 		rel.Status.History = nil
+	case "chartName":
+		// The history records the release as made from another chart.
+		var n string
+		require.NoError(t, json.Unmarshal(arg, &n))
+		rel.Status.History.Latest().ChartName = n
 	case "purgeStorage":
 		hist, err := store.History("podinfo")
 		require.NoError(t, err)
