@@ -80,9 +80,18 @@
 // differences: the safe remediation above; a Snapshot records no action;
 // a reconcile in which an action failed returns that failure as its
 // error even when a remediation followed, where Flux returns none after a
-// remediation; and Uninstall removes the
+// remediation; Uninstall removes the
 // release the spec names even when the status history did not record it
-// (Flux refuses without a matching history).
+// (Flux refuses without a matching history); and a snapshot's digest
+// leaves out what Helm changes over a revision's life (its status when
+// superseded, its hooks' last run), so a rollback target stays
+// verifiable, where Flux's digest covers the status. A snapshot with an
+// empty apiVersion is helmfleet's own format and its digest is checked
+// (Flux reads an empty apiVersion as a legacy snapshot and skips the
+// check); a snapshot of any other format (Flux's apiVersion v2, from a
+// HelmRelease moved to helmfleet) is matched by name, namespace and
+// revision alone, as Flux treats its legacy snapshots, rather than
+// counted as a release someone else changed.
 //
 // # The layers above
 //

@@ -39,6 +39,7 @@ func TestPeerFlux(t *testing.T) {
 		{"uninstall_remediation.yaml", scenarios("uninstall_remediation.yaml")},
 		{"unlock.yaml", scenarios("unlock.yaml")},
 		{"upgrade.yaml", scenarios("upgrade.yaml")},
+		{"verify.yaml", scenarios("verify.yaml")},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "peer", "flux", "*.yaml"))
 	require.NoError(t, err)

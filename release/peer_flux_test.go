@@ -395,6 +395,9 @@ func applyStep(t *testing.T, ctx context.Context, c *memory.Cluster, h *scripted
 		require.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
 	case "forgetHistory":
 		rel.Status.History = nil
+	case "snapshotPatch":
+		// Fields of the latest snapshot change (a JSON merge patch).
+		mergeInto(t, rel.Status.History.Latest(), arg)
 	case "chartName":
 		// The history records the release as made from another chart.
 		var n string
