@@ -107,12 +107,12 @@ func (o Options) withDefaults() Options {
 
 // Result is what a build produced.
 type Result struct {
-	// Objects are the HelmReleases, Flux sources and Karmada policies of
-	// the output, decoded, defaulted and validated by release.Load; each
-	// kind in output order.
+	// Objects are the HelmReleases, Flux Kustomizations, Flux sources
+	// and Karmada policies of the output, decoded, defaulted and
+	// validated by release.Load; each kind in output order.
 	Objects *release.Objects
-	// Plain are all other objects (CRDs, Namespaces, ConfigMaps, Flux
-	// Kustomizations, …) as kustomize built them, in output order.
+	// Plain are all other objects (CRDs, Namespaces, ConfigMaps, …) as
+	// kustomize built them, in output order.
 	Plain []*unstructured.Unstructured
 	// Origins names every object of the output, in output order (Objects
 	// and Plain interleaved as kustomize built them), with, if
@@ -139,8 +139,9 @@ type Origin struct {
 
 // Build runs kustomize (sigs.k8s.io/kustomize/api's krusty, as kustomize
 // build does) over the kustomization in directory dir of fsys, and
-// decodes its output: HelmReleases, HelmRepositories, OCIRepositories,
-// HelmCharts and Karmada policies into Result.Objects, with release.Load's
+// decodes its output: HelmReleases, Flux Kustomizations,
+// HelmRepositories, OCIRepositories, HelmCharts and Karmada policies into
+// Result.Objects, with release.Load's
 // strictness, defaults and validation; everything else into
 // Result.Plain.
 //
@@ -351,6 +352,8 @@ func decodable(group, kind string) bool {
 	switch group {
 	case release.Group:
 		return kind == release.Kind
+	case release.KustomizationGroup:
+		return kind == release.KustomizationKind
 	case source.Group:
 		return kind == source.KindHelmRepository || kind == source.KindOCIRepository || kind == source.KindHelmChart
 	case strings.Split(policy.GroupVersion, "/")[0]:

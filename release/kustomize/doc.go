@@ -7,12 +7,12 @@
 // `kustomize build` does: resources, bases, components, strategic-merge
 // and JSON 6902 patches, namespace, labels and commonLabels, ConfigMap
 // and Secret generators, replacements, images, …) over a directory of an
-// fs.FS, then decodes HelmReleases, Flux sources and Karmada policies with
-// release.Load (strict, defaulted, validated) and keeps every other object
-// (CRDs, Namespaces, NetworkPolicies, ConfigMaps, Flux Kustomizations) as
-// unstructured, in kustomize's output order. Flux Kustomization objects
-// are returned, not followed: build each of their paths with its own
-// call.
+// fs.FS, then decodes HelmReleases, Flux Kustomizations, Flux sources and
+// Karmada policies with release.Load (strict, defaulted, validated) and
+// keeps every other object (CRDs, Namespaces, NetworkPolicies,
+// ConfigMaps) as unstructured, in kustomize's output order. Flux
+// Kustomization objects are returned, not followed: build each of their
+// paths with its own call.
 //
 // # Nothing remote, nothing executed
 //
