@@ -1,0 +1,350 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+)
+
+// Actions of a Kustomization plan item, besides release.ActionNone.
+const (
+	// ActionApply builds the Kustomization and applies its objects
+	// (server-side), prunes what left its inventory and waits if asked.
+	ActionApply release.Action = "apply"
+	// ActionDelete deletes a Kustomization the member no longer gets: its
+	// objects are pruned when its deletion policy says so (spec.prune
+	// with the default MirrorPrune).
+	ActionDelete release.Action = "delete"
+)
+
+// Flux's labels on every object a Kustomization applies; the fleet sets
+// them on the releases a Kustomization produces, and reads them to know
+// which Kustomization produced a release it applied before.
+const (
+	// KustomizationNameLabel holds the producing Kustomization's name.
+	KustomizationNameLabel = "kustomize.toolkit.fluxcd.io/name"
+	// KustomizationNamespaceLabel holds its namespace.
+	KustomizationNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+)
+
+// KustomizationPlan is the plan of one Kustomization on one member.
+type KustomizationPlan struct {
+	// Cluster is the member's name.
+	Cluster string
+	// Kustomization is the member's copy, after override policies.
+	Kustomization *release.Kustomization
+	// State is StateAbsent before its first apply on the member, else
+	// StateInSync when applying changes nothing and StateOutOfSync when it
+	// does.
+	State release.State
+	// Action is ActionApply, ActionDelete or release.ActionNone
+	// (suspended).
+	Action release.Action
+	// Reason says why, when the action has one.
+	Reason string
+	// Revision is the source revision built.
+	Revision string
+	// Objects are the objects it would apply on the member: its build
+	// without the releases, sources and policies, which the fleet runs
+	// itself.
+	Objects []*unstructured.Unstructured
+	// Diff is a unified diff from what the member holds to what would be
+	// applied, per object, with Secret data masked.
+	Diff string
+	// Prune lists the objects an apply would delete (left the build,
+	// spec.prune set), as kind/namespace/name.
+	Prune []string
+	// Produced are the releases it produces on the member, planned as
+	// Plan.Items.
+	Produced []Key
+	// Err is why it cannot be built or planned.
+	Err error
+}
+
+// Key is the plan item's key.
+func (p *KustomizationPlan) Key() Key {
+	return Key{Cluster: p.Cluster, Namespace: p.Kustomization.Namespace, Name: p.Kustomization.Name, Kind: KindKustomization}
+}
+
+// Kustomization returns the plan of one Kustomization on one member.
+func (p *Plan) Kustomization(k Key) (*KustomizationPlan, bool) {
+	it, ok := p.kitems[k]
+	return it, ok
+}
+
+// kustomizePlan is what a Kustomizer plans for one Kustomization.
+type kustomizePlan struct {
+	revision string
+	objects  []*unstructured.Unstructured
+	diff     string
+	prune    []string
+	produced *release.Objects
+}
+
+// isKustomization reports whether u is a Flux Kustomization.
+func isKustomization(u *unstructured.Unstructured) bool {
+	return u.GetKind() == release.KustomizationKind && strings.HasPrefix(u.GetAPIVersion(), release.KustomizationGroup+"/")
+}
+
+func kustomizationToUnstructured(k *release.Kustomization) (*unstructured.Unstructured, error) {
+	return unitToUnstructured(k, release.KustomizationAPIVersion, release.KustomizationKind)
+}
+
+func kustomizationFromUnstructured(u *unstructured.Unstructured) (*release.Kustomization, error) {
+	return unitFromUnstructured[release.Kustomization](u)
+}
+
+// producerOf returns the Kustomization on member that produced rel,
+// from Flux's labels.
+func producerOf(member string, rel *release.Release) (Key, bool) {
+	name, ok := rel.Labels[KustomizationNameLabel]
+	if !ok || name == "" {
+		return Key{}, false
+	}
+	ns := rel.Labels[KustomizationNamespaceLabel]
+	return Key{Cluster: member, Namespace: ns, Name: name, Kind: KindKustomization}, true
+}
+
+// planKustomizations plans each Kustomization on its member, at most
+// Config.Concurrency at a time, and adds the items to plan.
+func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, items []*KustomizationPlan) error {
+	sort.Slice(items, func(i, j int) bool { return keyLess(items[i].Key(), items[j].Key()) })
+	outs := make([]*kustomizePlan, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(f.cfg.Concurrency)
+	for i, it := range items {
+		k := it.Key()
+		f.mu.Lock()
+		_, known := f.appliedK[k]
+		f.mu.Unlock()
+		it.State = release.StateAbsent
+		if known {
+			it.State = release.StateInSync
+		}
+		if it.Kustomization.Spec.Suspend {
+			it.Action, it.Reason = release.ActionNone, "suspended"
+			continue
+		}
+		g.Go(func() error {
+			out, err := f.kust.plan(gctx, f.byName[k.Cluster].Cluster, it.Kustomization.DeepCopy())
+			if err != nil {
+				it.Err = fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
+				return nil
+			}
+			outs[i] = out
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("fleet plan: %w", err)
+	}
+	for i, it := range items {
+		if out := outs[i]; out != nil {
+			it.Revision, it.Objects, it.Diff, it.Prune = out.revision, out.objects, out.diff, out.prune
+			if it.State == release.StateInSync && (it.Diff != "" || len(it.Prune) > 0) {
+				it.State = release.StateOutOfSync
+			}
+		}
+		plan.Kustomizations = append(plan.Kustomizations, it)
+		plan.kitems[it.Key()] = it
+		if it.Err != nil {
+			plan.Errors = append(plan.Errors, &ItemError{Key: it.Key(), Err: it.Err})
+		}
+	}
+	for i, it := range items {
+		if outs[i] != nil {
+			plan.kproduced = append(plan.kproduced, producedOf{item: it, objs: outs[i].produced})
+		}
+	}
+	return nil
+}
+
+// producedOf is what one planned Kustomization produced.
+type producedOf struct {
+	item *KustomizationPlan
+	objs *release.Objects
+}
+
+// producedWork turns the releases each Kustomization produced into
+// release work on its member, as if decoded directly: labelled as Flux
+// labels what a Kustomization applies, then overridden for the member by
+// the inputs' override policies and those the Kustomization produced
+// with them. A release that is also placed on the member directly, or
+// produced by another Kustomization there, is an error naming both; the
+// first in key order keeps it. Propagation policies a Kustomization
+// produces are warned about and not acted on: what it produces stays on
+// its member.
+func (f *Fleet) producedWork(plan *Plan, policies policy.Set, engine *policy.Engine, direct []todo) []todo {
+	taken := map[Key]string{}
+	for _, w := range direct {
+		taken[w.key] = "placed on the member directly"
+	}
+	var out []todo
+	for _, po := range plan.kproduced {
+		kk := po.item.Key()
+		if po.objs == nil {
+			continue
+		}
+		eng := engine
+		ps := po.objs.Policies
+		if n := len(ps.Propagation) + len(ps.ClusterPropagation); n > 0 {
+			plan.Warnings = append(plan.Warnings, policy.Warning{Message: fmt.Sprintf("%s produces %d propagation policies: not acted on (what a Kustomization produces stays on its member)", kk, n)})
+		}
+		if len(ps.Override)+len(ps.ClusterOverride) > 0 {
+			set := policies
+			set.Override = append(append([]policy.OverridePolicy(nil), policies.Override...), ps.Override...)
+			set.ClusterOverride = append(append([]policy.ClusterOverridePolicy(nil), policies.ClusterOverride...), ps.ClusterOverride...)
+			var err error
+			if eng, err = policy.NewEngine(set); err != nil {
+				po.item.Err = fmt.Errorf("member %s: kustomization %s/%s: the override policies it produces: %w", kk.Cluster, kk.Namespace, kk.Name, err)
+				plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: po.item.Err})
+				continue
+			}
+		}
+		facts := f.byName[kk.Cluster].Facts
+		for _, rel := range po.objs.Releases {
+			r := rel.DeepCopy()
+			r.Default()
+			if r.Labels == nil {
+				r.Labels = map[string]string{}
+			}
+			r.Labels[KustomizationNameLabel] = kk.Name
+			r.Labels[KustomizationNamespaceLabel] = kk.Namespace
+			rk := Key{Cluster: kk.Cluster, Namespace: r.Namespace, Name: r.Name}
+			if by, dup := taken[rk]; dup {
+				err := fmt.Errorf("member %s: release %s/%s produced by %s is also %s", kk.Cluster, r.Namespace, r.Name, kk.unit(), by)
+				plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: err})
+				continue
+			}
+			r, err := overrideRelease(eng, r, facts)
+			if err != nil {
+				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s produced by %s: %w", kk.Cluster, rk.Namespace, rk.Name, kk.unit(), err))
+				continue
+			}
+			taken[rk] = "produced by " + kk.unit()
+			plan.producer[rk] = kk
+			plan.produced[kk] = append(plan.produced[kk], rk)
+			po.item.Produced = append(po.item.Produced, rk)
+			out = append(out, f.releaseWork(kk.Cluster, r))
+		}
+		sort.Slice(po.item.Produced, func(i, j int) bool { return keyLess(po.item.Produced[i], po.item.Produced[j]) })
+		sort.Slice(plan.produced[kk], func(i, j int) bool { return keyLess(plan.produced[kk][i], plan.produced[kk][j]) })
+	}
+	return out
+}
+
+// overrideRelease applies eng's override policies for the member facts
+// to r, and validates the result.
+func overrideRelease(eng *policy.Engine, r *release.Release, facts policy.Cluster) (*release.Release, error) {
+	u, err := toUnstructured(r)
+	if err != nil {
+		return nil, err
+	}
+	o, _, err := eng.Override(u, facts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := fromUnstructured(o)
+	if err != nil {
+		return nil, fmt.Errorf("after overrides: %w", err)
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("after overrides: %w", err)
+	}
+	return out, nil
+}
+
+// keys lists every unit of the plan, releases and Kustomizations, in key
+// order.
+func (p *Plan) keys() []Key {
+	out := make([]Key, 0, len(p.Items)+len(p.Kustomizations))
+	for _, it := range p.Items {
+		out = append(out, keyOfPlan(it))
+	}
+	for _, it := range p.Kustomizations {
+		out = append(out, it.Key())
+	}
+	sort.Slice(out, func(i, j int) bool { return keyLess(out[i], out[j]) })
+	return out
+}
+
+// applyKustomization reconciles one Kustomization on its member: builds
+// it, applies its objects (not the releases it produces, which are their
+// own units), prunes and waits as its spec says, and records it. It is
+// ready when its Ready condition is True for its generation.
+func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, item *ItemReport) error {
+	k := p.Key()
+	if p.Err != nil {
+		return p.Err
+	}
+	item.Actions = []release.Action{p.Action}
+	if p.Action == release.ActionNone {
+		return nil
+	}
+	ks := p.Kustomization.DeepCopy()
+	f.mu.Lock()
+	_, known := f.appliedK[k]
+	f.mu.Unlock()
+	if !known {
+		// Known to garbage collection before anything is applied.
+		if err := f.saveKustomization(ctx, k, ks); err != nil {
+			return err
+		}
+	}
+	err := f.kust.reconcile(ctx, f.byName[k.Cluster].Cluster, ks)
+	f.mu.Lock()
+	f.appliedK[k] = ks
+	f.mu.Unlock()
+	if serr := bookkeeping(ctx, func(ctx context.Context) error { return f.saveKustomization(ctx, k, ks) }); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
+	}
+	if !ks.IsReady() {
+		msg := "no Ready condition"
+		if c := ks.Status.GetCondition(release.ConditionReady); c != nil {
+			msg = c.Reason + ": " + c.Message
+		}
+		return fmt.Errorf("member %s: kustomization %s/%s is not ready: %s", k.Cluster, k.Namespace, k.Name, msg)
+	}
+	return nil
+}
+
+// kustomizer is what the fleet needs to run a Kustomization on one
+// member; kustomizeAdapter gives it over *kustomize.Reconciler.
+type kustomizer interface {
+	// plan builds k and plans its apply on cluster, writing nothing: the
+	// objects it would apply (not the releases, sources and policies it
+	// produces, returned apart), their diff and what prune would delete.
+	plan(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (*kustomizePlan, error)
+	// reconcile builds and applies k on cluster the same way, prunes and
+	// waits as its spec says, and records the outcome in k.Status.
+	reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) error
+	// delete removes k from cluster: its inventory is pruned when its
+	// deletion policy says so.
+	delete(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) error
+}
+
+// KustomizationStatus returns the status of one Kustomization on one
+// member, as last applied.
+func (f *Fleet) KustomizationStatus(k Key) (release.KustomizationStatus, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ks, ok := f.appliedK[k]
+	if !ok {
+		return release.KustomizationStatus{}, false
+	}
+	return *ks.Status.DeepCopy(), true
+}
