@@ -614,15 +614,14 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 	}
 	g, gc := depgraph.New[Key](), depgraph.New[Key]()
 	for _, u := range units {
-		if u.removal {
-			gc.AddNode(depgraph.Node[Key]{Key: u.key, Group: u.key.Cluster})
-			continue
+		if !u.removal {
+			g.AddNode(depgraph.Node[Key]{Key: u.key, Deps: deps(u), Group: u.key.Cluster})
 		}
-		g.AddNode(depgraph.Node[Key]{Key: u.key, Deps: deps(u), Group: u.key.Cluster})
 	}
 	// Remove dependents before what they depend on, and a Kustomization's
 	// releases before the Kustomization (whose prune may delete their
-	// namespace).
+	// namespace): a removal waits for the removals that depend on it.
+	after := map[Key][]Key{}
 	for _, u := range units {
 		if !u.removal {
 			continue
@@ -638,33 +637,16 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 		}
 		for _, dk := range before {
 			if plan.removed(dk) {
-				// dk must wait for u: add u as a dependency of dk.
-				gc.AddNode(depgraph.Node[Key]{Key: dk, Deps: []Key{u.key}, Group: dk.Cluster})
+				after[dk] = append(after[dk], u.key)
 			}
 		}
 	}
-	return g, mergeDuplicateNodes(gc)
-}
-
-// mergeDuplicateNodes folds nodes added several times into one with the
-// union of their dependencies.
-func mergeDuplicateNodes(g *depgraph.Graph[Key]) *depgraph.Graph[Key] {
-	var order []Key
-	nodes := map[Key]*depgraph.Node[Key]{}
-	for _, n := range g.Nodes() {
-		if m, ok := nodes[n.Key]; ok {
-			m.Deps = append(m.Deps, n.Deps...)
-			continue
+	for _, u := range units {
+		if u.removal {
+			gc.AddNode(depgraph.Node[Key]{Key: u.key, Deps: after[u.key], Group: u.key.Cluster})
 		}
-		c := n
-		nodes[n.Key] = &c
-		order = append(order, n.Key)
 	}
-	out := depgraph.New[Key]()
-	for _, k := range order {
-		out.AddNode(*nodes[k])
-	}
-	return out
+	return g, gc
 }
 
 func toUnstructured(r *release.Release) (*unstructured.Unstructured, error) {
