@@ -206,9 +206,8 @@ type Plan struct {
 	valuesFrom map[Key]ValuesFrom
 	// producer maps a release a Kustomization produces to that
 	// Kustomization; produced is the reverse, in key order.
-	producer  map[Key]Key
-	produced  map[Key][]Key
-	kproduced []producedOf
+	producer map[Key]Key
+	produced map[Key][]Key
 }
 
 // ValuesFrom returns where the plan of k read its release's valuesFrom;
@@ -359,10 +358,11 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	// Kustomizations first: what they produce is planned with the
 	// releases.
-	if err := f.planKustomizations(ctx, plan, kwork); err != nil {
+	produced, err := f.planKustomizations(ctx, plan, in.Policies, engine, kwork, work)
+	if err != nil {
 		return nil, err
 	}
-	work = append(work, f.producedWork(plan, in.Policies, engine, work)...)
+	work = append(work, produced...)
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
 	plan.Items = make([]*release.ReleasePlan, len(work))
 	g, gctx := errgroup.WithContext(ctx)
@@ -439,36 +439,47 @@ func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 
 // collectGarbage adds to plan what the fleet applied before and the plan
 // no longer has: releases to uninstall and Kustomizations to delete,
-// unless suspended; a release a Kustomization produced stays installed
+// unless suspended. A unit a Kustomization produced is left in place
 // when that Kustomization does not prune it (as Flux orphans it) or
-// failed to build (what it produces is unknown).
+// failed (what it produces is unknown).
 func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kByRef map[string]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var goneK []Key
-	for k := range f.appliedK {
-		if _, ok := plan.kitems[k]; !ok {
-			goneK = append(goneK, k)
+	var goneK []*KustomizationPlan
+	for k, prev := range f.appliedK {
+		if _, ok := plan.kitems[k]; ok {
+			continue
 		}
-	}
-	sort.Slice(goneK, func(i, j int) bool { return keyLess(goneK[i], goneK[j]) })
-	for _, k := range goneK {
-		prev := f.appliedK[k].DeepCopy()
-		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev, Action: ActionDelete, Reason: "no longer placed on this member"}
+		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev.DeepCopy(), State: release.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
 		if !kByRef[k.Namespace+"/"+k.Name] {
 			item.Reason = "removed from the inputs"
 		}
-		switch {
-		case prev.Spec.Suspend:
-			item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left in place"
-		case prev.DeletesInventory():
-			item.Reason += "; its objects are pruned"
-		default:
-			item.Reason += fmt.Sprintf("; its objects are left in place (deletionPolicy %s, prune %t)", prev.GetDeletionPolicy(), prev.Spec.Prune)
-		}
-		plan.Kustomizations = append(plan.Kustomizations, item)
+		goneK = append(goneK, item)
 		plan.kitems[k] = item
 	}
+	sort.Slice(goneK, func(i, j int) bool { return keyLess(goneK[i].Key(), goneK[j].Key()) })
+	// Parents first, so that a child sees whether its parent prunes it.
+	for range maxNesting + 1 {
+		for _, item := range goneK {
+			prev := item.Kustomization
+			item.Action, item.Reason = ActionDelete, strings.SplitN(item.Reason, ";", 2)[0]
+			if reason, keep := orphaned(plan, item.Cluster, prev.Labels); keep {
+				item.Action, item.Reason = release.ActionNone, reason
+				continue
+			} else if reason != "" {
+				item.Reason = reason
+			}
+			switch {
+			case prev.Spec.Suspend:
+				item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left in place"
+			case prev.DeletesInventory():
+				item.Reason += "; its objects are pruned"
+			default:
+				item.Reason += fmt.Sprintf("; its objects are left in place (deletionPolicy %s, prune %t)", prev.GetDeletionPolicy(), prev.Spec.Prune)
+			}
+		}
+	}
+	plan.Kustomizations = append(plan.Kustomizations, goneK...)
 	var gone []Key
 	for k := range f.applied {
 		if _, ok := plan.items[k]; !ok {
@@ -482,20 +493,10 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
 		}
-		if pk, ok := producerOf(k.Cluster, prev); ok {
-			if kp, known := plan.kitems[pk]; known {
-				item.Reason = "no longer produced by " + pk.unit()
-				switch {
-				case kp.Action == ActionDelete && kp.Kustomization.DeletesInventory():
-					item.Reason = pk.unit() + " is deleted and prunes it"
-				case kp.Action == ActionDelete || kp.Action == release.ActionNone:
-					item.Action, item.Reason = release.ActionNone, pk.unit()+" is deleted and does not prune: left installed, as Flux orphans it"
-				case kp.Err != nil:
-					item.Action, item.Reason = release.ActionNone, pk.unit()+" failed, so what it produces is unknown: left installed"
-				case !kp.Kustomization.Spec.Prune:
-					item.Action, item.Reason = release.ActionNone, item.Reason+", which does not prune: left installed, as Flux orphans it"
-				}
-			}
+		if reason, keep := orphaned(plan, k.Cluster, prev.Labels); keep {
+			item.Action, item.Reason = release.ActionNone, reason
+		} else if reason != "" {
+			item.Reason = reason
 		}
 		if prev.Spec.Suspend && item.Action == release.ActionUninstall {
 			item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left installed"
@@ -503,6 +504,37 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
 	}
+}
+
+// orphaned says, for a unit applied before and no longer planned whose
+// labels name the Kustomization that produced it, why it goes or stays:
+// it stays (keep) when that Kustomization stays and fails (what it
+// produces is unknown) or does not prune, or is deleted without deleting
+// its objects, as Flux leaves them; "" when no Kustomization of the plan
+// produced it.
+func orphaned(plan *Plan, member string, labels map[string]string) (reason string, keep bool) {
+	pk, ok := producerOf(member, labels)
+	if !ok {
+		return "", false
+	}
+	kp, ok := plan.kitems[pk]
+	if !ok {
+		return "", false
+	}
+	p := pk.unit()
+	switch {
+	case kp.Action == ActionDelete && kp.Kustomization.DeletesInventory():
+		return p + " is deleted and prunes it", false
+	case kp.Action == ActionDelete:
+		return p + " is deleted and does not prune: left in place, as Flux orphans it", true
+	case kp.Err != nil:
+		return p + " failed, so what it produces is unknown: left in place", true
+	case kp.Action == release.ActionNone:
+		return p + " is left as it is (" + kp.Reason + "): so is what it produced", true
+	case !kp.Kustomization.Spec.Prune:
+		return "no longer produced by " + p + ", which does not prune: left in place, as Flux orphans it", true
+	}
+	return "no longer produced by " + p, false
 }
 
 func keyOfPlan(p *release.ReleasePlan) Key {
@@ -516,16 +548,17 @@ type unit struct {
 	dependsOn []release.DependencyReference
 	// ownKind is what a dependsOn entry without kind names.
 	ownKind string
+	labels  map[string]string
 }
 
 // units lists the plan's releases and Kustomizations in key order.
 func (p *Plan) units() []unit {
 	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
 	for _, it := range p.Items {
-		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, ownKind: release.Kind})
+		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, ownKind: release.Kind, labels: it.Release.Labels})
 	}
 	for _, it := range p.Kustomizations {
-		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, ownKind: release.KustomizationKind})
+		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return keyLess(out[i].key, out[j].key) })
 	return out
@@ -630,10 +663,8 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 		for _, d := range u.dependsOn {
 			before = append(before, depKey(u.key.Cluster, u.key.Namespace, u.ownKind, d))
 		}
-		if !u.key.IsKustomization() {
-			if pk, ok := producerOf(u.key.Cluster, plan.items[u.key].Release); ok {
-				before = append(before, pk)
-			}
+		if pk, ok := producerOf(u.key.Cluster, u.labels); ok {
+			before = append(before, pk)
 		}
 		for _, dk := range before {
 			if plan.removed(dk) {

@@ -102,20 +102,61 @@ func kustomizationFromUnstructured(u *unstructured.Unstructured) (*release.Kusto
 	return unitFromUnstructured[release.Kustomization](u)
 }
 
-// producerOf returns the Kustomization on member that produced rel,
-// from Flux's labels.
-func producerOf(member string, rel *release.Release) (Key, bool) {
-	name, ok := rel.Labels[KustomizationNameLabel]
+// producerOf returns the Kustomization on member that produced a unit
+// with labels, from Flux's labels.
+func producerOf(member string, labels map[string]string) (Key, bool) {
+	name, ok := labels[KustomizationNameLabel]
 	if !ok || name == "" {
 		return Key{}, false
 	}
-	ns := rel.Labels[KustomizationNamespaceLabel]
-	return Key{Cluster: member, Namespace: ns, Name: name, Kind: KindKustomization}, true
+	return Key{Cluster: member, Namespace: labels[KustomizationNamespaceLabel], Name: name, Kind: KindKustomization}, true
 }
 
-// planKustomizations plans each Kustomization on its member, at most
-// Config.Concurrency at a time, and adds the items to plan.
-func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, items []*KustomizationPlan) error {
+// maxNesting bounds how deep Kustomizations produce Kustomizations.
+const maxNesting = 8
+
+// planKustomizations plans the Kustomizations placed on members and,
+// round by round, those they produce (as Flux's clusters/<env>
+// Kustomization produces infrastructure and apps), and returns the
+// releases they produce as release work on their members.
+func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, policies policy.Set, engine *policy.Engine, items []*KustomizationPlan, direct []todo) ([]todo, error) {
+	taken := map[Key]string{}
+	for _, w := range direct {
+		taken[w.key] = "placed on the member directly"
+	}
+	for _, it := range items {
+		taken[it.Key()] = "placed on the member directly"
+	}
+	var out []todo
+	for depth := 0; len(items) > 0; depth++ {
+		if depth > maxNesting {
+			for _, it := range items {
+				parent := plan.producer[it.Key()]
+				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: kustomization %s/%s produced by %s: Kustomizations nest more than %d deep", it.Cluster, it.Kustomization.Namespace, it.Kustomization.Name, parent.unit(), maxNesting))
+			}
+			break
+		}
+		outs, err := f.planRound(ctx, plan, items)
+		if err != nil {
+			return nil, err
+		}
+		var next []*KustomizationPlan
+		for i, it := range items {
+			if outs[i] == nil || outs[i].produced == nil {
+				continue
+			}
+			rels, ks := f.producedUnits(plan, policies, engine, taken, it, outs[i].produced)
+			out = append(out, rels...)
+			next = append(next, ks...)
+		}
+		items = next
+	}
+	return out, nil
+}
+
+// planRound plans items, at most Config.Concurrency at a time, and adds
+// them to plan.
+func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*KustomizationPlan) ([]*kustomizePlan, error) {
 	sort.Slice(items, func(i, j int) bool { return keyLess(items[i].Key(), items[j].Key()) })
 	outs := make([]*kustomizePlan, len(items))
 	g, gctx := errgroup.WithContext(ctx)
@@ -123,7 +164,10 @@ func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, items []*Kus
 	for i, it := range items {
 		k := it.Key()
 		f.mu.Lock()
-		_, known := f.appliedK[k]
+		prev, known := f.appliedK[k]
+		if known {
+			it.Kustomization.Status = *prev.Status.DeepCopy()
+		}
 		f.mu.Unlock()
 		it.State = release.StateAbsent
 		if known {
@@ -144,10 +188,10 @@ func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, items []*Kus
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("fleet plan: %w", err)
+		return nil, fmt.Errorf("fleet plan: %w", err)
 	}
 	for i, it := range items {
 		if out := outs[i]; out != nil {
@@ -162,104 +206,112 @@ func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, items []*Kus
 			plan.Errors = append(plan.Errors, &ItemError{Key: it.Key(), Err: it.Err})
 		}
 	}
-	for i, it := range items {
-		if outs[i] != nil {
-			plan.kproduced = append(plan.kproduced, producedOf{item: it, objs: outs[i].produced})
+	return outs, nil
+}
+
+// producedUnits turns the releases and Kustomizations it produced into
+// units on its member, as if decoded directly: labelled as Flux labels
+// what a Kustomization applies, then overridden for the member by the
+// inputs' override policies and those it produced with them. A unit that
+// is also placed on the member directly, or produced by another
+// Kustomization there, is an error naming both; the first keeps it.
+// Propagation policies it produces are warned about and not acted on:
+// what a Kustomization produces stays on its member. Sources it produces
+// are, as in the inputs, for the caller's ChartGetter: the fleet does not
+// run them.
+func (f *Fleet) producedUnits(plan *Plan, policies policy.Set, engine *policy.Engine, taken map[Key]string, it *KustomizationPlan, objs *release.Objects) ([]todo, []*KustomizationPlan) {
+	kk := it.Key()
+	eng := engine
+	ps := objs.Policies
+	if n := len(ps.Propagation) + len(ps.ClusterPropagation); n > 0 {
+		plan.Warnings = append(plan.Warnings, policy.Warning{Message: fmt.Sprintf("%s produces %d propagation policies: not acted on (what a Kustomization produces stays on its member)", kk, n)})
+	}
+	if len(ps.Override)+len(ps.ClusterOverride) > 0 {
+		set := policies
+		set.Override = append(append([]policy.OverridePolicy(nil), policies.Override...), ps.Override...)
+		set.ClusterOverride = append(append([]policy.ClusterOverridePolicy(nil), policies.ClusterOverride...), ps.ClusterOverride...)
+		var err error
+		if eng, err = policy.NewEngine(set); err != nil {
+			it.Err = fmt.Errorf("member %s: kustomization %s/%s: the override policies it produces: %w", kk.Cluster, kk.Namespace, kk.Name, err)
+			plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: it.Err})
+			return nil, nil
 		}
 	}
-	return nil
-}
-
-// producedOf is what one planned Kustomization produced.
-type producedOf struct {
-	item *KustomizationPlan
-	objs *release.Objects
-}
-
-// producedWork turns the releases each Kustomization produced into
-// release work on its member, as if decoded directly: labelled as Flux
-// labels what a Kustomization applies, then overridden for the member by
-// the inputs' override policies and those the Kustomization produced
-// with them. A release that is also placed on the member directly, or
-// produced by another Kustomization there, is an error naming both; the
-// first in key order keeps it. Propagation policies a Kustomization
-// produces are warned about and not acted on: what it produces stays on
-// its member.
-func (f *Fleet) producedWork(plan *Plan, policies policy.Set, engine *policy.Engine, direct []todo) []todo {
-	taken := map[Key]string{}
-	for _, w := range direct {
-		taken[w.key] = "placed on the member directly"
+	facts := f.byName[kk.Cluster].Facts
+	claim := func(k Key) bool {
+		if by, dup := taken[k]; dup {
+			plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: fmt.Errorf("member %s: %s produced by %s is also %s", kk.Cluster, k.unit(), kk.unit(), by)})
+			return false
+		}
+		taken[k] = "produced by " + kk.unit()
+		plan.producer[k] = kk
+		plan.produced[kk] = append(plan.produced[kk], k)
+		it.Produced = append(it.Produced, k)
+		return true
 	}
-	var out []todo
-	for _, po := range plan.kproduced {
-		kk := po.item.Key()
-		if po.objs == nil {
+	var rels []todo
+	for _, rel := range objs.Releases {
+		r := rel.DeepCopy()
+		r.Default()
+		r.Labels = producedLabels(r.Labels, kk)
+		rk := Key{Cluster: kk.Cluster, Namespace: r.Namespace, Name: r.Name}
+		u, err := toUnstructured(r)
+		if err == nil {
+			r, err = overridden(eng, u, facts, fromUnstructured, (*release.Release).Validate)
+		}
+		if err != nil {
+			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s produced by %s: %w", kk.Cluster, rk.Namespace, rk.Name, kk.unit(), err))
 			continue
 		}
-		eng := engine
-		ps := po.objs.Policies
-		if n := len(ps.Propagation) + len(ps.ClusterPropagation); n > 0 {
-			plan.Warnings = append(plan.Warnings, policy.Warning{Message: fmt.Sprintf("%s produces %d propagation policies: not acted on (what a Kustomization produces stays on its member)", kk, n)})
+		if claim(rk) {
+			rels = append(rels, f.releaseWork(kk.Cluster, r))
 		}
-		if len(ps.Override)+len(ps.ClusterOverride) > 0 {
-			set := policies
-			set.Override = append(append([]policy.OverridePolicy(nil), policies.Override...), ps.Override...)
-			set.ClusterOverride = append(append([]policy.ClusterOverridePolicy(nil), policies.ClusterOverride...), ps.ClusterOverride...)
-			var err error
-			if eng, err = policy.NewEngine(set); err != nil {
-				po.item.Err = fmt.Errorf("member %s: kustomization %s/%s: the override policies it produces: %w", kk.Cluster, kk.Namespace, kk.Name, err)
-				plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: po.item.Err})
-				continue
-			}
-		}
-		facts := f.byName[kk.Cluster].Facts
-		for _, rel := range po.objs.Releases {
-			r := rel.DeepCopy()
-			r.Default()
-			if r.Labels == nil {
-				r.Labels = map[string]string{}
-			}
-			r.Labels[KustomizationNameLabel] = kk.Name
-			r.Labels[KustomizationNamespaceLabel] = kk.Namespace
-			rk := Key{Cluster: kk.Cluster, Namespace: r.Namespace, Name: r.Name}
-			if by, dup := taken[rk]; dup {
-				err := fmt.Errorf("member %s: release %s/%s produced by %s is also %s", kk.Cluster, r.Namespace, r.Name, kk.unit(), by)
-				plan.Errors = append(plan.Errors, &ItemError{Key: kk, Err: err})
-				continue
-			}
-			r, err := overrideRelease(eng, r, facts)
-			if err != nil {
-				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s produced by %s: %w", kk.Cluster, rk.Namespace, rk.Name, kk.unit(), err))
-				continue
-			}
-			taken[rk] = "produced by " + kk.unit()
-			plan.producer[rk] = kk
-			plan.produced[kk] = append(plan.produced[kk], rk)
-			po.item.Produced = append(po.item.Produced, rk)
-			out = append(out, f.releaseWork(kk.Cluster, r))
-		}
-		sort.Slice(po.item.Produced, func(i, j int) bool { return keyLess(po.item.Produced[i], po.item.Produced[j]) })
-		sort.Slice(plan.produced[kk], func(i, j int) bool { return keyLess(plan.produced[kk][i], plan.produced[kk][j]) })
 	}
-	return out
+	var ks []*KustomizationPlan
+	for _, child := range objs.Kustomizations {
+		c := child.DeepCopy()
+		c.Default()
+		c.Labels = producedLabels(c.Labels, kk)
+		ck := Key{Cluster: kk.Cluster, Namespace: c.Namespace, Name: c.Name, Kind: KindKustomization}
+		u, err := kustomizationToUnstructured(c)
+		if err == nil {
+			c, err = overridden(eng, u, facts, kustomizationFromUnstructured, (*release.Kustomization).Validate)
+		}
+		if err != nil {
+			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: kustomization %s/%s produced by %s: %w", kk.Cluster, ck.Namespace, ck.Name, kk.unit(), err))
+			continue
+		}
+		if claim(ck) {
+			ks = append(ks, &KustomizationPlan{Cluster: kk.Cluster, Kustomization: c, Action: ActionApply})
+		}
+	}
+	sort.Slice(it.Produced, func(i, j int) bool { return keyLess(it.Produced[i], it.Produced[j]) })
+	sort.Slice(plan.produced[kk], func(i, j int) bool { return keyLess(plan.produced[kk][i], plan.produced[kk][j]) })
+	return rels, ks
 }
 
-// overrideRelease applies eng's override policies for the member facts
-// to r, and validates the result.
-func overrideRelease(eng *policy.Engine, r *release.Release, facts policy.Cluster) (*release.Release, error) {
-	u, err := toUnstructured(r)
-	if err != nil {
-		return nil, err
+// producedLabels adds Flux's labels of the Kustomization k to labels.
+func producedLabels(labels map[string]string, k Key) map[string]string {
+	if labels == nil {
+		labels = map[string]string{}
 	}
+	labels[KustomizationNameLabel] = k.Name
+	labels[KustomizationNamespaceLabel] = k.Namespace
+	return labels
+}
+
+// overridden applies eng's override policies for the member facts to u,
+// turns it back into its unit and validates it.
+func overridden[T any](eng *policy.Engine, u *unstructured.Unstructured, facts policy.Cluster, from func(*unstructured.Unstructured) (*T, error), validate func(*T) error) (*T, error) {
 	o, _, err := eng.Override(u, facts)
 	if err != nil {
 		return nil, err
 	}
-	out, err := fromUnstructured(o)
+	out, err := from(o)
 	if err != nil {
 		return nil, fmt.Errorf("after overrides: %w", err)
 	}
-	if err := out.Validate(); err != nil {
+	if err := validate(out); err != nil {
 		return nil, fmt.Errorf("after overrides: %w", err)
 	}
 	return out, nil

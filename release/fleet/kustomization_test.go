@@ -149,6 +149,27 @@ patches:
         path: /spec/chart/spec/version
         value: 6.6.0-rc.1
 `)},
+	"clusters/dev/kustomization.yaml": {Data: []byte("resources: [infrastructure.yaml, apps.yaml]\n")},
+	"clusters/dev/infrastructure.yaml": {Data: []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: infrastructure, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./infrastructure/dev
+  prune: true
+  wait: true
+  sourceRef: {kind: GitRepository, name: fleet}
+`)},
+	"clusters/dev/apps.yaml": {Data: []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 1h
+  path: ./apps
+  prune: true
+  dependsOn: [{name: infrastructure}]
+  sourceRef: {kind: GitRepository, name: fleet}
+`)},
 	"apps/kustomization.yaml":    {Data: []byte("resources: [config.yaml]\n")},
 	"apps/config.yaml":           {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: apps}\ndata: {greeting: hello}\n")},
 	"apps/eu/kustomization.yaml": {Data: []byte("resources: [config.yaml]\n")},
@@ -515,4 +536,49 @@ func helmListIn(t *testing.T, c *memory.Cluster, namespace string) []string {
 		out = append(out, r.Name+" "+r.Chart.Metadata.Version+" "+r.Info.Status.String())
 	}
 	return out
+}
+
+// A Kustomization that produces Kustomizations (Flux's clusters/<env>
+// layout) runs them as units on its member, in their dependency order.
+func TestFleetKustomizationProducesKustomizations(t *testing.T) {
+	ctx := context.Background()
+	tf, _ := kustTestFleet(t, nil, nil)
+	in := decodeInputs(t, kustomizationYAML("flux-system", "./clusters/dev", "")+
+		placeOn("flux-system", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]"))
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	top, _ := plan.Kustomization(kkey("dev-1", "flux-system"))
+	require.NotNil(t, top)
+	assert.Equal(t, []fleet.Key{kkey("dev-1", "apps"), kkey("dev-1", "infrastructure")}, top.Produced)
+	assert.Empty(t, top.Objects)
+	infra, ok := plan.Kustomization(kkey("dev-1", "infrastructure"))
+	require.True(t, ok)
+	addon := fleet.Key{Cluster: "dev-1", Namespace: "monitoring", Name: "addon"}
+	assert.Equal(t, []fleet.Key{addon}, infra.Produced)
+
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err, rep.Table())
+	tf.assertAfter(t, kkey("dev-1", "flux-system"), kkey("dev-1", "infrastructure"))
+	tf.assertAfter(t, kkey("dev-1", "infrastructure"), addon)
+	// apps depends on infrastructure, which waits: on its release too.
+	tf.assertAfter(t, addon, kkey("dev-1", "apps"))
+	assert.Equal(t, []string{"app-config"}, configMaps(t, tf.members["dev-1"]))
+
+	// Without the top Kustomization (prune: true), everything it
+	// produced goes, children before parents.
+	plan, err = tf.fleet.Plan(ctx, fleet.Inputs{})
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	var actions []string
+	for _, kp := range plan.Kustomizations {
+		actions = append(actions, kp.Key().Name+" "+string(kp.Action))
+	}
+	assert.Equal(t, []string{"apps delete", "flux-system delete", "infrastructure delete"}, actions)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, configMaps(t, tf.members["dev-1"]))
+	assert.Empty(t, helmListIn(t, tf.members["dev-1"], "monitoring"))
+	assert.Less(t, tf.eventIndex(fleet.EventUninstalled, addon), tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "infrastructure")))
+	assert.Less(t, tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "infrastructure")), tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "flux-system")))
 }
