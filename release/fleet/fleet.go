@@ -935,9 +935,10 @@ func (f *Fleet) Inventory() []*release.Release {
 // MemberAnnotation names the member of a Release in an Inventory.
 const MemberAnnotation = "helmfleet.io/member"
 
-// Restore replaces the fleet's inventory with one Inventory returned. It
-// writes nothing to Config.Store, and the fleet no longer loads the
-// store by itself (Load still does).
+// Restore replaces the fleet's inventory of releases with one Inventory
+// returned. It writes nothing to Config.Store, and the fleet no longer
+// loads the store by itself (Load still does). Kustomizations are not in
+// an Inventory: only a Config.Store carries them across a restart.
 func (f *Fleet) Restore(inventory []*release.Release) error {
 	applied := map[Key]*release.Release{}
 	for i, r := range inventory {
