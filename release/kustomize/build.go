@@ -114,6 +114,10 @@ type Result struct {
 	// Plain are all other objects (CRDs, Namespaces, ConfigMaps, …) as
 	// kustomize built them, in output order.
 	Plain []*unstructured.Unstructured
+	// Manifests are all objects of the output (Objects and Plain
+	// together) as kustomize built them, undecoded and undefaulted, in
+	// output order: what is applied to a cluster.
+	Manifests []*unstructured.Unstructured
 	// Origins names every object of the output, in output order (Objects
 	// and Plain interleaved as kustomize built them), with, if
 	// Options.Origins is set, the file it came from.
@@ -124,6 +128,10 @@ type Result struct {
 	// Warnings are kustomize's deprecation notices, each prefixed with
 	// its kustomization file, in the order the files were read.
 	Warnings []string
+	// Revision is the source's revision, set by Reconciler.Build.
+	Revision string
+
+	secrets []string // values substituted from Secrets, masked in plans
 }
 
 // Origin names one object of the output and the file it came from.
@@ -165,12 +173,30 @@ type Origin struct {
 // end once started. A panic inside kustomize is returned as a
 // *BuildError.
 func Build(ctx context.Context, fsys fs.FS, dir string, opts Options) (*Result, error) {
+	return build(ctx, fsys, dir, opts, hooks{})
+}
+
+// hooks let a caller of build change the top kustomization before the
+// walk (prepare, which may seed the walker's files) and the objects
+// kustomize built before they are decoded (post, given the file of each
+// object when origins are tracked).
+type hooks struct {
+	prepare func(w *walker, dir string) error
+	post    func(m resmap.ResMap, files []string) error
+}
+
+func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (*Result, error) {
 	opts = opts.withDefaults()
 	dir = path.Clean(dir)
 	if !fs.ValidPath(dir) {
 		return nil, &EntryError{File: dir, Err: fmt.Errorf("%w: not a valid fs.FS path", ErrOutsideFS)}
 	}
 	w := newWalker(ctx, fsys, opts)
+	if h.prepare != nil {
+		if err := h.prepare(w, dir); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := w.kustomization(dir); err != nil {
 		var ee *EntryError
 		if !errors.As(err, &ee) {
@@ -178,12 +204,21 @@ func Build(ctx context.Context, fsys fs.FS, dir string, opts Options) (*Result, 
 		}
 		return nil, err
 	}
-	m, files, err := run(w, dir, opts, opts.Origins)
+	m, files, err := run(w, dir, opts, opts.Origins || h.post != nil)
 	if err != nil {
 		return nil, err
 	}
+	if h.post != nil {
+		if err := h.post(m, files); err != nil {
+			return nil, err
+		}
+	}
+	shown := files // Result.Origins name files only if asked to
+	if !opts.Origins {
+		shown = nil
+	}
 	res := &Result{Files: slices.Sorted(maps.Keys(w.files)), Warnings: w.warnings}
-	decoded, err := split(m, files, res)
+	decoded, err := split(m, shown, res)
 	if _, ok := errors.AsType[*outputError](err); ok {
 		return nil, &BuildError{Dir: dir, Message: mask(err.Error(), w.secrets)}
 	}
@@ -316,12 +351,17 @@ func split(m resmap.ResMap, files []string, res *Result) ([]int, error) {
 		}
 		res.Origins = append(res.Origins, o)
 		id := r.CurId()
+		obj, err := r.Map()
+		if err != nil {
+			return nil, &outputError{err}
+		}
+		res.Manifests = append(res.Manifests, &unstructured.Unstructured{Object: obj})
 		if !decodable(id.Group, id.Kind) {
-			obj, err := r.Map()
+			plain, err := r.Map()
 			if err != nil {
 				return nil, &outputError{err}
 			}
-			res.Plain = append(res.Plain, &unstructured.Unstructured{Object: obj})
+			res.Plain = append(res.Plain, &unstructured.Unstructured{Object: plain})
 			continue
 		}
 		y, err := r.AsYAML()
