@@ -431,7 +431,7 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 		var err error
 		if k.IsKustomization() {
 			item.Actions = []release.Action{ActionDelete}
-			err = f.kust.delete(ctx, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
+			err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
 		} else {
 			_, err = f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, plan.items[k].Release.DeepCopy())
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
 // Key names one unit on one member cluster: a release (a HelmRelease)
@@ -98,6 +99,20 @@ type Config struct {
 	Events func(Event)
 	// Clock times events and bake times; default the system clock.
 	Clock depgraph.Clock
+	// Kustomize runs the Kustomizations on every member (see the package
+	// doc): it must leave out of what it applies the units the fleet
+	// runs itself, so build it with ReconcilerConfig.Exclude =
+	// kustomize.FleetUnit (a plan that would apply one is an error). Its
+	// Variables, if set, is where every Kustomization reads
+	// postBuild.substituteFrom. Set it or KustomizeConfig, not both;
+	// inputs with Kustomizations need one of them.
+	Kustomize *kustomize.Reconciler
+	// KustomizeConfig is what the fleet builds one Kustomization
+	// reconciler per member from, each excluding the fleet's units (and
+	// what KustomizeConfig.Exclude excludes) and, when
+	// KustomizeConfig.Variables is nil, reading substituteFrom on its
+	// member, as Flux's kustomize-controller on that cluster does.
+	KustomizeConfig *kustomize.ReconcilerConfig
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -153,6 +168,9 @@ func New(cfg Config) (*Fleet, error) {
 		f.byName[m.Facts.Name] = m
 	}
 	if err := f.buildReconcilers(cfg); err != nil {
+		return nil, err
+	}
+	if err := f.buildKustomizers(cfg); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -267,7 +285,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	if len(in.Kustomizations) > 0 && f.kust == nil {
 		k := in.Kustomizations[0]
-		return nil, fmt.Errorf("fleet plan: kustomizations[0] %s/%s: the fleet has no Config.Kustomize to build and apply Kustomizations with", k.Namespace, k.Name)
+		return nil, fmt.Errorf("fleet plan: kustomizations[0] %s/%s: the fleet has neither Config.Kustomize nor Config.KustomizeConfig to build and apply Kustomizations with", k.Namespace, k.Name)
 	}
 	engine, err := policy.NewEngine(in.Policies)
 	if err != nil {
@@ -765,7 +783,7 @@ func (p *Plan) Table() string {
 			notes = append(notes, "produces "+strings.Join(names, ", "))
 		}
 		if len(it.Prune) > 0 {
-			notes = append(notes, "prunes "+strings.Join(it.Prune, ", "))
+			notes = append(notes, "prunes "+strings.Join(refNames(it.Prune), ", "))
 		}
 		src := kustomizationSource(it.Kustomization)
 		if it.Revision != "" {
@@ -878,7 +896,10 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 	}, func(it *KustomizationPlan) {
 		j := planJSON{Cluster: it.Cluster, Kind: KindKustomization, Namespace: it.Kustomization.Namespace, Name: it.Kustomization.Name,
 			State: it.State, Action: it.Action, Reason: it.Reason, Source: kustomizationSource(it.Kustomization),
-			SourceRevision: it.Revision, Prune: it.Prune, Objects: objectNames(it.Objects), Diff: it.Diff}
+			SourceRevision: it.Revision, Prune: refNames(it.Prune), Diff: it.Diff}
+		for _, o := range it.Objects {
+			j.Objects = append(j.Objects, o.Object.Kind+"/"+o.Object.Namespace+"/"+o.Object.Name+" "+o.Action)
+		}
 		for _, k := range it.Produced {
 			j.Produced = append(j.Produced, k.unit())
 		}
@@ -894,6 +915,15 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		out.Warnings = append(out.Warnings, w.Message)
 	}
 	return json.Marshal(out)
+}
+
+// refNames names objects as kind/namespace/name.
+func refNames(refs []release.ObjectRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Kind + "/" + r.Namespace + "/" + r.Name
+	}
+	return out
 }
 
 // objectNames names objects as kind/namespace/name.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
 // Actions of a Kustomization plan item, besides release.ActionNone.
@@ -52,16 +53,21 @@ type KustomizationPlan struct {
 	Reason string
 	// Revision is the source revision built.
 	Revision string
-	// Objects are the objects it would apply on the member: its build
-	// without the releases, sources and policies, which the fleet runs
-	// itself.
-	Objects []*unstructured.Unstructured
-	// Diff is a unified diff from what the member holds to what would be
-	// applied, per object, with Secret data masked.
+	// Objects are what it would do to each object it applies on the
+	// member, in apply order: its build without the HelmReleases,
+	// Kustomizations, sources and policies, which the fleet runs itself
+	// (Produced).
+	Objects []kustomize.ObjectPlan
+	// Diff is the objects' diffs, from what the member holds to what
+	// would be applied, with Secret data masked.
 	Diff string
-	// Prune lists the objects an apply would delete (left the build,
-	// spec.prune set), as kind/namespace/name.
-	Prune []string
+	// Prune are the objects of its inventory an apply would delete (they
+	// left the build and spec.prune is set); Orphan those it would
+	// forget.
+	Prune, Orphan []release.ObjectRef
+	// Warnings are the reconciler's (fields it does not act on,
+	// kustomize's deprecations).
+	Warnings []string
 	// Produced are the releases it produces on the member, planned as
 	// Plan.Items.
 	Produced []Key
@@ -80,12 +86,10 @@ func (p *Plan) Kustomization(k Key) (*KustomizationPlan, bool) {
 	return it, ok
 }
 
-// kustomizePlan is what a Kustomizer plans for one Kustomization.
+// kustomizePlan is what a kustomizer plans for one Kustomization: the
+// reconciler's plan and the units its build produces.
 type kustomizePlan struct {
-	revision string
-	objects  []*unstructured.Unstructured
-	diff     string
-	prune    []string
+	plan     *kustomize.Plan
 	produced *release.Objects
 }
 
@@ -178,7 +182,7 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 			continue
 		}
 		g.Go(func() error {
-			out, err := f.kust.plan(gctx, f.byName[k.Cluster].Cluster, it.Kustomization.DeepCopy())
+			out, err := f.kust.plan(gctx, k.Cluster, f.byName[k.Cluster].Cluster, it.Kustomization.DeepCopy())
 			if err != nil {
 				it.Err = fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
 				return nil
@@ -195,9 +199,18 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 	}
 	for i, it := range items {
 		if out := outs[i]; out != nil {
-			it.Revision, it.Objects, it.Diff, it.Prune = out.revision, out.objects, out.diff, out.prune
-			if it.State == release.StateInSync && (it.Diff != "" || len(it.Prune) > 0) {
+			kp := out.plan
+			it.Revision, it.Objects, it.Prune, it.Orphan, it.Warnings = kp.Revision, kp.Objects, kp.Prune, kp.Orphan, kp.Warnings
+			var diff strings.Builder
+			for _, o := range kp.Objects {
+				diff.WriteString(o.Diff)
+			}
+			it.Diff = diff.String()
+			if it.State == release.StateInSync && kp.Changed() {
 				it.State = release.StateOutOfSync
+			}
+			for _, w := range kp.Warnings {
+				plan.Warnings = append(plan.Warnings, policy.Warning{Message: it.Key().String() + ": " + w})
 			}
 		}
 		plan.Kustomizations = append(plan.Kustomizations, it)
@@ -354,7 +367,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 			return err
 		}
 	}
-	err := f.kust.reconcile(ctx, f.byName[k.Cluster].Cluster, ks)
+	err := f.kust.reconcile(ctx, k.Cluster, f.byName[k.Cluster].Cluster, ks)
 	f.mu.Lock()
 	f.appliedK[k] = ks
 	f.mu.Unlock()
@@ -380,13 +393,13 @@ type kustomizer interface {
 	// plan builds k and plans its apply on cluster, writing nothing: the
 	// objects it would apply (not the releases, sources and policies it
 	// produces, returned apart), their diff and what prune would delete.
-	plan(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (*kustomizePlan, error)
+	plan(ctx context.Context, member string, cluster release.ObjectClient, k *release.Kustomization) (*kustomizePlan, error)
 	// reconcile builds and applies k on cluster the same way, prunes and
 	// waits as its spec says, and records the outcome in k.Status.
-	reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) error
+	reconcile(ctx context.Context, member string, cluster release.ObjectClient, k *release.Kustomization) error
 	// delete removes k from cluster: its inventory is pruned when its
 	// deletion policy says so.
-	delete(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) error
+	delete(ctx context.Context, member string, cluster release.ObjectClient, k *release.Kustomization) error
 }
 
 // KustomizationStatus returns the status of one Kustomization on one

@@ -2,12 +2,11 @@ package fleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/depgraph"
@@ -27,88 +24,6 @@ import (
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
-
-// fakeKustomizer builds with kustomize.Build over one fs.FS per source
-// name and applies the plain objects with an inventory, as far as the
-// fleet tests need.
-type fakeKustomizer struct {
-	sources map[string]fs.FS
-	mu      sync.Mutex
-	calls   []string
-}
-
-func (fk *fakeKustomizer) build(ctx context.Context, k *release.Kustomization) (*kustomize.Result, error) {
-	fsys, ok := fk.sources[k.Spec.SourceRef.Name]
-	if !ok {
-		return nil, fmt.Errorf("source %s not found", k.Spec.SourceRef.Name)
-	}
-	dir := strings.TrimPrefix(strings.TrimPrefix(k.Spec.Path, "./"), "/")
-	if dir == "" {
-		dir = "."
-	}
-	return kustomize.Build(ctx, fsys, dir, kustomize.DefaultOptions())
-}
-
-func refOf(u *unstructured.Unstructured) release.ObjectRef {
-	return release.ObjectRef{GroupVersionKind: u.GroupVersionKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-func invID(u *unstructured.Unstructured) string {
-	gvk := u.GroupVersionKind()
-	return u.GetNamespace() + "_" + u.GetName() + "_" + gvk.Group + "_" + gvk.Kind
-}
-
-func (fk *fakeKustomizer) Plan(ctx context.Context, c release.ObjectClient, k *release.Kustomization) (string, []*unstructured.Unstructured, string, []string, *release.Objects, error) {
-	res, err := fk.build(ctx, k)
-	if err != nil {
-		return "", nil, "", nil, nil, err
-	}
-	var diff strings.Builder
-	for _, o := range res.Plain {
-		if _, err := c.Get(ctx, refOf(o)); errors.Is(err, release.ErrNotFound) {
-			fmt.Fprintf(&diff, "+++ %s/%s/%s\n", o.GetKind(), o.GetNamespace(), o.GetName())
-		}
-	}
-	return "rev1", res.Plain, diff.String(), nil, res.Objects, nil
-}
-
-func (fk *fakeKustomizer) Reconcile(ctx context.Context, c release.ObjectClient, k *release.Kustomization) error {
-	fk.mu.Lock()
-	fk.calls = append(fk.calls, "reconcile "+k.Name)
-	fk.mu.Unlock()
-	res, err := fk.build(ctx, k)
-	if err != nil {
-		return err
-	}
-	inv := &release.ResourceInventory{}
-	for _, o := range res.Plain {
-		if _, err := c.Apply(ctx, o, release.ApplyOptions{FieldManager: "kustomize-controller", Force: true}); err != nil {
-			return err
-		}
-		inv.Entries = append(inv.Entries, release.ResourceRef{ID: invID(o), Version: o.GroupVersionKind().Version})
-	}
-	k.Status.Inventory = inv
-	k.Status.ObservedGeneration = k.Generation
-	k.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionTrue, Reason: "ReconciliationSucceeded"})
-	return nil
-}
-
-func (fk *fakeKustomizer) Delete(ctx context.Context, c release.ObjectClient, k *release.Kustomization) error {
-	fk.mu.Lock()
-	fk.calls = append(fk.calls, "delete "+k.Name)
-	fk.mu.Unlock()
-	if !k.DeletesInventory() || k.Status.Inventory == nil {
-		return nil
-	}
-	for _, e := range k.Status.Inventory.Entries {
-		parts := strings.Split(e.ID, "_")
-		ref := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: parts[2], Version: e.Version, Kind: parts[3]}, Namespace: parts[0], Name: parts[1]}
-		if err := c.Delete(ctx, ref, release.DeleteOptions{}); err != nil && !errors.Is(err, release.ErrNotFound) {
-			return err
-		}
-	}
-	return nil
-}
 
 // repo is a source in seed 003's layout: a CRD bundle, an
 // infrastructure directory whose HelmRelease is patched per environment,
@@ -179,7 +94,7 @@ spec:
 // kustTestFleet is a test fleet that runs Kustomizations.
 // kustTestFleet is a fleet of three members (new ones when on is nil),
 // dev-1, prod-eu-1 and prod-us-1, labelled env.
-func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluster) (*testFleet, *fakeKustomizer) {
+func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluster) *testFleet {
 	t.Helper()
 	tf := &testFleet{members: map[string]*memory.Cluster{}}
 	var members []release.Member
@@ -193,16 +108,17 @@ func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluste
 	}
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Store: store, Events: func(e fleet.Event) {
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Store: store, KustomizeConfig: &kustomize.ReconcilerConfig{
+		Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo, Revision: "main@sha1:0123abc"}},
+		PollInterval: time.Millisecond,
+	}, Events: func(e fleet.Event) {
 		tf.mu.Lock()
 		tf.events = append(tf.events, e)
 		tf.mu.Unlock()
 	}})
 	require.NoError(t, err)
-	fk := &fakeKustomizer{sources: map[string]fs.FS{"fleet": repo}}
-	fleet.SetKustomizer(f, fk)
 	tf.fleet = f
-	return tf, fk
+	return tf
 }
 
 // eventIndex is the position of the first event of kind for k, or -1.
@@ -278,7 +194,7 @@ func kkey(cluster, name string) fleet.Key {
 
 func TestFleetKustomizationDependencyOrderAcrossKinds(t *testing.T) {
 	ctx := context.Background()
-	tf, _ := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("infra-crds", "./infrastructure/crds", "")+
 		placeOn("infra-crds", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere)+
 		hrYAML("podinfo", "  dependsOn: [{kind: Kustomization, name: infra-crds, namespace: flux-system}]\n")+
@@ -313,7 +229,7 @@ func TestFleetKustomizationDependencyOrderAcrossKinds(t *testing.T) {
 
 func TestFleetKustomizationCycleAcrossKinds(t *testing.T) {
 	ctx := context.Background()
-	tf, fk := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("infra", "./apps", "  dependsOn: [{kind: HelmRelease, name: podinfo, namespace: apps}]\n")+
 		placeOn("infra", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")+
 		hrYAML("podinfo", "  dependsOn: [{kind: Kustomization, name: infra, namespace: flux-system}]\n")+
@@ -332,12 +248,11 @@ func TestFleetKustomizationCycleAcrossKinds(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cycle")
 	assert.Empty(t, tf.members["dev-1"].Summary(), "nothing applied")
-	assert.Empty(t, fk.calls)
 }
 
 func TestFleetKustomizationProducesReleases(t *testing.T) {
 	ctx := context.Background()
-	tf, _ := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", "  wait: true\n  dependsOn: [{kind: HelmRelease, name: database, namespace: apps}]\n")+
 		placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")+
 		hrYAML("database", "")+
@@ -352,13 +267,17 @@ func TestFleetKustomizationProducesReleases(t *testing.T) {
 	kp, ok := plan.Kustomization(kkey("dev-1", "infrastructure"))
 	require.True(t, ok)
 	assert.Equal(t, []fleet.Key{addon}, kp.Produced)
-	assert.Equal(t, []string{"Namespace//monitoring"}, kindNames(kp.Objects), "the HelmRelease is the fleet's unit, not one of its objects")
+	assert.Equal(t, []string{"Namespace//monitoring create"}, kindNames(kp.Objects), "the HelmRelease is the fleet's unit, not one of its objects")
 	item, ok := plan.Item(addon)
 	require.True(t, ok, "the produced HelmRelease is planned like a decoded one")
 	assert.Equal(t, "6.6.0-rc.1", item.Version, "with the dev overlay's patch")
 	assert.Equal(t, release.ActionInstall, item.Action)
 	assert.Contains(t, plan.Table(), "Kustomization/flux-system/infrastructure")
 	assert.Contains(t, plan.Table(), "produces monitoring/addon")
+	data, err := json.Marshal(plan)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"kind":"Kustomization","namespace":"flux-system","name":"infrastructure","state":"Absent","action":"apply"`)
+	assert.Contains(t, string(data), `"produced":["monitoring/addon"]`)
 
 	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err, rep.Table())
@@ -373,7 +292,7 @@ func TestFleetKustomizationProducesReleases(t *testing.T) {
 
 func TestFleetKustomizationPlacementAndOverrides(t *testing.T) {
 	ctx := context.Background()
-	tf, _ := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("apps", "./apps", "")+
 		placeOn("apps", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "labelSelector: {matchLabels: {env: prod}}")+`---
 apiVersion: policy.karmada.io/v1alpha1
@@ -396,7 +315,8 @@ spec:
 		placed = append(placed, kp.Cluster+" "+kp.Kustomization.Spec.Path)
 	}
 	assert.Equal(t, []string{"prod-eu-1 ./apps/eu", "prod-us-1 ./apps"}, placed)
-	assert.Contains(t, plan.Diff(), "### prod-eu-1 Kustomization/flux-system/apps (apply)\n+++ ConfigMap/apps/app-config-eu")
+	assert.Contains(t, plan.Diff(), "### prod-eu-1 Kustomization/flux-system/apps (apply)\n--- /dev/null\n+++ v1 ConfigMap apps/app-config-eu\n")
+	assert.Contains(t, plan.Diff(), "+  greeting: hallo\n")
 
 	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
@@ -410,7 +330,7 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	hub := memory.New("hub")
 	store, err := fleet.NewObjectStore(hub, fleet.ObjectStoreConfig{Namespace: "fleet-system", Name: "test"})
 	require.NoError(t, err)
-	tf, _ := kustTestFleet(t, store, nil)
+	tf := kustTestFleet(t, store, nil)
 	in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", "")+
 		placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")+
 		kustomizationYAML("apps", "./apps", "")+
@@ -426,7 +346,7 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	// A new process finds both in the store, and garbage-collects
 	// what the inputs no longer have: infrastructure's release before
 	// infrastructure itself, whose prune deletes its namespace.
-	tf2, _ := kustTestFleet(t, store, tf.members)
+	tf2 := kustTestFleet(t, store, tf.members)
 	in.Kustomizations = in.Kustomizations[1:] // apps stays
 	require.Equal(t, "apps", in.Kustomizations[0].Name)
 	plan, err = tf2.fleet.Plan(ctx, in)
@@ -464,7 +384,7 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 
 func TestFleetKustomizationWaves(t *testing.T) {
 	ctx := context.Background()
-	tf, _ := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("apps", "./apps", "")+
 		placeOn("apps", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
 	plan, err := tf.fleet.Plan(ctx, in)
@@ -502,10 +422,10 @@ func TestFleetKustomizationNeedsKustomizer(t *testing.T) {
 	assert.Contains(t, err.Error(), "kustomizations[0] flux-system/apps")
 }
 
-func kindNames(objs []*unstructured.Unstructured) []string {
+func kindNames(objs []kustomize.ObjectPlan) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
+		out = append(out, o.Object.Kind+"/"+o.Object.Namespace+"/"+o.Object.Name+" "+o.Action)
 	}
 	return out
 }
@@ -542,7 +462,7 @@ func helmListIn(t *testing.T, c *memory.Cluster, namespace string) []string {
 // layout) runs them as units on its member, in their dependency order.
 func TestFleetKustomizationProducesKustomizations(t *testing.T) {
 	ctx := context.Background()
-	tf, _ := kustTestFleet(t, nil, nil)
+	tf := kustTestFleet(t, nil, nil)
 	in := decodeInputs(t, kustomizationYAML("flux-system", "./clusters/dev", "")+
 		placeOn("flux-system", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]"))
 	plan, err := tf.fleet.Plan(ctx, in)
@@ -581,4 +501,29 @@ func TestFleetKustomizationProducesKustomizations(t *testing.T) {
 	assert.Empty(t, helmListIn(t, tf.members["dev-1"], "monitoring"))
 	assert.Less(t, tf.eventIndex(fleet.EventUninstalled, addon), tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "infrastructure")))
 	assert.Less(t, tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "infrastructure")), tf.eventIndex(fleet.EventUninstalled, kkey("dev-1", "flux-system")))
+}
+
+// A shared Config.Kustomize built without kustomize.FleetUnit would
+// apply the HelmRelease as an object beside the fleet's own release: the
+// plan refuses it, naming the object.
+func TestFleetKustomizeMustExcludeUnits(t *testing.T) {
+	ctx := context.Background()
+	kr, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{Sources: kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo}}})
+	require.NoError(t, err)
+	c := memory.New("dev-1")
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts()})
+	require.NoError(t, err)
+	f, err := fleet.New(fleet.Config{Members: []release.Member{{Cluster: c}}, Reconciler: rec, Kustomize: kr})
+	require.NoError(t, err)
+	plan, err := f.Plan(ctx, decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", "")+
+		placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")))
+	require.NoError(t, err)
+	require.Len(t, plan.Errors, 1)
+	var unit *fleet.UnitAppliedError
+	require.ErrorAs(t, plan.Errors[0], &unit)
+	assert.Equal(t, "HelmRelease", unit.Object.Kind)
+	assert.Contains(t, plan.Errors[0].Error(), "member dev-1: kustomization flux-system/infrastructure")
+
+	_, err = fleet.New(fleet.Config{Members: []release.Member{{Cluster: c}}, Reconciler: rec, Kustomize: kr, KustomizeConfig: &kustomize.ReconcilerConfig{}})
+	assert.ErrorContains(t, err, "set Kustomize or KustomizeConfig, not both")
 }
