@@ -181,3 +181,58 @@ func TestKustomizationOnAPIServer(t *testing.T) {
 	}
 	assert.Nil(t, k.Status.Inventory)
 }
+
+// TestKustomizationForceOnAPIServer: the API server refuses to change an
+// immutable ConfigMap; without spec.force the reconcile fails naming the
+// object, with it the ConfigMap is deleted and created anew.
+func TestKustomizationForceOnAPIServer(t *testing.T) {
+	c := admin(t, "member1")
+	const ns = "ks-force"
+	namespace(t, c, ns)
+	tree := func(value string) fstest.MapFS {
+		return fstest.MapFS{
+			"kustomization.yaml": {Data: []byte("resources: [cm.yaml]\n")},
+			"cm.yaml":            {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\n  namespace: " + ns + "\nimmutable: true\ndata:\n  k: " + value + "\n")},
+		}
+	}
+	src := &ksSource{}
+	src.set("1", tree("one"))
+	r, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{Sources: src, PollInterval: 200 * time.Millisecond})
+	require.NoError(t, err)
+	k := &release.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "ks-force", Namespace: "flux-system"},
+		Spec: release.KustomizationSpec{
+			Interval: metav1.Duration{Duration: 5 * time.Minute}, Prune: true,
+			SourceRef: release.KustomizationSourceReference{Kind: "GitRepository", Name: "fleet"},
+		},
+	}
+	k.Default()
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = r.Delete(cctx, c, k)
+	})
+	_, err = r.Reconcile(ctx(t), c, k)
+	require.NoError(t, err)
+	ref := release.ObjectRef{GroupVersionKind: configMapGVK, Namespace: ns, Name: "frozen"}
+	first, err := c.Get(ctx(t), ref)
+	require.NoError(t, err)
+
+	src.set("2", tree("two"))
+	_, err = r.Reconcile(ctx(t), c, k)
+	var ae *kustomize.ApplyError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "frozen", ae.Object.Name)
+	assert.Contains(t, err.Error(), "immutable")
+	assert.Equal(t, release.ReasonReconciliationFailed, k.Status.GetCondition(release.ConditionReady).Reason)
+
+	k.Spec.Force = true
+	res, err := r.Reconcile(ctx(t), c, k)
+	require.NoError(t, err)
+	require.Len(t, res.Applied, 1)
+	assert.Equal(t, kustomize.ActionCreated, res.Applied[0].Action, "recreated")
+	second, err := c.Get(ctx(t), ref)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"k": "two"}, second.Object["data"])
+	assert.NotEqual(t, first.GetUID(), second.GetUID())
+}
