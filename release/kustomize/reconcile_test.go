@@ -235,7 +235,7 @@ func TestReconcileHealthCheckFails(t *testing.T) {
 	c.SetHealth(func(o *unstructured.Unstructured) memory.Health {
 		return memory.Health{Ready: o.GetKind() != "Widget", Message: "rolling out"}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	_, err = r.Reconcile(ctx, c, k)
 	require.ErrorAs(t, err, &he)
