@@ -8,7 +8,12 @@
 // names its HelmRelease type Release, while controller-gen names a kind
 // after its Go type.
 //
-//	go run hack/apitypes.go -out DIR -group G -version V [-rename Old=New,…] FILE…
+// -omit drops type declarations, so that the kinds of one group can be
+// generated from files that also declare another group's kinds (a
+// Kustomization refers to types of release/types.go, which also declares
+// Release).
+//
+//	go run hack/apitypes.go -out DIR -group G -version V [-rename Old=New,…] [-omit T,…] FILE…
 package main
 
 import (
@@ -31,14 +36,15 @@ func main() {
 	group := flag.String("group", "", "API group (+groupName)")
 	version := flag.String("version", "", "API version (+versionName)")
 	rename := flag.String("rename", "", "comma-separated Old=New type renames")
+	omit := flag.String("omit", "", "comma-separated types to leave out")
 	flag.Parse()
-	if err := run(*out, *group, *version, *rename, flag.Args()); err != nil {
+	if err := run(*out, *group, *version, *rename, *omit, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "apitypes:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, group, version, rename string, files []string) error {
+func run(out, group, version, rename, omit string, files []string) error {
 	if out == "" || group == "" || version == "" || len(files) == 0 {
 		return fmt.Errorf("usage: -out DIR -group G -version V [-rename Old=New,...] FILE...")
 	}
@@ -46,6 +52,12 @@ func run(out, group, version, rename string, files []string) error {
 	for _, kv := range strings.Split(rename, ",") {
 		if old, nu, ok := strings.Cut(kv, "="); ok {
 			renames[old] = nu
+		}
+	}
+	omitted := map[string]bool{}
+	for _, t := range strings.Split(omit, ",") {
+		if t != "" {
+			omitted[t] = true
 		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -57,7 +69,7 @@ func run(out, group, version, rename string, files []string) error {
 		return err
 	}
 	for _, name := range files {
-		src, err := typesOnly(name, pkg, renames)
+		src, err := typesOnly(name, pkg, renames, omitted)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -68,9 +80,9 @@ func run(out, group, version, rename string, files []string) error {
 	return nil
 }
 
-// typesOnly returns the file's type declarations, with the imports they
-// use, as a file of package pkg.
-func typesOnly(name, pkg string, renames map[string]string) ([]byte, error) {
+// typesOnly returns the file's type declarations but the omitted ones,
+// with the imports they use, as a file of package pkg.
+func typesOnly(name, pkg string, renames map[string]string, omitted map[string]bool) ([]byte, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
 	if err != nil {
@@ -79,7 +91,7 @@ func typesOnly(name, pkg string, renames map[string]string) ([]byte, error) {
 	cmap := ast.NewCommentMap(fset, f, f.Comments)
 	var decls []ast.Decl
 	for _, d := range f.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE && !omittedDecl(g, omitted) {
 			decls = append(decls, d)
 		}
 	}
@@ -132,4 +144,15 @@ func typesOnly(name, pkg string, renames map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	return format.Source(buf.Bytes())
+}
+
+// omittedDecl reports whether a type declaration declares only omitted
+// types.
+func omittedDecl(g *ast.GenDecl, omitted map[string]bool) bool {
+	for _, s := range g.Specs {
+		if !omitted[s.(*ast.TypeSpec).Name.Name] {
+			return false
+		}
+	}
+	return len(g.Specs) > 0
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates what is derived from the API types of release/ and source/
-# (their kubebuilder markers, in release/types.go and source/api.go):
+# (their kubebuilder markers, in release/types.go,
+# release/types_kustomization.go and source/api.go):
 #   - release/zz_generated.deepcopy.go and source/zz_generated.deepcopy.go
 #     (release/deepcopy.go holds the copies written by hand);
 #   - the CRDs in release/crds/, one file per kind.
@@ -21,5 +22,7 @@ trap 'rm -rf "$scratch"' EXIT
 go run hack/apitypes.go -out "$scratch/helm" -group helm.toolkit.fluxcd.io -version v2 \
 	-rename Release=HelmRelease,ReleaseList=HelmReleaseList release/types.go release/status.go
 go run hack/apitypes.go -out "$scratch/source" -group source.toolkit.fluxcd.io -version v1 source/api.go
+go run hack/apitypes.go -out "$scratch/kustomize" -group kustomize.toolkit.fluxcd.io -version v1 \
+	-omit Release,ReleaseList release/types_kustomization.go release/types.go release/status.go
 rm -f release/crds/*.yaml
-controller_gen crd:crdVersions=v1 paths="$scratch/helm" paths="$scratch/source" output:crd:artifacts:config=release/crds
+controller_gen crd:crdVersions=v1 paths="$scratch/helm" paths="$scratch/source" paths="$scratch/kustomize" output:crd:artifacts:config=release/crds

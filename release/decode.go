@@ -30,6 +30,9 @@ type Objects struct {
 	// Policies are the Karmada propagation and override policies
 	// (policy.karmada.io/v1alpha1), ready for policy.NewEngine.
 	Policies policy.Set
+	// Kustomizations are the Flux Kustomizations
+	// (kustomize.toolkit.fluxcd.io/v1).
+	Kustomizations []*Kustomization
 }
 
 // Problem is one thing wrong with one document of a stream.
@@ -135,6 +138,9 @@ func decoders() map[schema.GroupKind]map[string]decodeFunc {
 			Version:        into(func(o *Objects, r *Release) { o.Releases = append(o.Releases, r) }),
 			VersionV2Beta2: converted(convertV2Beta2),
 			VersionV2Beta1: converted(convertV2Beta1),
+		},
+		{Group: KustomizationGroup, Kind: KustomizationKind}: {
+			KustomizationVersion: into(func(o *Objects, k *Kustomization) { o.Kustomizations = append(o.Kustomizations, k) }),
 		},
 		{Group: source.Group, Kind: source.KindHelmRepository}: versions(into(func(o *Objects, r *source.HelmRepository) {
 			o.HelmRepositories = append(o.HelmRepositories, r)

@@ -288,10 +288,10 @@ spec:
 		},
 		{
 			name:  "unknown kind",
-			yaml:  "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps}\n",
+			yaml:  "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: apps}\n",
 			path:  "kind",
-			value: "Kustomization",
-			want:  `document 1 (Kustomization apps, line 2): kind: unknown kind "Kustomization" of apiVersion "kustomize.toolkit.fluxcd.io/v1"; accepted: helm.toolkit.fluxcd.io/v2 HelmRelease,`,
+			value: "ImagePolicy",
+			want:  `document 1 (ImagePolicy apps, line 2): kind: unknown kind "ImagePolicy" of apiVersion "image.toolkit.fluxcd.io/v1"; accepted: helm.toolkit.fluxcd.io/v2 HelmRelease,`,
 		},
 		{
 			name: "missing kind",

@@ -167,7 +167,8 @@ func defaultStrategy(name *string, retry **metav1.Duration) {
 	}
 }
 
-// Default defaults every Release (Release.Default) and gives every source
+// Default defaults every Release (Release.Default) and Kustomization
+// (Kustomization.Default) and gives every source
 // object without a namespace the namespace "default".
 func (o *Objects) Default() {
 	for _, r := range o.Releases {
@@ -181,6 +182,9 @@ func (o *Objects) Default() {
 	}
 	for _, c := range o.HelmCharts {
 		setString(&c.Namespace, metav1.NamespaceDefault)
+	}
+	for _, k := range o.Kustomizations {
+		k.Default()
 	}
 }
 

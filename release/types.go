@@ -262,17 +262,33 @@ type LocalObjectReference struct {
 	Name string `json:"name"`
 }
 
-// DependencyReference names a Release this one depends on.
+// DependencyReference names a Release or Kustomization this one depends
+// on.
 //
 // +kubebuilder:object:generate=true
 type DependencyReference struct {
-	// Name of the Release.
+	// Name of the dependency.
 	Name string `json:"name"`
-	// Namespace of the Release; default the dependent's namespace.
+	// Namespace of the dependency; default the dependent's namespace.
 	Namespace string `json:"namespace,omitempty"`
+	// Kind of the dependency, HelmRelease or Kustomization; default the
+	// dependent's own kind, as in Flux. A helmfleet extension: Flux
+	// depends only on objects of the dependent's own kind.
+	// +kubebuilder:validation:Enum=HelmRelease;Kustomization
+	// +optional
+	Kind string `json:"kind,omitempty"`
 	// ReadyExpr is a CEL expression deciding readiness (Flux 2.7). Kept
 	// for compatibility; helmfleet uses the Ready condition.
 	ReadyExpr string `json:"readyExpr,omitempty"`
+}
+
+// GetKind returns Kind, or dependent (the dependent's own kind) when Kind
+// is empty.
+func (in DependencyReference) GetKind(dependent string) string {
+	if in.Kind == "" {
+		return dependent
+	}
+	return in.Kind
 }
 
 // HelmChartTemplate is the template of the HelmChart a Release takes its

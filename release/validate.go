@@ -106,17 +106,7 @@ func (in *Release) Validate() error {
 	}
 	validateNamespace(&p, "spec.targetNamespace", s.TargetNamespace)
 	validateNamespace(&p, "spec.storageNamespace", s.StorageNamespace)
-	for i, d := range s.DependsOn {
-		path := fmt.Sprintf("spec.dependsOn[%d]", i)
-		validateRefName(&p, path, d.Name, d.Namespace)
-		ns := d.Namespace
-		if ns == "" {
-			ns = in.Namespace
-		}
-		if d.Name == in.Name && ns == in.Namespace {
-			p.add(path+".name", d.Name, "a Release cannot depend on itself")
-		}
-	}
+	validateDependsOn(&p, Kind, "Release", in.ObjectMeta, s.DependsOn)
 	validateDuration(&p, "spec.timeout", s.Timeout)
 	if s.MaxHistory != nil && *s.MaxHistory < 0 {
 		p.add("spec.maxHistory", fmt.Sprint(*s.MaxHistory), "must not be negative (0 means unlimited)")
@@ -155,6 +145,24 @@ func (in *Release) Validate() error {
 		validateAnnotations(&p, "spec.commonMetadata.annotations", m.Annotations)
 	}
 	return p.err(Kind, in.ObjectMeta)
+}
+
+// validateDependsOn checks spec.dependsOn of an object of kind own (noun
+// in messages): names, namespaces, kinds (HelmRelease or Kustomization,
+// empty for own) and that the object does not depend on itself.
+func validateDependsOn(p *problems, own, noun string, m metav1.ObjectMeta, deps []DependencyReference) {
+	for i, d := range deps {
+		path := fmt.Sprintf("spec.dependsOn[%d]", i)
+		validateRefName(p, path, d.Name, d.Namespace)
+		validateEnum(p, path+".kind", d.Kind, Kind, KustomizationKind)
+		ns := d.Namespace
+		if ns == "" {
+			ns = m.Namespace
+		}
+		if d.Name == m.Name && ns == m.Namespace && d.GetKind(own) == own {
+			p.add(path+".name", d.Name, "a %s cannot depend on itself", noun)
+		}
+	}
 }
 
 func validateMeta(p *problems, m metav1.ObjectMeta) {
@@ -658,6 +666,11 @@ func (o *Objects) Validate() error {
 	}
 	for _, c := range o.HelmCharts {
 		if err := ValidateHelmChart(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, k := range o.Kustomizations {
+		if err := k.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}

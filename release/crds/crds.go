@@ -1,8 +1,9 @@
 // Package crds holds the CustomResourceDefinitions
 // (apiextensions.k8s.io/v1) of the kinds helmfleet reads and writes as
 // typed objects: HelmRelease (helm.toolkit.fluxcd.io/v2, Go type
-// release.Release) and HelmRepository, OCIRepository and HelmChart
-// (source.toolkit.fluxcd.io/v1, package source). They are generated from
+// release.Release), Kustomization (kustomize.toolkit.fluxcd.io/v1, Go
+// type release.Kustomization) and HelmRepository, OCIRepository and
+// HelmChart (source.toolkit.fluxcd.io/v1, package source). They are generated from
 // the Go types by hack/generate.sh (controller-gen), with structural
 // schemas, the status subresource and Flux's printer columns, and are
 // committed here as YAML, one file per kind, named <group>_<plural>.yaml.

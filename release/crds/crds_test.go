@@ -72,6 +72,7 @@ var kinds = []struct {
 	{source.GroupVersion, "HelmRepository", "helmrepositories", source.HelmRepository{}, []string{"URL", "Age", "Ready", "Status"}},
 	{source.GroupVersion, "OCIRepository", "ocirepositories", source.OCIRepository{}, []string{"URL", "Ready", "Status", "Age"}},
 	{source.GroupVersion, "HelmChart", "helmcharts", source.HelmChart{}, []string{"Chart", "Version", "Source Kind", "Source Name", "Age", "Ready", "Status"}},
+	{release.KustomizationGroupVersion, "Kustomization", "kustomizations", release.Kustomization{}, []string{"Age", "Ready", "Status"}},
 }
 
 func TestCRDs(t *testing.T) {
@@ -183,7 +184,7 @@ func samples(t *testing.T, dirs ...string) []sample {
 				require.NoError(t, yaml.Unmarshal(doc, &u), file)
 				gv, err := schema.ParseGroupVersion(u.APIVersion)
 				require.NoError(t, err, file)
-				if gv.Group != release.Group && gv.Group != source.Group {
+				if gv.Group != release.Group && gv.Group != source.Group && gv.Group != release.KustomizationGroup {
 					continue
 				}
 				if !modeled(u.Kind) {
@@ -218,7 +219,7 @@ var fragments = map[string]bool{"seed001.yaml backend": true, "seed001.yaml fron
 // converted). Each must validate and lose no field to pruning.
 func TestSamplesValidate(t *testing.T) {
 	all := loadCRDs(t)
-	docs := samples(t, "testdata/flux/helm-controller", "testdata/flux/source-controller", "../testdata/decode")
+	docs := samples(t, "testdata/flux/helm-controller", "testdata/flux/source-controller", "testdata/flux/kustomize-controller", "../testdata/decode")
 	counts := map[string]int{}
 	for _, d := range docs {
 		l := all[d.gvk.GroupKind()]
@@ -240,6 +241,8 @@ func TestSamplesValidate(t *testing.T) {
 			typed = objs.OCIRepositories[0]
 		case len(objs.HelmCharts) == 1:
 			typed = objs.HelmCharts[0]
+		case len(objs.Kustomizations) == 1:
+			typed = objs.Kustomizations[0]
 		default:
 			t.Fatalf("%s: Decode returned no single object: %+v", id, objs)
 		}
@@ -263,6 +266,7 @@ func TestSamplesValidate(t *testing.T) {
 		"helm-controller HelmRelease", "helm-controller HelmRepository", "helm-controller OCIRepository",
 		"source-controller HelmRepository", "source-controller OCIRepository", "source-controller HelmChart",
 		"decode HelmRelease", "decode HelmRepository", "decode OCIRepository",
+		"kustomize-controller Kustomization",
 	} {
 		assert.Positive(t, counts[want], "no %s sample validated", want)
 	}

@@ -50,7 +50,7 @@ func oracle(t testing.TB, root, dir string, o kustomize.Options) resmap.ResMap {
 // than keeps plain.
 func decodedByHelmfleet(group, kind string) bool {
 	switch group + " " + kind {
-	case "helm.toolkit.fluxcd.io HelmRelease",
+	case "helm.toolkit.fluxcd.io HelmRelease", "kustomize.toolkit.fluxcd.io Kustomization",
 		"source.toolkit.fluxcd.io HelmRepository", "source.toolkit.fluxcd.io OCIRepository", "source.toolkit.fluxcd.io HelmChart",
 		"policy.karmada.io PropagationPolicy", "policy.karmada.io ClusterPropagationPolicy",
 		"policy.karmada.io OverridePolicy", "policy.karmada.io ClusterOverridePolicy":

@@ -126,14 +126,15 @@ func TestSeed003Environments(t *testing.T) {
 		assert.Equal(t, []kustomize.Origin{{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "backups.example.com", File: "infrastructure/crds/backups.example.com.yaml"}}, res.Origins)
 	})
 
-	t.Run("clusters/dev: Flux Kustomizations are plain objects, not followed", func(t *testing.T) {
+	t.Run("clusters/dev: Flux Kustomizations are decoded, not followed", func(t *testing.T) {
 		res := build(t, "clusters/dev")
-		ks := plainByKind(res, "Kustomization")
+		assert.Empty(t, plainByKind(res, "Kustomization"))
+		ks := res.Objects.Kustomizations
 		require.Len(t, ks, 3)
 		var paths []string
 		for _, k := range ks {
-			p, _, _ := unstructured.NestedString(k.Object, "spec", "path")
-			paths = append(paths, p)
+			paths = append(paths, k.Spec.Path)
+			assert.Equal(t, "flux-system", k.Spec.SourceRef.Namespace, "defaulted by release.Load")
 		}
 		assert.ElementsMatch(t, []string{"./infrastructure/crds", "./infrastructure/dev", "./apps/dev"}, paths)
 		assert.Equal(t, []string{"clusters/dev/apps.yaml", "clusters/dev/infrastructure-crds.yaml", "clusters/dev/infrastructure.yaml", "clusters/dev/kustomization.yaml"}, res.Files)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -33,8 +34,33 @@ type walker struct {
 	visits   map[string]int64  // kustomization directory: kustomizations it includes, itself too
 	stack    []string          // kustomization directories being walked
 	warnings []string
-	secrets  []string // values a Secret generator reads, to mask in errors
+	secrets  []string        // values a Secret generator reads, to mask in errors
+	seeded   map[string]bool // files put in files by seed, not read from fsys
 }
+
+// seed makes p a file of the tree with content data, whether or not
+// fsys has it: the kustomization file a Flux Kustomization's settings
+// change or generate. It must be called before the walk.
+func (w *walker) seed(p string, data []byte) {
+	if w.seeded == nil {
+		w.seeded = map[string]bool{}
+	}
+	w.seeded[p] = true
+	w.files[p] = data
+}
+
+// seededInfo is the fs.FileInfo of a seeded file.
+type seededInfo struct {
+	name string
+	size int64
+}
+
+func (i seededInfo) Name() string       { return path.Base(i.name) }
+func (i seededInfo) Size() int64        { return i.size }
+func (i seededInfo) Mode() fs.FileMode  { return 0o444 }
+func (i seededInfo) ModTime() time.Time { return time.Time{} }
+func (i seededInfo) IsDir() bool        { return false }
+func (i seededInfo) Sys() any           { return nil }
 
 func newWalker(ctx context.Context, fsys fs.FS, opts Options) *walker {
 	return &walker{ctx: ctx, fsys: fsys, opts: opts, files: map[string][]byte{}, visits: map[string]int64{}}
@@ -432,6 +458,9 @@ func checkPluginConfigs(data []byte) error {
 // stat returns what p is, after checking that neither p nor any of its
 // parents is a symbolic link that leaves the file system.
 func (w *walker) stat(p string) (fs.FileInfo, error) {
+	if w.seeded[p] {
+		return seededInfo{name: p, size: int64(len(w.files[p]))}, nil
+	}
 	if err := w.checkLinks(p); err != nil {
 		return nil, err
 	}

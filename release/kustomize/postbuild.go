@@ -1,0 +1,210 @@
+package kustomize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/values"
+)
+
+// SubstituteKey is the label or annotation that, set to "disabled" on an
+// object, leaves the object out of post-build substitution, as in Flux.
+const SubstituteKey = "kustomize.toolkit.fluxcd.io/substitute"
+
+// Variables are the post-build variables of one Kustomization, with the
+// values that came from Secrets, for masking.
+type Variables struct {
+	// Values by name.
+	Values map[string]string
+	// Secret lists the values read from Secrets.
+	Secret []string
+}
+
+// VariablesError says why a Kustomization's variables could not be
+// read: a substituteFrom object that is absent (and not optional) or
+// unreadable, or a variable name Flux refuses.
+type VariablesError struct {
+	// Kustomization is namespace/name.
+	Kustomization string
+	// Source is the substituteFrom object, Kind/name, or
+	// "spec.postBuild.substitute".
+	Source string
+	// Variable is the name at fault, if one is.
+	Variable string
+	// Err says what is wrong.
+	Err error
+}
+
+func (e *VariablesError) Error() string {
+	msg := fmt.Sprintf("Kustomization %s: postBuild: %s", e.Kustomization, e.Source)
+	if e.Variable != "" {
+		msg += fmt.Sprintf(": variable %q", e.Variable)
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *VariablesError) Unwrap() error { return e.Err }
+
+// LoadVariables reads the variables of k's postBuild as Flux does: the
+// data of each substituteFrom ConfigMap and Secret in order, a later one
+// overriding an earlier one, then spec.postBuild.substitute over them
+// all; newlines are removed from every value. An optional object that is
+// absent counts as empty; any other read error, or a name that is not a
+// variable name (release.VariableNameRe), is a *VariablesError. A nil
+// reader is an error only when substituteFrom names something.
+func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomization) (*Variables, error) {
+	vars := &Variables{Values: map[string]string{}}
+	pb := k.Spec.PostBuild
+	if pb == nil {
+		return vars, nil
+	}
+	name := k.Namespace + "/" + k.Name
+	for _, ref := range pb.SubstituteFrom {
+		src := ref.Kind + "/" + ref.Name
+		if reader == nil {
+			return nil, &VariablesError{Kustomization: name, Source: src, Err: errors.New("no reader of ConfigMaps and Secrets is configured")}
+		}
+		data, err := reader.Read(ctx, values.Kind(ref.Kind), k.Namespace, ref.Name)
+		if err != nil {
+			if ref.Optional && (errors.Is(err, values.ErrNotFound) || errors.Is(err, release.ErrNotFound)) {
+				continue
+			}
+			return nil, &VariablesError{Kustomization: name, Source: src, Err: err}
+		}
+		for _, key := range slices.Sorted(maps.Keys(data)) {
+			if !release.VariableNameRe.MatchString(key) {
+				return nil, &VariablesError{Kustomization: name, Source: src, Variable: key, Err: fmt.Errorf("invalid variable name: must match %s", release.VariableNameRe)}
+			}
+			v := strings.ReplaceAll(string(data[key]), "\n", "")
+			vars.Values[key] = v
+			if ref.Kind == string(values.KindSecret) && v != "" {
+				vars.Secret = append(vars.Secret, v)
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(pb.Substitute)) {
+		if !release.VariableNameRe.MatchString(key) {
+			return nil, &VariablesError{Kustomization: name, Source: "spec.postBuild.substitute", Variable: key, Err: fmt.Errorf("invalid variable name: must match %s", release.VariableNameRe)}
+		}
+		vars.Values[key] = strings.ReplaceAll(pb.Substitute[key], "\n", "")
+	}
+	return vars, nil
+}
+
+// SubstituteProblem is one object whose substitution failed.
+type SubstituteProblem struct {
+	// File the object came from, if kustomize knows it.
+	File string
+	// Kind, Namespace and Name of the object.
+	Kind, Namespace, Name string
+	// Variable is the unset variable, if that is the problem.
+	Variable string
+	// Err says what is wrong.
+	Err error
+}
+
+// Object returns "Kind namespace/name".
+func (p SubstituteProblem) Object() string {
+	if p.Namespace == "" {
+		return p.Kind + " " + p.Name
+	}
+	return p.Kind + " " + p.Namespace + "/" + p.Name
+}
+
+func (p SubstituteProblem) String() string {
+	where := p.Object()
+	if p.File != "" {
+		where = p.File + ": " + where
+	}
+	return where + ": " + p.Err.Error()
+}
+
+// SubstituteError reports every object of a Kustomization's build whose
+// post-build substitution failed: an unset variable without a default
+// (an *UnsetError), or an expression that does not parse.
+type SubstituteError struct {
+	// Kustomization is namespace/name.
+	Kustomization string
+	// Problems, in output order.
+	Problems []SubstituteProblem
+}
+
+func (e *SubstituteError) Error() string {
+	if len(e.Problems) == 1 {
+		return fmt.Sprintf("Kustomization %s: postBuild substitution: %s", e.Kustomization, e.Problems[0])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Kustomization %s: postBuild substitution: %d problems:", e.Kustomization, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// substituteAll is the post hook of a Kustomization's build: it
+// substitutes vars in every object but those labelled or annotated
+// SubstituteKey: disabled, as Flux does (the object's YAML text, then
+// read back). With no variables, it substitutes only when always is set
+// (postBuild.substituteStrategy Always). strict makes an unset variable
+// without a default an error, as Flux's StrictPostBuildSubstitutions
+// (the default since kustomize-controller v1.9); otherwise it is empty.
+func substituteAll(k *release.Kustomization, vars *Variables, always, strict bool) func(resmap.ResMap, []string) error {
+	return func(m resmap.ResMap, files []string) error {
+		if len(vars.Values) == 0 && !always {
+			return nil
+		}
+		lookup := func(name string) (string, bool) {
+			v, ok := vars.Values[name]
+			return v, ok || !strict
+		}
+		serr := &SubstituteError{Kustomization: k.Namespace + "/" + k.Name}
+		for i, r := range m.Resources() {
+			if r.GetLabels()[SubstituteKey] == "disabled" || r.GetAnnotations()[SubstituteKey] == "disabled" {
+				continue
+			}
+			fail := func(err error) {
+				p := SubstituteProblem{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName(), Err: err}
+				if files != nil {
+					p.File = files[i]
+				}
+				if ue, ok := errors.AsType[*UnsetError](err); ok {
+					p.Variable = ue.Variable
+				} else if len(vars.Secret) > 0 {
+					p.Err = errors.New(mask(err.Error(), vars.Secret)) // no Secret value in errors
+				}
+				serr.Problems = append(serr.Problems, p)
+			}
+			y, err := r.AsYAML()
+			if err != nil {
+				fail(err)
+				continue
+			}
+			out, err := substitute(string(y), lookup)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			j, err := yaml.YAMLToJSON([]byte(out))
+			if err != nil {
+				fail(fmt.Errorf("the substituted object is no YAML: %w", err))
+				continue
+			}
+			if err := r.UnmarshalJSON(j); err != nil {
+				fail(fmt.Errorf("the substituted object is no object: %w", err))
+			}
+		}
+		if len(serr.Problems) > 0 {
+			return serr
+		}
+		return nil
+	}
+}

@@ -1,0 +1,455 @@
+package release
+
+import (
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// API group, version and kind of a Kustomization document: Flux's
+// kustomize.toolkit.fluxcd.io/v1 Kustomization, field for field with the
+// same JSON names (kustomize-controller v1.6, plus ignoreMissingComponents
+// and postBuild.substituteStrategy of later versions), so Flux YAML
+// decodes unchanged.
+const (
+	// KustomizationGroup is the API group of a Kustomization.
+	KustomizationGroup = "kustomize.toolkit.fluxcd.io"
+	// KustomizationVersion is the API version Kustomization models.
+	KustomizationVersion = "v1"
+	// KustomizationKind is the kind of a Kustomization document.
+	KustomizationKind = "Kustomization"
+	// KustomizationAPIVersion is KustomizationGroup/KustomizationVersion.
+	KustomizationAPIVersion = KustomizationGroup + "/" + KustomizationVersion
+)
+
+// Deletion policies of a Kustomization (spec.deletionPolicy), as Flux's.
+const (
+	// DeletionPolicyMirrorPrune deletes the inventory when spec.prune is
+	// true and orphans it otherwise; the default.
+	DeletionPolicyMirrorPrune = "MirrorPrune"
+	// DeletionPolicyDelete deletes the inventory.
+	DeletionPolicyDelete = "Delete"
+	// DeletionPolicyWaitForTermination deletes the inventory and waits
+	// until its objects are gone.
+	DeletionPolicyWaitForTermination = "WaitForTermination"
+	// DeletionPolicyOrphan leaves the inventory in the cluster.
+	DeletionPolicyOrphan = "Orphan"
+)
+
+// Substitute strategies of a Kustomization's postBuild.
+const (
+	// SubstituteStrategyWithVariables substitutes only when at least one
+	// variable is defined (inline or from a ConfigMap or Secret); the
+	// default.
+	SubstituteStrategyWithVariables = "WithVariables"
+	// SubstituteStrategyAlways substitutes even when no variable is
+	// defined, so that ${var:=default} takes its default.
+	SubstituteStrategyAlways = "Always"
+)
+
+// Kustomization is Flux's Kustomization (kustomize.toolkit.fluxcd.io/v1):
+// a directory of a source, built with kustomize, post-processed
+// (targetNamespace, patches, substitution, …) and applied server-side to
+// one cluster, with its objects kept in an inventory, pruned and waited
+// for. Decode it with Decode (or Load, which also defaults and
+// validates). It is a runtime.Object registered by AddToScheme.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=kustomizations,singular=kustomization,shortName=ks,categories=all;fluxcd;fluxcd-appliers
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
+// +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+type Kustomization struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	Spec KustomizationSpec `json:"spec,omitempty"`
+	// Status is the observed state, as the reconciler records it.
+	Status KustomizationStatus `json:"status,omitempty"`
+}
+
+// KustomizationList is a list of Kustomizations, as the API server
+// returns it.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+type KustomizationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Kustomizations.
+	Items []Kustomization `json:"items"`
+}
+
+// KustomizationSpec is Flux's KustomizationSpec: which directory of which
+// source, how to transform its build, and how to apply, prune and wait.
+//
+// +kubebuilder:object:generate=true
+type KustomizationSpec struct {
+	// SourceRef names the source holding the directory.
+	// +required
+	SourceRef KustomizationSourceReference `json:"sourceRef"`
+	// Path of the directory in the source, holding a kustomization.yaml
+	// or plain YAML files a kustomization is generated for; default the
+	// source's root.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// Interval at which to reconcile the Kustomization.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +required
+	Interval metav1.Duration `json:"interval"`
+	// RetryInterval after a failed reconcile; default spec.interval.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+	// Timeout of apply and health checking; default spec.interval less
+	// 30s, at least 30s.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DependsOn lists Kustomizations (or, with kind, HelmReleases) that
+	// must be ready first.
+	// +optional
+	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+	// Prune deletes the objects that left the build since the last
+	// apply.
+	// +required
+	Prune bool `json:"prune"`
+	// DeletionPolicy says what deleting the Kustomization does to its
+	// objects: MirrorPrune (the default), Delete, WaitForTermination or
+	// Orphan.
+	// +kubebuilder:validation:Enum=MirrorPrune;Delete;WaitForTermination;Orphan
+	// +optional
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+	// Wait checks the health of every applied object; healthChecks are
+	// then ignored.
+	// +optional
+	Wait bool `json:"wait,omitempty"`
+	// HealthChecks lists objects whose health is checked after apply.
+	// +optional
+	HealthChecks []NamespacedObjectKindReference `json:"healthChecks,omitempty"`
+	// TargetNamespace sets or overrides the namespace of every
+	// namespaced object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// NamePrefix is prepended to every object's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	NamePrefix string `json:"namePrefix,omitempty"`
+	// NameSuffix is appended to every object's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	NameSuffix string `json:"nameSuffix,omitempty"`
+	// CommonMetadata labels and annotations are set on every object,
+	// overriding any of the same key.
+	// +optional
+	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+	// Patches are strategic merge or JSON 6902 patches, with optional
+	// targets.
+	// +optional
+	Patches []Patch `json:"patches,omitempty"`
+	// Images change image names, tags or digests.
+	// +optional
+	Images []Image `json:"images,omitempty"`
+	// Components are paths, relative to spec.path, of kustomize
+	// components to add.
+	// +optional
+	Components []string `json:"components,omitempty"`
+	// IgnoreMissingComponents drops the components that do not exist
+	// instead of failing.
+	// +optional
+	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+	// Suspend skips reconciliation.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// PostBuild substitutes variables in the built objects.
+	// +optional
+	PostBuild *PostBuild `json:"postBuild,omitempty"`
+	// Force recreates objects whose update fails on an immutable field.
+	// +optional
+	Force bool `json:"force,omitempty"`
+	// KubeConfig names a kubeconfig of a remote cluster. Not supported:
+	// helmfleet reaches clusters through the caller's cluster backends;
+	// Validate rejects it.
+	// +optional
+	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+	// ServiceAccountName to impersonate. Not acted on: objects are
+	// applied with the caller's credentials; Warnings says so.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Decryption of SOPS-encrypted Secrets. Not supported; Validate
+	// rejects it.
+	// +optional
+	Decryption *Decryption `json:"decryption,omitempty"`
+	// HealthCheckExprs are CEL health checks of custom resources. Not
+	// supported; Validate rejects them.
+	// +optional
+	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+}
+
+// KustomizationSourceReference names the source of a Kustomization
+// (Flux's kustomize v1 CrossNamespaceSourceReference).
+//
+// +kubebuilder:object:generate=true
+type KustomizationSourceReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind is OCIRepository, GitRepository, Bucket or ExternalArtifact.
+	// +kubebuilder:validation:Enum=OCIRepository;GitRepository;Bucket;ExternalArtifact
+	// +required
+	Kind string `json:"kind"`
+	// Name of the referent.
+	// +required
+	Name string `json:"name"`
+	// Namespace of the referent; default the Kustomization's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Source kinds a Kustomization may take its directory from.
+const (
+	// SourceKindExternalArtifact is a Flux ExternalArtifact.
+	SourceKindExternalArtifact = "ExternalArtifact"
+)
+
+// NamespacedObjectKindReference names one object by API version, kind,
+// name and namespace (Flux's meta.NamespacedObjectKindReference).
+//
+// +kubebuilder:object:generate=true
+type NamespacedObjectKindReference struct {
+	// APIVersion of the referent.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the referent.
+	// +required
+	Kind string `json:"kind"`
+	// Name of the referent.
+	// +required
+	Name string `json:"name"`
+	// Namespace of the referent; default the Kustomization's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// PostBuild says which variables to substitute in the built objects.
+//
+// +kubebuilder:object:generate=true
+type PostBuild struct {
+	// SubstituteStrategy is WithVariables (the default: substitute only
+	// when a variable is defined) or Always.
+	// +kubebuilder:validation:Enum=WithVariables;Always
+	// +optional
+	SubstituteStrategy string `json:"substituteStrategy,omitempty"`
+	// Substitute maps variable names to values; it takes precedence over
+	// substituteFrom.
+	// +optional
+	Substitute map[string]string `json:"substitute,omitempty"`
+	// SubstituteFrom names ConfigMaps and Secrets whose data are
+	// variables, read in order, a later one overriding an earlier one.
+	// +optional
+	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
+}
+
+// SubstituteReference names a ConfigMap or Secret of variables in the
+// Kustomization's namespace.
+//
+// +kubebuilder:object:generate=true
+type SubstituteReference struct {
+	// Kind is ConfigMap or Secret.
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	// +required
+	Kind string `json:"kind"`
+	// Name of the referent.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// Optional tolerates an absent referent, as if it were empty.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Decryption is Flux's SOPS decryption setting; helmfleet does not
+// decrypt.
+//
+// +kubebuilder:object:generate=true
+type Decryption struct {
+	// Provider is sops.
+	// +kubebuilder:validation:Enum=sops
+	// +required
+	Provider string `json:"provider"`
+	// ServiceAccountName for KMS authentication.
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// SecretRef names a Secret of decryption keys.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// KustomizationStatus is Flux's KustomizationStatus.
+//
+// +kubebuilder:object:generate=true
+type KustomizationStatus struct {
+	// LastHandledReconcileAt is the last reconcile request handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// ObservedGeneration is the last generation reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Reconciling, Stalled, Healthy.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastAppliedRevision is the source revision last applied
+	// successfully.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAppliedOriginRevision is the origin revision of the source
+	// last applied successfully.
+	// +optional
+	LastAppliedOriginRevision string `json:"lastAppliedOriginRevision,omitempty"`
+	// LastAttemptedRevision is the source revision of the last attempt.
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// Inventory lists the objects applied, as
+	// <namespace>_<name>_<group>_<kind> with their API version.
+	// +optional
+	Inventory *ResourceInventory `json:"inventory,omitempty"`
+}
+
+// Condition types a Kustomization carries besides Ready, Reconciling and
+// Stalled, as Flux sets them.
+const (
+	// ConditionHealthy is True when the health checks passed.
+	ConditionHealthy = "Healthy"
+)
+
+// Condition reasons of a Kustomization that a Release does not use, as
+// Flux's kustomize-controller sets them (it shares ReasonProgressing,
+// ReasonReconciliationSucceeded, ReasonReconciliationFailed,
+// ReasonDependencyNotReady and ReasonArtifactFailed with a Release).
+const (
+	// ReasonHealthCheckFailed: an object is not healthy within the
+	// timeout.
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonBuildFailed: kustomize build or substitution failed.
+	ReasonBuildFailed = "BuildFailed"
+	// ReasonPruneFailed: garbage collection failed.
+	ReasonPruneFailed = "PruneFailed"
+	// ReasonSucceeded: the health checks passed.
+	ReasonSucceeded = "Succeeded"
+	// ReasonInvalidSpec: the spec fails Validate; a helmfleet reason
+	// (Flux's API server refuses such a spec before the controller).
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// GetTimeout returns spec.timeout, else spec.interval less 30s, and at
+// least 30s, as Flux does.
+func (in *Kustomization) GetTimeout() time.Duration {
+	d := in.Spec.Interval.Duration - 30*time.Second
+	if in.Spec.Timeout != nil {
+		d = in.Spec.Timeout.Duration
+	}
+	return max(d, 30*time.Second)
+}
+
+// GetRetryInterval returns spec.retryInterval, else spec.interval.
+func (in *Kustomization) GetRetryInterval() time.Duration {
+	if in.Spec.RetryInterval != nil {
+		return in.Spec.RetryInterval.Duration
+	}
+	return in.Spec.Interval.Duration
+}
+
+// GetRequeueAfter returns spec.interval.
+func (in *Kustomization) GetRequeueAfter() time.Duration { return in.Spec.Interval.Duration }
+
+// GetDeletionPolicy returns spec.deletionPolicy, default MirrorPrune.
+func (in *Kustomization) GetDeletionPolicy() string {
+	if in.Spec.DeletionPolicy == "" {
+		return DeletionPolicyMirrorPrune
+	}
+	return in.Spec.DeletionPolicy
+}
+
+// DeletesInventory reports whether deleting the Kustomization deletes
+// its objects: Delete and WaitForTermination always, MirrorPrune when
+// spec.prune is true, Orphan never.
+func (in *Kustomization) DeletesInventory() bool {
+	switch in.GetDeletionPolicy() {
+	case DeletionPolicyDelete, DeletionPolicyWaitForTermination:
+		return true
+	case DeletionPolicyMirrorPrune:
+		return in.Spec.Prune
+	}
+	return false
+}
+
+// GetSubstituteStrategy returns spec.postBuild.substituteStrategy,
+// default WithVariables.
+func (in *Kustomization) GetSubstituteStrategy() string {
+	if in.Spec.PostBuild == nil || in.Spec.PostBuild.SubstituteStrategy == "" {
+		return SubstituteStrategyWithVariables
+	}
+	return in.Spec.PostBuild.SubstituteStrategy
+}
+
+// GetDependsOn returns spec.dependsOn.
+func (in *Kustomization) GetDependsOn() []DependencyReference { return in.Spec.DependsOn }
+
+// IsReady reports whether the Kustomization is ready in Flux's dependsOn
+// sense: Ready is True and status.observedGeneration equals
+// metadata.generation.
+func (in *Kustomization) IsReady() bool {
+	return in.Status.IsConditionTrue(ConditionReady) && in.Status.ObservedGeneration == in.Generation
+}
+
+// SetCondition adds or updates the condition of c.Type; its
+// LastTransitionTime changes only when its status does.
+func (in *KustomizationStatus) SetCondition(c metav1.Condition) {
+	apimeta.SetStatusCondition(&in.Conditions, c)
+}
+
+// GetCondition returns the condition of type t, or nil.
+func (in *KustomizationStatus) GetCondition(t string) *metav1.Condition {
+	return apimeta.FindStatusCondition(in.Conditions, t)
+}
+
+// RemoveCondition removes the condition of type t.
+func (in *KustomizationStatus) RemoveCondition(t string) {
+	apimeta.RemoveStatusCondition(&in.Conditions, t)
+}
+
+// IsConditionTrue reports whether the condition of type t is True.
+func (in *KustomizationStatus) IsConditionTrue(t string) bool {
+	return apimeta.IsStatusConditionTrue(in.Conditions, t)
+}
+
+// Default fills in, in place, what Flux's API server and controller
+// default: metadata.namespace "default" when empty (as for a Release),
+// apiVersion and kind, spec.sourceRef.namespace and
+// spec.dependsOn[].namespace the Kustomization's namespace. It is
+// idempotent.
+func (in *Kustomization) Default() {
+	if in.Namespace == "" {
+		in.Namespace = metav1.NamespaceDefault
+	}
+	if in.APIVersion == "" && in.Kind == "" {
+		in.APIVersion, in.Kind = KustomizationAPIVersion, KustomizationKind
+	}
+	setString(&in.Spec.SourceRef.Namespace, in.Namespace)
+	for i := range in.Spec.DependsOn {
+		setString(&in.Spec.DependsOn[i].Namespace, in.Namespace)
+	}
+}

@@ -1,0 +1,129 @@
+package release
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// VariableNameRe is the rule a postBuild variable name follows, Flux's
+// (fluxcd/pkg kustomize varsubRegex): a letter or underscore, then
+// letters, digits and underscores.
+var VariableNameRe = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
+
+// Validate checks the Kustomization and returns every problem at once as
+// a *ValidationError, or nil. Call it after Default: it requires
+// metadata.namespace. It checks what Flux's CRD and controller check —
+// the source kind, durations, enums, names and namespaces, variable
+// names, patches and their targets, dependencies (and not on itself) —
+// and that spec.path and spec.components stay inside the source. The
+// fields helmfleet cannot act on are errors: spec.kubeConfig (clusters
+// come from the caller's backends), spec.decryption (no SOPS) and
+// spec.healthCheckExprs (no CEL health checks); spec.serviceAccountName
+// is a warning (see Warnings).
+func (in *Kustomization) Validate() error {
+	var p problems
+	validateMeta(&p, in.ObjectMeta)
+	s := &in.Spec
+	validateKind(&p, "spec.sourceRef.kind", s.SourceRef.Kind,
+		SourceKindOCIRepository, SourceKindGitRepository, SourceKindBucket, SourceKindExternalArtifact)
+	validateRefName(&p, "spec.sourceRef", s.SourceRef.Name, s.SourceRef.Namespace)
+	pathOK := validateSourcePath(&p, "spec.path", s.Path, s.Path)
+	if s.Interval.Duration <= 0 {
+		p.add("spec.interval", s.Interval.Duration.String(), "is required and must be positive")
+	}
+	validateDuration(&p, "spec.retryInterval", s.RetryInterval)
+	validateDuration(&p, "spec.timeout", s.Timeout)
+	validateDependsOn(&p, KustomizationKind, KustomizationKind, in.ObjectMeta, s.DependsOn)
+	validateEnum(&p, "spec.deletionPolicy", s.DeletionPolicy,
+		DeletionPolicyMirrorPrune, DeletionPolicyDelete, DeletionPolicyWaitForTermination, DeletionPolicyOrphan)
+	for i, hc := range s.HealthChecks {
+		hp := fmt.Sprintf("spec.healthChecks[%d]", i)
+		if hc.Kind == "" {
+			p.add(hp+".kind", "", "is required")
+		}
+		validateRefName(&p, hp, hc.Name, hc.Namespace)
+	}
+	validateNamespace(&p, "spec.targetNamespace", s.TargetNamespace)
+	for _, f := range []struct{ path, v string }{{"spec.namePrefix", s.NamePrefix}, {"spec.nameSuffix", s.NameSuffix}} {
+		if len(f.v) > 200 {
+			p.add(f.path, f.v, "must be at most 200 characters, is %d", len(f.v))
+		}
+	}
+	if m := s.CommonMetadata; m != nil {
+		validateLabels(&p, "spec.commonMetadata.labels", m.Labels)
+		validateAnnotations(&p, "spec.commonMetadata.annotations", m.Annotations)
+	}
+	validateKustomize(&p, "spec", &Kustomize{Patches: s.Patches, Images: s.Images})
+	for i, c := range s.Components {
+		cp := fmt.Sprintf("spec.components[%d]", i)
+		if strings.TrimSpace(c) == "" {
+			p.add(cp, c, "must not be empty")
+			continue
+		}
+		if path.IsAbs(c) {
+			p.add(cp, c, "must be relative to spec.path")
+			continue
+		}
+		if pathOK {
+			validateSourcePath(&p, cp, c, path.Join(s.Path, c))
+		}
+	}
+	if pb := s.PostBuild; pb != nil {
+		validateEnum(&p, "spec.postBuild.substituteStrategy", pb.SubstituteStrategy,
+			SubstituteStrategyWithVariables, SubstituteStrategyAlways)
+		for _, k := range sortedStringKeys(pb.Substitute) {
+			if !VariableNameRe.MatchString(k) {
+				p.add("spec.postBuild.substitute", k, "invalid variable name: must match %s", VariableNameRe)
+			}
+		}
+		for i, r := range pb.SubstituteFrom {
+			rp := fmt.Sprintf("spec.postBuild.substituteFrom[%d]", i)
+			validateKind(&p, rp+".kind", r.Kind, "ConfigMap", "Secret")
+			if r.Name == "" {
+				p.add(rp+".name", "", "is required")
+			} else {
+				for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+					p.add(rp+".name", r.Name, "%s", msg)
+				}
+			}
+		}
+	}
+	if s.KubeConfig != nil {
+		p.add("spec.kubeConfig", "", "is not supported: helmfleet applies to the cluster its caller gives; remove it and place the Kustomization on that cluster")
+	}
+	if s.Decryption != nil {
+		p.add("spec.decryption", s.Decryption.Provider, "is not supported: helmfleet does not decrypt SOPS; decrypt the Secrets before or remove the field")
+	}
+	if len(s.HealthCheckExprs) > 0 {
+		p.add("spec.healthCheckExprs", "", "are not supported: helmfleet has no CEL health checks; use kstatus-compatible conditions or remove the field")
+	}
+	return p.err(KustomizationKind, in.ObjectMeta)
+}
+
+// validateSourcePath requires a path that stays inside the source: an
+// absolute path is taken from the source's root, as Flux does, but ".."
+// must not climb above it (Flux clamps it at the root silently).
+// It reports the value as written and whether the path is good.
+func validateSourcePath(p *problems, field, written, v string) bool {
+	rel := path.Clean(strings.TrimPrefix(v, "/"))
+	if rel == ".." || strings.HasPrefix(rel, "../") {
+		p.add(field, written, "must not leave the source's root")
+		return false
+	}
+	return true
+}
+
+// Warnings returns the fields of the Kustomization that are accepted but
+// not acted on, as FieldErrors: spec.serviceAccountName (objects are
+// applied with the caller's credentials, no impersonation).
+func (in *Kustomization) Warnings() []FieldError {
+	var p problems
+	if in.Spec.ServiceAccountName != "" {
+		p.add("spec.serviceAccountName", in.Spec.ServiceAccountName, "is not acted on: objects are applied with the cluster client's own credentials")
+	}
+	return p.errs
+}
