@@ -174,8 +174,8 @@ func karmada(kind string) schema.GroupKind {
 // Decode reads a multi-document YAML stream (any document of which may be
 // a JSON object) and decodes every HelmRelease (helm.toolkit.fluxcd.io v2,
 // v2beta2, v2beta1), every HelmRepository, OCIRepository and HelmChart
-// (source.toolkit.fluxcd.io v1, v1beta2) and every Karmada
-// PropagationPolicy, ClusterPropagationPolicy, OverridePolicy and
+// (source.toolkit.fluxcd.io v1, v1beta2), every Flux Kustomization
+// (kustomize.toolkit.fluxcd.io v1) and every Karmada PropagationPolicy, ClusterPropagationPolicy, OverridePolicy and
 // ClusterOverridePolicy (policy.karmada.io/v1alpha1) in it. A v1 List (as
 // kubectl get -o yaml prints) is decoded item by item. Blank and
 // comment-only documents are skipped.

@@ -8,8 +8,9 @@
 // A Release is Flux's HelmRelease (helm.toolkit.fluxcd.io/v2) as Go types,
 // with the same JSON names, so Flux YAML decodes unchanged. Decode reads a
 // multi-document stream of HelmReleases (v2, or v2beta1/v2beta2 converted to
-// v2), Flux sources (HelmRepository, OCIRepository, HelmChart) and Karmada
-// policies strictly, and reports every unknown field, bad value or unknown
+// v2), Flux sources (HelmRepository, OCIRepository, HelmChart), Flux
+// Kustomizations (kustomize.toolkit.fluxcd.io/v1; package release/kustomize
+// builds and applies them) and Karmada policies strictly, and reports every unknown field, bad value or unknown
 // kind at once, each with its document, object, field path and line. Default
 // fills in Flux's defaults so a Release states exactly what will run,
 // including the 53-character release-name hashing rule. Validate returns
@@ -95,17 +96,23 @@
 //
 // # The layers above
 //
-// This package is one release on one cluster. Two packages build on it
+// This package is one release on one cluster. These packages build on it
 // and are never imported by it:
 //   - release/fleet places Releases on many member clusters with Karmada
 //     policies, one real Helm release per member, and plans and applies
 //     them in dependency order and progressive waves;
 //   - release/distribute is rendered-manifest mode: a Cluster that renders
 //     a chart once and spreads its objects over members by policy, driven
-//     by this package's Reconciler unchanged.
+//     by this package's Reconciler unchanged;
+//   - release/kustomize builds kustomize overlays from an fs.FS and
+//     reconciles Flux Kustomizations (apply, prune, health) on one
+//     cluster; release/fleet runs them as units beside Releases, with
+//     dependsOn across the two kinds (DependencyReference.Kind);
+//   - release/controller wires Releases into a controller-runtime
+//     manager.
 //
 // Member (a cluster backend and its placement facts), SortMembers and
-// FactsOf serve both. Reconciler.Health, RollbackToPrevious and Drift are
+// FactsOf serve the fleet layers. Reconciler.Health, RollbackToPrevious and Drift are
 // the per-release steps a rollout and a fleet-wide drift check are made
 // of.
 package release
