@@ -1,0 +1,66 @@
+package release
+
+import "encoding/json"
+
+// inlineValues returns spec.values with every number a float64, as Flux
+// hands them to Helm: helm-controller reads the raw JSON of spec.values
+// into a map with encoding/json (sigs.k8s.io/yaml in older versions), and
+// Helm reads values files the same way, so 9007199254740993 becomes
+// 9007199254740992 and renders as 9.007199254740992e+15, and a template's
+// `eq .Values.n 2.0` holds. Decode gives that tree already; a Release read
+// through a Kubernetes codec (controller-runtime's clients keep whole
+// numbers as int64) or built in Go would otherwise render, and digest,
+// differently. in is not modified.
+func inlineValues(in map[string]any) map[string]any {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]any, len(in))
+	for k, v := range in {
+		out[k] = jsonNumbers(v)
+	}
+	return out
+}
+
+// jsonNumbers is v with its numbers as encoding/json decodes them.
+func jsonNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return inlineValues(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonNumbers(e)
+		}
+		return out
+	case int64:
+		return float64(x)
+	case int:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int16:
+		return float64(x)
+	case int8:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case uint:
+		return float64(x)
+	case uint32:
+		return float64(x)
+	case uint16:
+		return float64(x)
+	case uint8:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x
+	default:
+		return v
+	}
+}
