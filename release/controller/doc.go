@@ -44,9 +44,11 @@
 // (reconcile.fluxcd.io/requestedAt included), when a ConfigMap or Secret
 // it reads changes, when a release of its dependsOn becomes ready, and,
 // with Config.Resolver, when its HelmRepository, OCIRepository or
-// HelmChart changes: field indexes (IndexConfigMaps, IndexSecrets,
-// IndexDependsOn, IndexSources) find the releases of a changed object, and
-// ConfigMaps and Secrets are watched by metadata only. Nothing polls
+// HelmChart changes, or the HelmRepository of the HelmChart its
+// spec.chartRef names: field indexes (IndexConfigMaps, IndexSecrets,
+// IndexDependsOn, IndexSources on HelmReleases, IndexHelmChartSource on
+// HelmCharts) find the releases of a changed object, and ConfigMaps and
+// Secrets are watched by metadata only. Nothing polls
 // beyond spec.interval.
 //
 // A release whose dependencies are not ready is marked Ready=False

@@ -241,9 +241,15 @@ func (r *HelmReleaseReconciler) SetupWithManager(ctx context.Context, mgr ctrl.M
 			builder.WithPredicates(becameReady{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.parallel})
 	if r.sources {
-		for _, obj := range []client.Object{&source.HelmRepository{}, &source.OCIRepository{}, &source.HelmChart{}} {
-			b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSources, sourceKeyOf)),
-				builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{})))
+		for field, fn := range HelmChartIndexers() {
+			if err := idx.IndexField(ctx, &source.HelmChart{}, field, fn); err != nil {
+				return fmt.Errorf("controller: index HelmCharts by %s: %w", field, err)
+			}
+		}
+		changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+		b = b.Watches(&source.HelmRepository{}, handler.EnqueueRequestsFromMapFunc(r.mapHelmRepository), changed)
+		for _, obj := range []client.Object{&source.OCIRepository{}, &source.HelmChart{}} {
+			b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.mapIndex(IndexSources, sourceKeyOf)), changed)
 		}
 	}
 	return b.Complete(r)
