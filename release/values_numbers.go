@@ -1,6 +1,10 @@
 package release
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+)
 
 // inlineValues returns spec.values with every number a float64, as Flux
 // hands them to Helm: helm-controller reads the raw JSON of spec.values
@@ -33,34 +37,21 @@ func jsonNumbers(v any) any {
 			out[i] = jsonNumbers(e)
 		}
 		return out
-	case int64:
-		return float64(x)
-	case int:
-		return float64(x)
-	case int32:
-		return float64(x)
-	case int16:
-		return float64(x)
-	case int8:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case uint:
-		return float64(x)
-	case uint32:
-		return float64(x)
-	case uint16:
-		return float64(x)
-	case uint8:
-		return float64(x)
-	case float32:
-		return float64(x)
 	case json.Number:
 		if f, err := x.Float64(); err == nil {
 			return f
 		}
 		return x
-	default:
-		return v
 	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(rv.Uint())
+	case reflect.Float32:
+		// As JSON carries it: 0.1, not 0.10000000149011612.
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(rv.Float(), 'g', -1, 32), 64)
+		return f
+	}
+	return v
 }
