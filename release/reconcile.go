@@ -460,7 +460,7 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 		Release:   rel.ref(),
 		Namespace: rel.Namespace,
 		Files:     ch.ValuesFiles,
-		Inline:    rel.Spec.Values,
+		Inline:    inlineValues(rel.Spec.Values),
 	}
 	req.From = valuesRefs(rel)
 	reader := r.values

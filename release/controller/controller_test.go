@@ -94,6 +94,9 @@ func newEnv(t *testing.T, cfg Config, objs ...client.Object) *env {
 	for field, fn := range Indexers() {
 		b = b.WithIndex(&release.Release{}, field, fn)
 	}
+	for field, fn := range HelmChartIndexers() {
+		b = b.WithIndex(&source.HelmChart{}, field, fn)
+	}
 	e.client = b.Build()
 	m, err := NewMetrics(e.reg)
 	require.NoError(t, err)

@@ -28,6 +28,11 @@ const (
 	// IndexSources: Kind/namespace/name of the source object of
 	// spec.chart.spec.sourceRef or spec.chartRef.
 	IndexSources = "helmfleet.io/source"
+	// IndexHelmChartSource, on HelmCharts: Kind/name of spec.sourceRef
+	// (in the chart's namespace), so a change of a HelmRepository finds
+	// the HelmCharts built from it, and through them the releases of
+	// spec.chartRef.
+	IndexHelmChartSource = "helmfleet.io/helmChart.sourceRef"
 )
 
 // indexer returns an index function over Releases.
@@ -96,6 +101,20 @@ func Indexers() map[string]func(client.Object) []string {
 	}
 }
 
+// HelmChartIndexers are the field indexes' functions on HelmCharts, by
+// name; SetupWithManager registers them with Config.Resolver.
+func HelmChartIndexers() map[string]func(client.Object) []string {
+	return map[string]func(client.Object) []string{
+		IndexHelmChartSource: func(obj client.Object) []string {
+			c, ok := obj.(*source.HelmChart)
+			if !ok || c.Spec.SourceRef.Name == "" {
+				return nil
+			}
+			return []string{c.Spec.SourceRef.Kind + "/" + c.Spec.SourceRef.Name}
+		},
+	}
+}
+
 func dedupe(s []string) []string {
 	sort.Strings(s)
 	out := s[:0]
@@ -135,6 +154,34 @@ func (r *HelmReleaseReconciler) mapIndex(field string, key func(client.Object) (
 		ns, value := key(obj)
 		return r.listIndexed(ctx, field, ns, value)
 	}
+}
+
+// mapHelmRepository enqueues the releases of a changed HelmRepository:
+// those whose spec.chart names it, and those whose spec.chartRef names a
+// HelmChart built from it.
+func (r *HelmReleaseReconciler) mapHelmRepository(ctx context.Context, obj client.Object) []reconcile.Request {
+	_, key := sourceKeyOf(obj)
+	out := r.listIndexed(ctx, IndexSources, "", key)
+	charts := &source.HelmChartList{}
+	if err := r.cache.List(ctx, charts, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{IndexHelmChartSource: source.KindHelmRepository + "/" + obj.GetName()}); err != nil {
+		r.log.Error(err, "list HelmCharts by index", "index", IndexHelmChartSource, "value", key)
+		return out
+	}
+	seen := map[reconcile.Request]bool{}
+	for _, req := range out {
+		seen[req] = true
+	}
+	for i := range charts.Items {
+		_, chartKey := sourceKeyOf(&charts.Items[i])
+		for _, req := range r.listIndexed(ctx, IndexSources, "", chartKey) {
+			if !seen[req] {
+				seen[req] = true
+				out = append(out, req)
+			}
+		}
+	}
+	return out
 }
 
 // mapDependents enqueues the releases that depend on the release that

@@ -103,6 +103,7 @@ type Cluster struct {
 	fieldManager string
 	log          func(format string, args ...any)
 	caps         *capsCache
+	verifier     *sharedVerifier
 }
 
 var _ release.Cluster = (*Cluster)(nil)
@@ -143,6 +144,7 @@ func New(cfg Config) (*Cluster, error) {
 		fieldManager: cfg.FieldManager,
 		log:          cfg.Log,
 		caps:         newCapsCache(),
+		verifier:     newSharedVerifier(),
 	}
 	if c.fieldManager == "" {
 		c.fieldManager = DefaultFieldManager
@@ -189,7 +191,9 @@ func (c *Cluster) Name() string { return c.name }
 // records in Secrets (Helm's "secret" driver) of scope.StorageNamespace, and
 // a Helm kube client whose default namespace is scope.Namespace
 // (scope.StorageNamespace when empty). Helm's debug output goes to
-// Config.Log; hook logs are discarded.
+// Config.Log; hook logs are discarded. Its kube client's validator asks
+// the server whether it validates fields itself once per kind for the
+// Cluster's life, not on every install (see validatorFactory).
 func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cluster %s: helm config: %w", c.name, err)
@@ -202,6 +206,7 @@ func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*act
 		ns = scope.StorageNamespace
 	}
 	kc := helmkube.New(c.getter)
+	kc.Factory = newValidatorFactory(c.getter, c.verifier)
 	kc.Namespace = ns
 	kc.Log = c.log
 	secrets := driver.NewSecrets(c.kubernetes.CoreV1().Secrets(scope.StorageNamespace))
