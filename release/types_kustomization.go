@@ -349,6 +349,9 @@ const (
 	ReasonPruneFailed = "PruneFailed"
 	// ReasonSucceeded: the health checks passed.
 	ReasonSucceeded = "Succeeded"
+	// ReasonInvalidSpec: the spec fails Validate; a helmfleet reason
+	// (Flux's API server refuses such a spec before the controller).
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
 // GetTimeout returns spec.timeout, else spec.interval less 30s, and at

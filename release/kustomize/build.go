@@ -351,11 +351,15 @@ func split(m resmap.ResMap, files []string, res *Result) ([]int, error) {
 		}
 		res.Origins = append(res.Origins, o)
 		id := r.CurId()
-		obj, err := r.Map()
+		j, err := r.MarshalJSON()
 		if err != nil {
 			return nil, &outputError{err}
 		}
-		res.Manifests = append(res.Manifests, &unstructured.Unstructured{Object: obj})
+		manifest := &unstructured.Unstructured{}
+		if err := manifest.UnmarshalJSON(j); err != nil { // int64 numbers, as client-go has them
+			return nil, &outputError{err}
+		}
+		res.Manifests = append(res.Manifests, manifest)
 		if !decodable(id.Group, id.Kind) {
 			plain, err := r.Map()
 			if err != nil {

@@ -112,4 +112,3 @@ func TestGeneratedKustomization(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Manifests, "an empty directory builds nothing")
 }
-

@@ -185,10 +185,13 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // source's revision. Errors: *SourceError, *VariablesError, the
 // *EntryError, *BuildError or *DecodeError of Build, *SubstituteError.
 func (r *Reconciler) Build(ctx context.Context, k *release.Kustomization) (*Result, error) {
-	return r.build(ctx, k, r.cfg.Variables)
+	res, _, err := r.build(ctx, k, r.cfg.Variables)
+	return res, err
 }
 
-func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader values.Reader) (*Result, error) {
+// build is Build with the reader of substituteFrom; it also returns the
+// source's revision, known when the build fails too.
+func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader values.Reader) (*Result, string, error) {
 	name := k.Namespace + "/" + k.Name
 	fsys, rev, err := r.cfg.Sources.FS(ctx, k)
 	if err != nil {
@@ -196,14 +199,14 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 		if ref.Namespace == "" {
 			ref.Namespace = k.Namespace
 		}
-		return nil, &SourceError{Kustomization: name, Source: SourceKey(ref), Err: err}
+		return nil, "", &SourceError{Kustomization: name, Source: SourceKey(ref), Err: err}
 	}
 	h := hooks{prepare: generate(k)}
 	var secrets []string
 	if k.Spec.PostBuild != nil {
 		vars, err := LoadVariables(ctx, reader, k)
 		if err != nil {
-			return nil, err
+			return nil, rev, err
 		}
 		secrets = vars.Secret
 		h.post = substituteAll(k, vars, k.GetSubstituteStrategy() == release.SubstituteStrategyAlways, !r.cfg.LenientSubstitution)
@@ -224,5 +227,5 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 		res.Revision = rev
 		res.secrets = secrets
 	}
-	return res, err
+	return res, rev, err
 }
