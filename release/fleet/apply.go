@@ -170,8 +170,8 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*Appl
 	if err != nil {
 		return nil, fmt.Errorf("fleet apply: %w", err)
 	}
-	for _, it := range plan.Items {
-		f.emit(Event{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: keyOfPlan(it)})
+	for _, k := range plan.keys() {
+		f.emit(Event{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: k})
 	}
 	rep := &ApplyReport{graph: plan.graph}
 	items := map[Key]*ItemReport{}
@@ -284,6 +284,10 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			item.Err = err
 			return err
 		}
+		if k.IsKustomization() {
+			item.Err = f.applyKustomization(ctx, plan.kitems[k], item)
+			return item.Err
+		}
 		p := plan.items[k]
 		if p.Err != nil {
 			var se *release.StalledError
@@ -395,6 +399,10 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 func (f *Fleet) readyNow(k Key) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if k.IsKustomization() {
+		ks, ok := f.appliedK[k]
+		return ok && ks.IsReady()
+	}
 	r, ok := f.applied[k]
 	return ok && r.Status.IsConditionTrue(release.ConditionReady) && r.Status.ObservedGeneration == r.Generation
 }
@@ -419,10 +427,14 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 	}
 	var itemsMu sync.Mutex
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
-		p := plan.items[k]
-		rel := p.Release.DeepCopy()
 		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []release.Action{release.ActionUninstall}}
-		_, err := f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, rel)
+		var err error
+		if k.IsKustomization() {
+			item.Actions = []release.Action{ActionDelete}
+			err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
+		} else {
+			_, err = f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, plan.items[k].Release.DeepCopy())
+		}
 		item.Err = err
 		item.Finished = f.cfg.Clock.Now()
 		itemsMu.Lock()
@@ -431,6 +443,7 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 		if err == nil {
 			f.mu.Lock()
 			delete(f.applied, k)
+			delete(f.appliedK, k)
 			f.mu.Unlock()
 			if err = bookkeeping(ctx, func(ctx context.Context) error { return f.forget(ctx, k) }); err != nil {
 				item.Err = err
@@ -456,6 +469,15 @@ func (f *Fleet) unhealthy(ctx context.Context, plan *Plan, in map[string]bool, s
 	bad := map[string]bool{}
 	for k, s := range state {
 		if !in[k.Cluster] || s != depgraph.Succeeded {
+			continue
+		}
+		if k.IsKustomization() {
+			// Its objects' health is its Ready (with wait or
+			// healthChecks); the releases it produces are checked here
+			// as releases.
+			if !f.readyNow(k) {
+				bad[k.Cluster] = true
+			}
 			continue
 		}
 		f.mu.Lock()
@@ -585,8 +607,7 @@ func (f *Fleet) waves(r *Rollout) ([]wave, error) {
 
 // finish fills the report's items, marking those no wave reached.
 func (rep *ApplyReport) finish(items map[Key]*ItemReport, plan *Plan) {
-	for _, it := range plan.Items {
-		k := keyOfPlan(it)
+	for _, k := range plan.keys() {
 		if _, ok := items[k]; !ok {
 			items[k] = &ItemReport{Key: k, State: depgraph.NotStarted, Err: errors.New("not started: the rollout halted or was cancelled before its wave")}
 		}
@@ -618,7 +639,7 @@ func (rep *ApplyReport) Table() string {
 		if len(acts) == 0 {
 			acts = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%d\t%s\n", it.Wave, it.Key.Cluster, it.Key.Namespace, it.Key.Name, it.State, strings.Join(acts, ","), it.Revision, note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.Wave, it.Key.Cluster, it.Key.unit(), it.State, strings.Join(acts, ","), it.Revision, note)
 	}
 	_ = tw.Flush()
 	for _, w := range rep.Waves {
@@ -685,7 +706,7 @@ func (rep *ApplyReport) Mermaid() string {
 			fmt.Fprintf(&sb, "    subgraph w%dc%d[\"%s\"]\n", wi, ci, c)
 			for _, it := range byWave[w][c] {
 				id := ids[it.Key]
-				fmt.Fprintf(&sb, "      %s[\"%s/%s\"]\n", id, it.Key.Namespace, it.Key.Name)
+				fmt.Fprintf(&sb, "      %s[\"%s\"]\n", id, it.Key.unit())
 				cls := strings.ReplaceAll(it.State.String(), "-", "_")
 				classes[cls] = append(classes[cls], id)
 			}

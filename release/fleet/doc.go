@@ -30,6 +30,46 @@
 // back the failed members. The ApplyReport says what happened per release
 // and wave (Table, Mermaid); Events report progress as it happens.
 //
+// # Kustomizations
+//
+// Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1, Inputs.Kustomizations)
+// are a second kind of unit, run with Config.Kustomize or
+// Config.KustomizeConfig (package release/kustomize). Propagation
+// policies place them (resourceSelectors of apiVersion
+// kustomize.toolkit.fluxcd.io/v1, kind Kustomization) and override
+// policies patch each member's copy, as for releases; a Key of one has
+// Kind KindKustomization. Each member's copy is built from its source and
+// planned there: Plan.Kustomizations say what it would apply, the diff
+// and what its prune would delete. The HelmReleases and Kustomizations a
+// Kustomization builds are not applied as objects: they become units on
+// that member, as if decoded directly (labelled with Flux's
+// kustomize.toolkit.fluxcd.io/name and /namespace, then overridden by
+// the override policies of the inputs and those the Kustomization
+// built), so clusters/<env> in Flux's layout runs its infrastructure and
+// apps Kustomizations and their releases. Such a unit depends on the
+// Kustomization that produced it, so it starts after that
+// Kustomization's own dependencies and objects (namespaces, CRDs) are
+// ready.
+//
+// dependsOn names a unit of the dependent's own kind, as in Flux, or,
+// with kind (a helmfleet extension), the other kind: a HelmRelease may
+// wait for a CRD Kustomization and a Kustomization for a HelmRelease, on
+// the same member or, when that member does not run it, on every member
+// that does. A dependency on a Kustomization with spec.wait is a
+// dependency on the releases it produces too, as Flux's wait includes
+// their Ready. A cycle across kinds is a plan error naming it, and Apply
+// then applies nothing.
+//
+// Garbage collection deletes a Kustomization a member no longer gets,
+// after the units it produced and those that depend on it; its objects
+// are pruned when its deletion policy says so (spec.prune with the
+// default MirrorPrune). What a Kustomization produced and no longer
+// produces is removed when it prunes, and left in place, as Flux orphans
+// it, when it does not prune, or when it failed to build (what it
+// produces is then unknown). Waves, gates, the failure budget and the
+// Store cover Kustomizations like releases; rollback and drift do not
+// (Flux has neither for them).
+//
 // # Where valuesFrom is read
 //
 // A release's spec.valuesFrom names ConfigMaps and Secrets in its

@@ -17,19 +17,43 @@ import (
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
-// Key names one release on one member cluster.
+// Key names one unit on one member cluster: a release (a HelmRelease)
+// or a Flux Kustomization.
 type Key struct {
 	// Cluster is the member's name.
 	Cluster string
-	// Namespace and Name are the Release's.
+	// Namespace and Name are the unit's.
 	Namespace, Name string
+	// Kind is empty for a release (a HelmRelease) and KindKustomization
+	// for a Kustomization. The fleet never writes "HelmRelease" here, so
+	// that the keys of releases stay what they were before Kustomizations.
+	Kind string
 }
 
-// String renders the key as cluster:namespace/name.
-func (k Key) String() string { return k.Cluster + ":" + k.Namespace + "/" + k.Name }
+// KindKustomization is the Kind of a Kustomization's Key.
+const KindKustomization = release.KustomizationKind
 
+// IsKustomization reports whether k names a Kustomization.
+func (k Key) IsKustomization() bool { return k.Kind == KindKustomization }
+
+// String renders the key as cluster:namespace/name for a release and
+// cluster:Kustomization/namespace/name for a Kustomization.
+func (k Key) String() string { return k.Cluster + ":" + k.unit() }
+
+// unit renders the key without its member: namespace/name, or
+// Kustomization/namespace/name.
+func (k Key) unit() string {
+	if k.Kind != "" {
+		return k.Kind + "/" + k.Namespace + "/" + k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
+
+// keyLess orders keys by cluster, namespace, name, then kind (releases
+// first).
 func keyLess(a, b Key) bool {
 	if a.Cluster != b.Cluster {
 		return a.Cluster < b.Cluster
@@ -37,7 +61,10 @@ func keyLess(a, b Key) bool {
 	if a.Namespace != b.Namespace {
 		return a.Namespace < b.Namespace
 	}
-	return a.Name < b.Name
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.Kind < b.Kind
 }
 
 // Config is what a Fleet needs: Members, and Reconciler or
@@ -72,6 +99,20 @@ type Config struct {
 	Events func(Event)
 	// Clock times events and bake times; default the system clock.
 	Clock depgraph.Clock
+	// Kustomize runs the Kustomizations on every member (see the package
+	// doc): it must leave out of what it applies the units the fleet
+	// runs itself, so build it with ReconcilerConfig.Exclude =
+	// kustomize.FleetUnit (a plan that would apply one is an error). Its
+	// Variables, if set, is where every Kustomization reads
+	// postBuild.substituteFrom. Set it or KustomizeConfig, not both;
+	// inputs with Kustomizations need one of them.
+	Kustomize *kustomize.Reconciler
+	// KustomizeConfig is what the fleet builds one Kustomization
+	// reconciler per member from, each excluding the fleet's units (and
+	// what KustomizeConfig.Exclude excludes) and, when
+	// KustomizeConfig.Variables is nil, reading substituteFrom on its
+	// member, as Flux's kustomize-controller on that cluster does.
+	KustomizeConfig *kustomize.ReconcilerConfig
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -93,8 +134,11 @@ type Fleet struct {
 	loadMu sync.Mutex
 	loaded bool
 
-	mu      sync.Mutex
-	applied map[Key]*release.Release
+	kust kustomizer
+
+	mu       sync.Mutex
+	applied  map[Key]*release.Release
+	appliedK map[Key]*release.Kustomization
 }
 
 // New returns a Fleet for cfg.
@@ -118,11 +162,15 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = depgraph.SystemClock()
 	}
-	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, applied: map[Key]*release.Release{}}
+	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, applied: map[Key]*release.Release{},
+		appliedK: map[Key]*release.Kustomization{}}
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
 	}
 	if err := f.buildReconcilers(cfg); err != nil {
+		return nil, err
+	}
+	if err := f.buildKustomizers(cfg); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -135,20 +183,29 @@ func (f *Fleet) Members() []release.Member { return append([]release.Member(nil)
 type Inputs struct {
 	// Releases to run.
 	Releases []*release.Release
-	// Policies place the Releases and override them per member.
+	// Kustomizations to run (Flux kustomize.toolkit.fluxcd.io/v1); they
+	// need Config.Kustomize.
+	Kustomizations []*release.Kustomization
+	// Policies place the Releases and Kustomizations and override them
+	// per member.
 	Policies policy.Set
 }
 
 // InputsOf takes the inputs out of decoded objects.
 func InputsOf(objs *release.Objects) Inputs {
-	return Inputs{Releases: objs.Releases, Policies: objs.Policies}
+	return Inputs{Releases: objs.Releases, Kustomizations: objs.Kustomizations, Policies: objs.Policies}
 }
 
 // Plan is what an Apply would do, computed without writing anything.
 type Plan struct {
 	// Items are the per-member release plans (garbage collection
-	// included, as uninstalls), sorted by cluster, namespace and name.
+	// included, as uninstalls), sorted by cluster, namespace and name,
+	// the releases Kustomizations produce included.
 	Items []*release.ReleasePlan
+	// Kustomizations are the per-member Kustomization plans (garbage
+	// collection included, as deletes), sorted by cluster, namespace and
+	// name.
+	Kustomizations []*KustomizationPlan
 	// Warnings are the policy engine's (a policy that matches nothing, an
 	// override of a path a kind lacks, …).
 	Warnings []policy.Warning
@@ -163,7 +220,12 @@ type Plan struct {
 	graph      *depgraph.Graph[Key]
 	gc         *depgraph.Graph[Key]
 	items      map[Key]*release.ReleasePlan
+	kitems     map[Key]*KustomizationPlan
 	valuesFrom map[Key]ValuesFrom
+	// producer maps a release a Kustomization produces to that
+	// Kustomization; produced is the reverse, in key order.
+	producer map[Key]Key
+	produced map[Key][]Key
 }
 
 // ValuesFrom returns where the plan of k read its release's valuesFrom;
@@ -210,19 +272,26 @@ func (p *Plan) Item(k Key) (*release.ReleasePlan, bool) {
 }
 
 // Plan computes, without writing anything, for every member: which
-// releases it gets after placement and overrides, the action each would
-// take, the chart, the composed values, the rendered objects and the diff
-// against what runs there now; and which releases it holds that are no
-// longer wanted (uninstalls, unless suspended).
+// releases and Kustomizations it gets after placement and overrides;
+// for each release the action it would take, the chart, the composed
+// values, the rendered objects and the diff against what runs there now;
+// for each Kustomization its objects, their diff and what prune would
+// delete, and the releases it produces there (planned like the others);
+// and which units it holds that are no longer wanted (uninstalls and
+// deletes, unless suspended).
 func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	if err := f.ensureLoaded(ctx); err != nil {
 		return nil, fmt.Errorf("fleet plan: %w", err)
+	}
+	if len(in.Kustomizations) > 0 && f.kust == nil {
+		k := in.Kustomizations[0]
+		return nil, fmt.Errorf("fleet plan: kustomizations[0] %s/%s: the fleet has neither Config.Kustomize nor Config.KustomizeConfig to build and apply Kustomizations with", k.Namespace, k.Name)
 	}
 	engine, err := policy.NewEngine(in.Policies)
 	if err != nil {
 		return nil, fmt.Errorf("fleet plan: policies: %w", err)
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(in.Releases))
+	objs := make([]*unstructured.Unstructured, 0, len(in.Releases)+len(in.Kustomizations))
 	byRef := map[string]*release.Release{}
 	for i, rel := range in.Releases {
 		r := rel.DeepCopy()
@@ -237,31 +306,62 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		byRef[refOf(r)] = r
 		objs = append(objs, u)
 	}
+	kByRef := map[string]bool{}
+	for i, ks := range in.Kustomizations {
+		k := ks.DeepCopy()
+		k.Default()
+		if err := k.Validate(); err != nil {
+			return nil, fmt.Errorf("fleet plan: kustomizations[%d]: %w", i, err)
+		}
+		u, err := kustomizationToUnstructured(k)
+		if err != nil {
+			return nil, fmt.Errorf("fleet plan: kustomizations[%d] %s/%s: %w", i, k.Namespace, k.Name, err)
+		}
+		kByRef[k.Namespace+"/"+k.Name] = true
+		objs = append(objs, u)
+	}
 	placement, err := engine.Place(objs, release.FactsOf(f.members))
 	if placement == nil {
 		return nil, fmt.Errorf("fleet plan: %w", err)
 	}
-	// A release that cannot be placed is named in Plan.Errors (below);
-	// the others are still planned.
-	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}, valuesFrom: map[Key]ValuesFrom{}}
+	// A unit that cannot be placed is named in Plan.Errors (below); the
+	// others are still planned.
+	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}, kitems: map[Key]*KustomizationPlan{},
+		valuesFrom: map[Key]ValuesFrom{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
-			plan.Errors = append(plan.Errors, fmt.Errorf("release %s/%s: %w", op.Object.Namespace, op.Object.Name, op.Err))
+			what := "release"
+			if op.Object.Kind == release.KustomizationKind {
+				what = "kustomization"
+			}
+			plan.Errors = append(plan.Errors, fmt.Errorf("%s %s/%s: %w", what, op.Object.Namespace, op.Object.Name, op.Err))
 		}
 	}
-	type todo struct {
-		key  Key
-		rel  *release.Release
-		from ValuesFrom
-		rec  *release.Reconciler
-		err  error
-	}
 	var work []todo
+	var kwork []*KustomizationPlan
 	for _, co := range engine.Materialize(placement) {
 		for _, e := range co.Errors {
 			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: %w", co.Cluster, e))
 		}
 		for _, u := range co.Objects {
+			if isKustomization(u) {
+				k, err := kustomizationFromUnstructured(u)
+				if err == nil {
+					err = k.Validate()
+				}
+				if err != nil {
+					plan.Errors = append(plan.Errors, fmt.Errorf("member %s: kustomization %s/%s after overrides: %w", co.Cluster, u.GetNamespace(), u.GetName(), err))
+					continue
+				}
+				key := Key{Cluster: co.Cluster, Namespace: k.Namespace, Name: k.Name, Kind: KindKustomization}
+				f.mu.Lock()
+				if prev, ok := f.appliedK[key]; ok {
+					k.Status = *prev.Status.DeepCopy()
+				}
+				f.mu.Unlock()
+				kwork = append(kwork, &KustomizationPlan{Cluster: co.Cluster, Kustomization: k, Action: ActionApply})
+				continue
+			}
 			r, err := fromUnstructured(u)
 			if err != nil {
 				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s after overrides: %w", co.Cluster, u.GetNamespace(), u.GetName(), err))
@@ -271,22 +371,16 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release after overrides: %w", co.Cluster, err))
 				continue
 			}
-			k := Key{Cluster: co.Cluster, Namespace: r.Namespace, Name: r.Name}
-			f.mu.Lock()
-			if prev, ok := f.applied[k]; ok {
-				r.Status = *prev.Status.DeepCopy()
-			}
-			f.mu.Unlock()
-			w := todo{key: k, rel: r}
-			w.rec = f.rec
-			// Where valuesFrom is read matters only to a release that has
-			// one; a bad annotation is an error either way.
-			if w.from, w.err = f.valuesFromOf(k, r); w.err == nil && len(r.Spec.ValuesFrom) > 0 {
-				w.rec, w.err = f.reconcilerFor(k, w.from)
-			}
-			work = append(work, w)
+			work = append(work, f.releaseWork(co.Cluster, r))
 		}
 	}
+	// Kustomizations first: what they produce is planned with the
+	// releases.
+	produced, err := f.planKustomizations(ctx, plan, in.Policies, engine, kwork, work)
+	if err != nil {
+		return nil, err
+	}
+	work = append(work, produced...)
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
 	plan.Items = make([]*release.ReleasePlan, len(work))
 	g, gctx := errgroup.WithContext(ctx)
@@ -321,7 +415,89 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 
 	// Garbage collection: what the fleet applied before and no longer
 	// wants there.
+	f.collectGarbage(plan, byRef, kByRef)
+	sort.SliceStable(plan.Items, func(i, j int) bool { return keyLess(keyOfPlan(plan.Items[i]), keyOfPlan(plan.Items[j])) })
+	sort.SliceStable(plan.Kustomizations, func(i, j int) bool {
+		return keyLess(plan.Kustomizations[i].Key(), plan.Kustomizations[j].Key())
+	})
+
+	plan.graph, plan.gc = f.graphs(plan)
+	if err := plan.graph.Validate(); err != nil {
+		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
+	}
+	return plan, nil
+}
+
+// todo is a release to plan on a member.
+type todo struct {
+	key  Key
+	rel  *release.Release
+	from ValuesFrom
+	rec  *release.Reconciler
+	err  error
+}
+
+// releaseWork prepares the plan of member's copy r: its last status and
+// the reconciler that reads its valuesFrom.
+func (f *Fleet) releaseWork(member string, r *release.Release) todo {
+	k := Key{Cluster: member, Namespace: r.Namespace, Name: r.Name}
 	f.mu.Lock()
+	if prev, ok := f.applied[k]; ok {
+		r.Status = *prev.Status.DeepCopy()
+	}
+	f.mu.Unlock()
+	w := todo{key: k, rel: r, rec: f.rec}
+	// Where valuesFrom is read matters only to a release that has one; a
+	// bad annotation is an error either way.
+	if w.from, w.err = f.valuesFromOf(k, r); w.err == nil && len(r.Spec.ValuesFrom) > 0 {
+		w.rec, w.err = f.reconcilerFor(k, w.from)
+	}
+	return w
+}
+
+// collectGarbage adds to plan what the fleet applied before and the plan
+// no longer has: releases to uninstall and Kustomizations to delete,
+// unless suspended. A unit a Kustomization produced is left in place
+// when that Kustomization does not prune it (as Flux orphans it) or
+// failed (what it produces is unknown).
+func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kByRef map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var goneK []*KustomizationPlan
+	for k, prev := range f.appliedK {
+		if _, ok := plan.kitems[k]; ok {
+			continue
+		}
+		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev.DeepCopy(), State: release.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
+		if !kByRef[k.Namespace+"/"+k.Name] {
+			item.Reason = "removed from the inputs"
+		}
+		goneK = append(goneK, item)
+		plan.kitems[k] = item
+	}
+	sort.Slice(goneK, func(i, j int) bool { return keyLess(goneK[i].Key(), goneK[j].Key()) })
+	// Parents first, so that a child sees whether its parent prunes it.
+	for range maxNesting + 1 {
+		for _, item := range goneK {
+			prev := item.Kustomization
+			item.Action, item.Reason = ActionDelete, strings.SplitN(item.Reason, ";", 2)[0]
+			if reason, keep := orphaned(plan, item.Cluster, prev.Labels); keep {
+				item.Action, item.Reason = release.ActionNone, reason
+				continue
+			} else if reason != "" {
+				item.Reason = reason
+			}
+			switch {
+			case prev.Spec.Suspend:
+				item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left in place"
+			case prev.DeletesInventory():
+				item.Reason += "; its objects are pruned"
+			default:
+				item.Reason += fmt.Sprintf("; its objects are left in place (deletionPolicy %s, prune %t)", prev.GetDeletionPolicy(), prev.Spec.Prune)
+			}
+		}
+	}
+	plan.Kustomizations = append(plan.Kustomizations, goneK...)
 	var gone []Key
 	for k := range f.applied {
 		if _, ok := plan.items[k]; !ok {
@@ -335,55 +511,152 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
 		}
-		if prev.Spec.Suspend {
+		if reason, keep := orphaned(plan, k.Cluster, prev.Labels); keep {
+			item.Action, item.Reason = release.ActionNone, reason
+		} else if reason != "" {
+			item.Reason = reason
+		}
+		if prev.Spec.Suspend && item.Action == release.ActionUninstall {
 			item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left installed"
 		}
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
 	}
-	f.mu.Unlock()
-	sort.SliceStable(plan.Items, func(i, j int) bool { return keyLess(keyOfPlan(plan.Items[i]), keyOfPlan(plan.Items[j])) })
+}
 
-	plan.graph, plan.gc = f.graphs(plan, byRef)
-	if err := plan.graph.Validate(); err != nil {
-		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
+// orphaned says, for a unit applied before and no longer planned whose
+// labels name the Kustomization that produced it, why it goes or stays:
+// it stays (keep) when that Kustomization stays and fails (what it
+// produces is unknown) or does not prune, or is deleted without deleting
+// its objects, as Flux leaves them; "" when no Kustomization of the plan
+// produced it.
+func orphaned(plan *Plan, member string, labels map[string]string) (reason string, keep bool) {
+	pk, ok := producerOf(member, labels)
+	if !ok {
+		return "", false
 	}
-	return plan, nil
+	kp, ok := plan.kitems[pk]
+	if !ok {
+		return "", false
+	}
+	p := pk.unit()
+	switch {
+	case kp.Action == ActionDelete && kp.Kustomization.DeletesInventory():
+		return p + " is deleted and prunes it", false
+	case kp.Action == ActionDelete:
+		return p + " is deleted and does not prune: left in place, as Flux orphans it", true
+	case kp.Err != nil:
+		return p + " failed, so what it produces is unknown: left in place", true
+	case kp.Action == release.ActionNone:
+		return p + " is left as it is (" + kp.Reason + "): so is what it produced", true
+	case !kp.Kustomization.Spec.Prune:
+		return "no longer produced by " + p + ", which does not prune: left in place, as Flux orphans it", true
+	}
+	return "no longer produced by " + p, false
 }
 
 func keyOfPlan(p *release.ReleasePlan) Key {
 	return Key{Cluster: p.Cluster, Namespace: p.Release.Namespace, Name: p.Release.Name}
 }
 
-// graphs builds the dependency graph of the plan's releases, grouped by
-// member, and the reversed graph of its uninstalls. A dependsOn entry is
-// satisfied by the same release on the same member when it is placed
-// there, else by every member running it (a dependency across clusters:
-// the database on member A ready before the app on member B).
-func (f *Fleet) graphs(plan *Plan, byRef map[string]*release.Release) (*depgraph.Graph[Key], *depgraph.Graph[Key]) {
-	where := map[string][]Key{}
-	for _, it := range plan.Items {
-		if it.Action == release.ActionUninstall {
-			continue
-		}
-		k := keyOfPlan(it)
-		where[k.Namespace+"/"+k.Name] = append(where[k.Namespace+"/"+k.Name], k)
+// unit is one node of the plan's graphs: a release or a Kustomization.
+type unit struct {
+	key       Key
+	removal   bool
+	dependsOn []release.DependencyReference
+	// ownKind is what a dependsOn entry without kind names.
+	ownKind string
+	labels  map[string]string
+}
+
+// units lists the plan's releases and Kustomizations in key order.
+func (p *Plan) units() []unit {
+	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
+	for _, it := range p.Items {
+		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, ownKind: release.Kind, labels: it.Release.Labels})
 	}
-	deps := func(k Key, rel *release.Release) []Key {
+	for _, it := range p.Kustomizations {
+		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return keyLess(out[i].key, out[j].key) })
+	return out
+}
+
+// planned reports whether k is in the plan and not being removed.
+func (p *Plan) planned(k Key) bool {
+	if k.IsKustomization() {
+		it, ok := p.kitems[k]
+		return ok && it.Action != ActionDelete
+	}
+	it, ok := p.items[k]
+	return ok && it.Action != release.ActionUninstall
+}
+
+// removed reports whether k is in the plan as an uninstall or delete.
+func (p *Plan) removed(k Key) bool {
+	if k.IsKustomization() {
+		it, ok := p.kitems[k]
+		return ok && it.Action == ActionDelete
+	}
+	it, ok := p.items[k]
+	return ok && it.Action == release.ActionUninstall
+}
+
+// depKey is the key, on member, of a dependsOn entry of a unit of kind
+// own in namespace ns.
+func depKey(member, ns, own string, d release.DependencyReference) Key {
+	if d.Namespace != "" {
+		ns = d.Namespace
+	}
+	k := Key{Cluster: member, Namespace: ns, Name: d.Name}
+	if d.GetKind(own) == release.KustomizationKind {
+		k.Kind = KindKustomization
+	}
+	return k
+}
+
+// graphs builds the dependency graph of the plan's units, grouped by
+// member, and the reversed graph of its removals. A dependsOn entry names
+// a release or, with kind Kustomization (or from a Kustomization, without
+// kind), a Kustomization; it is satisfied by that unit on the same member
+// when it is placed there, else by every member running it (a dependency
+// across clusters: the database on member A ready before the app on
+// member B). A release a Kustomization produces depends on that
+// Kustomization, so it starts after the Kustomization's own dependencies
+// and objects; a dependency on a Kustomization with spec.wait is a
+// dependency on the releases it produces too, as Flux's wait includes
+// their Ready.
+func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) {
+	units := plan.units()
+	where := map[Key][]Key{}
+	for _, u := range units {
+		if !u.removal {
+			ref := Key{Namespace: u.key.Namespace, Name: u.key.Name, Kind: u.key.Kind}
+			where[ref] = append(where[ref], u.key)
+		}
+	}
+	expand := func(out []Key, d Key) []Key {
+		out = append(out, d)
+		if kp, ok := plan.kitems[d]; ok && kp.Kustomization.Spec.Wait {
+			out = append(out, plan.produced[d]...)
+		}
+		return out
+	}
+	deps := func(u unit) []Key {
 		var out []Key
-		for _, d := range rel.Spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = rel.Namespace
-			}
-			ref := ns + "/" + d.Name
-			same := Key{Cluster: k.Cluster, Namespace: ns, Name: d.Name}
-			if _, ok := plan.items[same]; ok && plan.items[same].Action != release.ActionUninstall {
-				out = append(out, same)
+		if pk, ok := plan.producer[u.key]; ok {
+			out = append(out, pk)
+		}
+		for _, d := range u.dependsOn {
+			same := depKey(u.key.Cluster, u.key.Namespace, u.ownKind, d)
+			if plan.planned(same) {
+				out = expand(out, same)
 				continue
 			}
-			if ks, ok := where[ref]; ok {
-				out = append(out, ks...)
+			if ks, ok := where[Key{Namespace: same.Namespace, Name: same.Name, Kind: same.Kind}]; ok {
+				for _, k := range ks {
+					out = expand(out, k)
+				}
 				continue
 			}
 			out = append(out, same) // unknown: Validate reports it
@@ -391,58 +664,52 @@ func (f *Fleet) graphs(plan *Plan, byRef map[string]*release.Release) (*depgraph
 		return out
 	}
 	g, gc := depgraph.New[Key](), depgraph.New[Key]()
-	for _, it := range plan.Items {
-		k := keyOfPlan(it)
-		if it.Action == release.ActionUninstall {
-			gc.AddNode(depgraph.Node[Key]{Key: k, Group: k.Cluster})
-			continue
+	for _, u := range units {
+		if !u.removal {
+			g.AddNode(depgraph.Node[Key]{Key: u.key, Deps: deps(u), Group: u.key.Cluster})
 		}
-		g.AddNode(depgraph.Node[Key]{Key: k, Deps: deps(k, it.Release), Group: k.Cluster})
 	}
-	// Uninstall dependents before what they depend on.
-	for _, it := range plan.Items {
-		if it.Action != release.ActionUninstall {
+	// Remove dependents before what they depend on, and a Kustomization's
+	// releases before the Kustomization (whose prune may delete their
+	// namespace): a removal waits for the removals that depend on it.
+	after := map[Key][]Key{}
+	for _, u := range units {
+		if !u.removal {
 			continue
 		}
-		k := keyOfPlan(it)
-		for _, d := range it.Release.Spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = it.Release.Namespace
+		var before []Key
+		for _, d := range u.dependsOn {
+			before = append(before, depKey(u.key.Cluster, u.key.Namespace, u.ownKind, d))
+		}
+		if pk, ok := producerOf(u.key.Cluster, u.labels); ok {
+			before = append(before, pk)
+		}
+		for _, dk := range before {
+			if plan.removed(dk) {
+				after[dk] = append(after[dk], u.key)
 			}
-			dk := Key{Cluster: k.Cluster, Namespace: ns, Name: d.Name}
-			if p, ok := plan.items[dk]; ok && p.Action == release.ActionUninstall {
-				// dk must wait for k: add k as a dependency of dk.
-				gc.AddNode(depgraph.Node[Key]{Key: dk, Deps: []Key{k}, Group: dk.Cluster})
-			}
 		}
 	}
-	return g, mergeDuplicateNodes(gc)
-}
-
-// mergeDuplicateNodes folds nodes added several times into one with the
-// union of their dependencies.
-func mergeDuplicateNodes(g *depgraph.Graph[Key]) *depgraph.Graph[Key] {
-	var order []Key
-	nodes := map[Key]*depgraph.Node[Key]{}
-	for _, n := range g.Nodes() {
-		if m, ok := nodes[n.Key]; ok {
-			m.Deps = append(m.Deps, n.Deps...)
-			continue
+	for _, u := range units {
+		if u.removal {
+			gc.AddNode(depgraph.Node[Key]{Key: u.key, Deps: after[u.key], Group: u.key.Cluster})
 		}
-		c := n
-		nodes[n.Key] = &c
-		order = append(order, n.Key)
 	}
-	out := depgraph.New[Key]()
-	for _, k := range order {
-		out.AddNode(*nodes[k])
-	}
-	return out
+	return g, gc
 }
 
 func toUnstructured(r *release.Release) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(r)
+	return unitToUnstructured(r, release.APIVersion, release.Kind)
+}
+
+func fromUnstructured(u *unstructured.Unstructured) (*release.Release, error) {
+	return unitFromUnstructured[release.Release](u)
+}
+
+// unitToUnstructured turns a unit (a Release or a Kustomization) into the
+// object the policy engine places, without its status.
+func unitToUnstructured(obj any, apiVersion, kind string) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -451,31 +718,35 @@ func toUnstructured(r *release.Release) (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	delete(u.Object, "status")
-	u.SetAPIVersion(release.APIVersion)
-	u.SetKind(release.Kind)
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
 	return u, nil
 }
 
-func fromUnstructured(u *unstructured.Unstructured) (*release.Release, error) {
+// unitFromUnstructured turns a placed object back into its unit.
+func unitFromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 	data, err := u.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	r := &release.Release{}
-	if err := json.Unmarshal(data, r); err != nil {
+	out := new(T)
+	if err := json.Unmarshal(data, out); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return out, nil
 }
 
-// Table renders the plan as a table: member, release, state, action,
-// chart, revision now, the Kubernetes version rendered for, where
-// valuesFrom was read (hub, member, or - without valuesFrom), and errors.
+// Table renders the plan as a table: member, unit (a release as
+// namespace/name, a Kustomization as Kustomization/namespace/name),
+// state, action, chart (a Kustomization's source path and revision),
+// revision now, the Kubernetes version rendered for, where valuesFrom
+// was read (hub, member, or - without valuesFrom), and notes (errors;
+// the releases a Kustomization produces, what its prune would delete).
 func (p *Plan) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tVALUESFROM\tNOTE")
-	for _, it := range p.Items {
+	p.each(func(it *release.ReleasePlan) {
 		note := it.Reason
 		if it.Err != nil {
 			note = it.Err.Error()
@@ -496,7 +767,30 @@ func (p *Plan) Table() string {
 			from = string(v)
 		}
 		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, chart, it.Revision, kube, from, note)
-	}
+	}, func(it *KustomizationPlan) {
+		var notes []string
+		if it.Reason != "" {
+			notes = append(notes, it.Reason)
+		}
+		if it.Err != nil {
+			notes = append(notes, it.Err.Error())
+		}
+		if len(it.Produced) > 0 {
+			names := make([]string, len(it.Produced))
+			for i, k := range it.Produced {
+				names[i] = k.unit()
+			}
+			notes = append(notes, "produces "+strings.Join(names, ", "))
+		}
+		if len(it.Prune) > 0 {
+			notes = append(notes, "prunes "+strings.Join(refNames(it.Prune), ", "))
+		}
+		src := kustomizationSource(it.Kustomization)
+		if it.Revision != "" {
+			src += "@" + it.Revision
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", it.Cluster, it.Key().unit(), it.State, it.Action, src, strings.Join(notes, "; "))
+	})
 	_ = tw.Flush()
 	for _, e := range p.Errors {
 		fmt.Fprintf(&sb, "error: %v\n", e)
@@ -507,21 +801,51 @@ func (p *Plan) Table() string {
 	return sb.String()
 }
 
-// Diff renders every item's diff, each headed by its member and release.
-func (p *Plan) Diff() string {
-	var sb strings.Builder
-	for _, it := range p.Items {
-		if it.Diff == "" {
+// each calls rel and kust for the plan's items in key order.
+func (p *Plan) each(rel func(*release.ReleasePlan), kust func(*KustomizationPlan)) {
+	i, j := 0, 0
+	for i < len(p.Items) || j < len(p.Kustomizations) {
+		if j == len(p.Kustomizations) || (i < len(p.Items) && keyLess(keyOfPlan(p.Items[i]), p.Kustomizations[j].Key())) {
+			rel(p.Items[i])
+			i++
 			continue
 		}
-		fmt.Fprintf(&sb, "### %s %s/%s (%s)\n%s", it.Cluster, it.Release.Namespace, it.Release.Name, it.Action, it.Diff)
+		kust(p.Kustomizations[j])
+		j++
 	}
+}
+
+// kustomizationSource names where k's directory comes from:
+// Kind/namespace/name:path.
+func kustomizationSource(k *release.Kustomization) string {
+	s := k.Spec.SourceRef
+	path := k.Spec.Path
+	if path == "" {
+		path = "./"
+	}
+	return s.Kind + "/" + s.Namespace + "/" + s.Name + ":" + path
+}
+
+// Diff renders every item's diff, each headed by its member and unit.
+func (p *Plan) Diff() string {
+	var sb strings.Builder
+	p.each(func(it *release.ReleasePlan) {
+		if it.Diff != "" {
+			fmt.Fprintf(&sb, "### %s %s/%s (%s)\n%s", it.Cluster, it.Release.Namespace, it.Release.Name, it.Action, it.Diff)
+		}
+	}, func(it *KustomizationPlan) {
+		if it.Diff != "" {
+			fmt.Fprintf(&sb, "### %s %s (%s)\n%s", it.Cluster, it.Key().unit(), it.Action, it.Diff)
+		}
+	})
 	return sb.String()
 }
 
 // planJSON is the JSON form of one plan item; values are redacted.
 type planJSON struct {
-	Cluster   string         `json:"cluster"`
+	Cluster string `json:"cluster"`
+	// Kind is Kustomization for a Kustomization, empty for a release.
+	Kind      string         `json:"kind,omitempty"`
 	Namespace string         `json:"namespace"`
 	Name      string         `json:"name"`
 	State     release.State  `json:"state"`
@@ -536,9 +860,17 @@ type planJSON struct {
 	// ValuesFrom is where valuesFrom was read: hub or member.
 	ValuesFrom ValuesFrom     `json:"valuesFrom,omitempty"`
 	Values     map[string]any `json:"values,omitempty"`
-	Objects    []string       `json:"objects,omitempty"`
-	Diff       string         `json:"diff,omitempty"`
-	Error      string         `json:"error,omitempty"`
+	// Source and SourceRevision: a Kustomization's directory and the
+	// revision built.
+	Source         string `json:"source,omitempty"`
+	SourceRevision string `json:"sourceRevision,omitempty"`
+	// Produced are the releases a Kustomization produces; Prune what its
+	// apply would delete.
+	Produced []string `json:"produced,omitempty"`
+	Prune    []string `json:"prune,omitempty"`
+	Objects  []string `json:"objects,omitempty"`
+	Diff     string   `json:"diff,omitempty"`
+	Error    string   `json:"error,omitempty"`
 }
 
 // MarshalJSON renders the plan as JSON: items (with values redacted where
@@ -549,21 +881,33 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Errors   []string   `json:"errors,omitempty"`
 		Warnings []string   `json:"warnings,omitempty"`
 	}{Items: []planJSON{}}
-	for _, it := range p.Items {
+	p.each(func(it *release.ReleasePlan) {
 		j := planJSON{Cluster: it.Cluster, Namespace: it.Release.Namespace, Name: it.Release.Name, State: it.State,
 			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff,
 			KubeVersion: it.KubeVersion, CapabilitiesFrom: it.CapabilitiesFrom, ValuesFrom: p.valuesFrom[keyOfPlan(it)]}
 		if it.Values != nil {
 			j.Values = it.Values.Redacted()
 		}
+		j.Objects = objectNames(it.Objects)
+		if it.Err != nil {
+			j.Error = it.Err.Error()
+		}
+		out.Items = append(out.Items, j)
+	}, func(it *KustomizationPlan) {
+		j := planJSON{Cluster: it.Cluster, Kind: KindKustomization, Namespace: it.Kustomization.Namespace, Name: it.Kustomization.Name,
+			State: it.State, Action: it.Action, Reason: it.Reason, Source: kustomizationSource(it.Kustomization),
+			SourceRevision: it.Revision, Prune: refNames(it.Prune), Diff: it.Diff}
 		for _, o := range it.Objects {
-			j.Objects = append(j.Objects, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
+			j.Objects = append(j.Objects, o.Object.Kind+"/"+o.Object.Namespace+"/"+o.Object.Name+" "+o.Action)
+		}
+		for _, k := range it.Produced {
+			j.Produced = append(j.Produced, k.unit())
 		}
 		if it.Err != nil {
 			j.Error = it.Err.Error()
 		}
 		out.Items = append(out.Items, j)
-	}
+	})
 	for _, e := range p.Errors {
 		out.Errors = append(out.Errors, e.Error())
 	}
@@ -571,6 +915,24 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		out.Warnings = append(out.Warnings, w.Message)
 	}
 	return json.Marshal(out)
+}
+
+// refNames names objects as kind/namespace/name.
+func refNames(refs []release.ObjectRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Kind + "/" + r.Namespace + "/" + r.Name
+	}
+	return out
+}
+
+// objectNames names objects as kind/namespace/name.
+func objectNames(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
+	}
+	return out
 }
 
 // Mermaid draws the plan's dependency graph, a box per member.
@@ -603,9 +965,10 @@ func (f *Fleet) Inventory() []*release.Release {
 // MemberAnnotation names the member of a Release in an Inventory.
 const MemberAnnotation = "helmfleet.io/member"
 
-// Restore replaces the fleet's inventory with one Inventory returned. It
-// writes nothing to Config.Store, and the fleet no longer loads the
-// store by itself (Load still does).
+// Restore replaces the fleet's inventory of releases with one Inventory
+// returned. It writes nothing to Config.Store, and the fleet no longer
+// loads the store by itself (Load still does). Kustomizations are not in
+// an Inventory: only a Config.Store carries them across a restart.
 func (f *Fleet) Restore(inventory []*release.Release) error {
 	applied := map[Key]*release.Release{}
 	for i, r := range inventory {

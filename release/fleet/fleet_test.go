@@ -260,6 +260,31 @@ func TestFleetGarbageCollection(t *testing.T) {
 	assert.Len(t, tf.fleet.Inventory(), 1)
 }
 
+// Garbage collection uninstalls a dependent before what it depends on
+// (the graph of removals once lost every dependency but the first a
+// removal had: depgraph keeps the first node of a key).
+func TestFleetGarbageCollectionDependentsFirst(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	in := appWithDatabase(t)
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+
+	plan, err = tf.fleet.Plan(ctx, fleet.Inputs{Policies: in.Policies})
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+	var order []string
+	for _, e := range tf.events {
+		if e.Kind == fleet.EventUninstalled && e.Key.Cluster == "prod-eu-1" {
+			order = append(order, e.Key.Name)
+		}
+	}
+	assert.Equal(t, []string{"podinfo", "database"}, order)
+}
+
 func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	ctx := context.Background()
 	// Chart 6.5.1 crashes on prod-eu-1 only.

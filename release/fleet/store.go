@@ -22,13 +22,28 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 )
 
-// Entry is one release the fleet applied on one member: the member's copy
-// after overrides, with the status of its last reconcile.
+// Entry is one unit the fleet applied on one member: the member's copy
+// of a release or a Kustomization after overrides, with the status of
+// its last reconcile.
 type Entry struct {
-	// Key names the member and release.
+	// Key names the member and the unit.
 	Key Key
-	// Release is the member's copy.
+	// Release is the member's copy of a release (Key.Kind empty).
 	Release *release.Release
+	// Kustomization is the member's copy of a Kustomization (Key.Kind
+	// KindKustomization).
+	Kustomization *release.Kustomization
+}
+
+// meta is the name of the entry's unit.
+func (e Entry) meta() (namespace, name string, ok bool) {
+	switch {
+	case e.Key.IsKustomization() && e.Kustomization != nil && e.Release == nil:
+		return e.Kustomization.Namespace, e.Kustomization.Name, true
+	case !e.Key.IsKustomization() && e.Release != nil && e.Kustomization == nil:
+		return e.Release.Namespace, e.Release.Name, true
+	}
+	return "", "", false
 }
 
 // Store keeps a fleet's inventory (Entry per member and release) where a
@@ -149,15 +164,21 @@ var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 
 // entryJSON is an entry as stored.
 type entryJSON struct {
-	Member  string           `json:"member"`
-	Release *release.Release `json:"release"`
+	Member        string                 `json:"member"`
+	Release       *release.Release       `json:"release,omitempty"`
+	Kustomization *release.Kustomization `json:"kustomization,omitempty"`
 }
 
 // objectName is the Secret of k: the store's name and 20 hex digits of
 // SHA-256 of the key (member, namespace and name may together exceed
 // what a name holds).
 func (s *ObjectStore) objectName(k Key) string {
-	sum := sha256.Sum256([]byte(k.Cluster + "\x00" + k.Namespace + "\x00" + k.Name))
+	id := k.Cluster + "\x00" + k.Namespace + "\x00" + k.Name
+	if k.Kind != "" {
+		// Releases keep the names they had before Kustomizations.
+		id += "\x00" + k.Kind
+	}
+	sum := sha256.Sum256([]byte(id))
 	return s.name + "-" + hex.EncodeToString(sum[:10])
 }
 
@@ -167,13 +188,14 @@ func (s *ObjectStore) ref(k Key) release.ObjectRef {
 
 // Save implements Store.
 func (s *ObjectStore) Save(ctx context.Context, e Entry) error {
-	if e.Release == nil {
-		return fmt.Errorf("inventory entry %s: no release", e.Key)
+	ns, name, ok := e.meta()
+	if !ok {
+		return fmt.Errorf("inventory entry %s: needs exactly the unit its key names (a release or a Kustomization)", e.Key)
 	}
-	if e.Release.Namespace != e.Key.Namespace || e.Release.Name != e.Key.Name {
-		return fmt.Errorf("inventory entry %s: release is %s/%s", e.Key, e.Release.Namespace, e.Release.Name)
+	if ns != e.Key.Namespace || name != e.Key.Name {
+		return fmt.Errorf("inventory entry %s: unit is %s/%s", e.Key, ns, name)
 	}
-	raw, err := json.Marshal(entryJSON{Member: e.Key.Cluster, Release: e.Release})
+	raw, err := json.Marshal(entryJSON{Member: e.Key.Cluster, Release: e.Release, Kustomization: e.Kustomization})
 	if err != nil {
 		return fmt.Errorf("inventory entry %s: %w", e.Key, err)
 	}
@@ -199,7 +221,7 @@ func (s *ObjectStore) Save(ctx context.Context, e Entry) error {
 			"labels":    map[string]any{InventoryLabel: s.name},
 			"annotations": map[string]any{
 				"fleet.helmfleet.io/member":  e.Key.Cluster,
-				"fleet.helmfleet.io/release": e.Key.Namespace + "/" + e.Key.Name,
+				"fleet.helmfleet.io/release": e.Key.unit(),
 			},
 		},
 		"type": InventorySecretType,
@@ -262,14 +284,19 @@ func (s *ObjectStore) decode(obj *unstructured.Unstructured) (Entry, error) {
 	if err := json.Unmarshal(raw, &ej); err != nil {
 		return Entry{}, fmt.Errorf("data.entry: %w", err)
 	}
-	if ej.Member == "" || ej.Release == nil {
-		return Entry{}, errors.New("data.entry: no member or no release")
+	if ej.Member == "" || (ej.Release == nil) == (ej.Kustomization == nil) {
+		return Entry{}, errors.New("data.entry: no member, or not exactly one of release and kustomization")
 	}
-	k := Key{Cluster: ej.Member, Namespace: ej.Release.Namespace, Name: ej.Release.Name}
+	var k Key
+	if ej.Release != nil {
+		k = Key{Cluster: ej.Member, Namespace: ej.Release.Namespace, Name: ej.Release.Name}
+	} else {
+		k = Key{Cluster: ej.Member, Namespace: ej.Kustomization.Namespace, Name: ej.Kustomization.Name, Kind: KindKustomization}
+	}
 	if want := s.objectName(k); obj.GetName() != want {
 		return Entry{}, fmt.Errorf("holds the entry of %s, whose Secret is %s", k, want)
 	}
-	return Entry{Key: k, Release: ej.Release}, nil
+	return Entry{Key: k, Release: ej.Release, Kustomization: ej.Kustomization}, nil
 }
 
 // ensureLoaded loads the store once, before the first plan or drift
@@ -308,14 +335,22 @@ func (f *Fleet) Load(ctx context.Context) error {
 		return &StoreError{Op: "load", Err: err}
 	}
 	applied := make(map[Key]*release.Release, len(entries))
+	appliedK := map[Key]*release.Kustomization{}
 	for _, e := range entries {
 		if _, ok := f.byName[e.Key.Cluster]; !ok {
 			return &StoreError{Op: "load", Err: fmt.Errorf("entry %s: member %q is not one of the fleet's: add it back so its releases can be uninstalled, or delete the entry", e.Key, e.Key.Cluster)}
 		}
-		applied[e.Key] = e.Release.DeepCopy()
+		if _, _, ok := e.meta(); !ok {
+			return &StoreError{Op: "load", Err: fmt.Errorf("entry %s: needs exactly the unit its key names (a release or a Kustomization)", e.Key)}
+		}
+		if e.Key.IsKustomization() {
+			appliedK[e.Key] = e.Kustomization.DeepCopy()
+		} else {
+			applied[e.Key] = e.Release.DeepCopy()
+		}
 	}
 	f.mu.Lock()
-	f.applied = applied
+	f.applied, f.appliedK = applied, appliedK
 	f.mu.Unlock()
 	f.loaded = true
 	return nil
@@ -327,6 +362,17 @@ func (f *Fleet) save(ctx context.Context, k Key, rel *release.Release) error {
 		return nil
 	}
 	if err := f.cfg.Store.Save(ctx, Entry{Key: k, Release: rel.DeepCopy()}); err != nil {
+		return &StoreError{Op: "save", Key: k, Err: err}
+	}
+	return nil
+}
+
+// saveKustomization writes k's entry to the store, if there is one.
+func (f *Fleet) saveKustomization(ctx context.Context, k Key, ks *release.Kustomization) error {
+	if f.cfg.Store == nil {
+		return nil
+	}
+	if err := f.cfg.Store.Save(ctx, Entry{Key: k, Kustomization: ks.DeepCopy()}); err != nil {
 		return &StoreError{Op: "save", Key: k, Err: err}
 	}
 	return nil
