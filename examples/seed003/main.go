@@ -1,34 +1,35 @@
 // Command seed003 runs a Flux repository laid out as seed 003 keeps its
 // EKS fleet (the layout of Flux's flux2-kustomize-helm-example) on an
-// in-memory fleet, unchanged: no flattening, no policies written for it.
+// in-memory fleet, unchanged: nothing flattened, nothing rewritten as
+// policies.
 //
 // The repository (repo/, embedded; -repo reads another checkout):
 //
-//	clusters/dev, clusters/prod      what each cluster's Flux reads: three Flux Kustomizations,
-//	  infrastructure-crds.yaml         cert-manager's CRDs (plain manifests), first;
-//	  infrastructure.yaml              infrastructure/<env>, after the CRDs, wait: true;
-//	  apps.yaml                        apps/<env>, after infrastructure, with ${vars} from
-//	                                   the cluster's cluster-vars ConfigMap
-//	infrastructure/crds              the CRDs
-//	infrastructure/base/cert-manager   HelmRepository + HelmRelease (no version); the release
-//	                                   depends on the infrastructure-crds Kustomization (a
-//	                                   dependency across kinds) and reads its values from the
-//	                                   cluster's cert-manager-values ConfigMap
-//	infrastructure/dev/cert-manager    patches the HelmRelease to a pre-release chart
-//	infrastructure/prod/cert-manager   patches it to the stable line, with its own values
-//	apps/base/podinfo, apps/{dev,prod} podinfo and its cert-manager Certificate, per env
+//	clusters/{dev,prod}/                 what a cluster's Flux reads, three Flux Kustomizations:
+//	  infrastructure-crds.yaml             ./infrastructure/crds, first
+//	  infrastructure.yaml                  ./infrastructure/<env>, after the CRDs; wait: true
+//	  apps.yaml                            ./apps/<env>, after infrastructure; ${vars} from the
+//	                                       cluster's cluster-vars ConfigMap
+//	infrastructure/crds/                 cert-manager's CRDs, plain manifests
+//	infrastructure/base/cert-manager/    HelmRepository + HelmRelease (no chart version); the
+//	                                     release depends on the infrastructure-crds
+//	                                     Kustomization (across kinds) and reads its values
+//	                                     from the cluster's cert-manager-values ConfigMap
+//	infrastructure/{dev,prod}/cert-manager/  patch the HelmRelease: a pre-release chart on dev,
+//	                                     the stable line with more replicas on prod
+//	apps/base/podinfo/, apps/{dev,prod}/ podinfo and its Certificate, patched per env
 //
-// Each cluster's Flux reads one directory (flux bootstrap
-// --path=clusters/<env>), so the program keeps one fleet per directory:
-// dev-1 and dev-2 (env=dev) run clusters/dev, prod-1 (env=prod) runs
-// clusters/prod. It builds the directory with release/kustomize, places
-// its Kustomizations on the environment's members, prints the fleet's
-// plan and applies it; dev first, and prod only once dev is ready. The
-// Kustomizations apply their plain objects themselves and hand the
-// HelmReleases they build to the fleet, which installs them in
-// dependency order, across kinds. Each member starts with the
-// per-cluster ConfigMaps seed 003's ClusterAPI puts there
-// (ClusterResourceSets). It needs no cluster, network or flags:
+// bootstrap.yaml is what flux bootstrap --path=clusters/<env> leaves on
+// each cluster: a flux-system Kustomization reading clusters/dev, placed
+// on every member, with prod members reading clusters/prod. The fleet
+// builds each member's copy from the repository (release/kustomize), runs
+// the Kustomizations clusters/<env> holds and the HelmReleases they build
+// as units of its own on that member, in dependency order across kinds,
+// and rolls out in two waves: dev (dev-1, dev-2), then prod (prod-1).
+// Each member starts with the per-cluster ConfigMaps seed 003's ClusterAPI
+// puts there (ClusterResourceSets). It prints the plan, the rollout
+// report, the dependency graph as Mermaid and what each member runs. It
+// needs no cluster, network or flags:
 //
 //	go run ./examples/seed003
 //	go run ./examples/seed003 -repo path/to/checkout
@@ -46,6 +47,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,6 +61,9 @@ import (
 
 //go:embed all:repo
 var embedded embed.FS
+
+//go:embed bootstrap.yaml
+var bootstrapYAML string
 
 func main() {
 	dir := flag.String("repo", "", "checkout of a repository in seed 003's layout (default: the embedded repo/)")
@@ -76,8 +81,8 @@ func main() {
 	}
 }
 
-// member is one in-memory cluster, its environment and what ClusterAPI
-// creates it with.
+// member is one in-memory cluster, its environment and the values
+// ClusterAPI creates it with.
 type member struct {
 	name, env, domain, email string
 }
@@ -89,126 +94,124 @@ var members = []member{
 	{name: "prod-1", env: "prod", domain: "prod-1.example.com", email: "platform@example.com"},
 }
 
-// environments, in rollout order: each is the directory its members'
-// Flux reads.
-var environments = []string{"dev", "prod"}
-
-// gitRepository is the Flux source every Kustomization of the repository
-// names (flux bootstrap creates it): the repository itself.
+// gitRepository is the Flux source the repository's Kustomizations name
+// (flux bootstrap creates it): the repository itself.
 const gitRepository = "GitRepository/flux-system/flux-system"
 
+// rollout is seed 003's "dev first, then prod" workflow as data.
+var rollout = &fleet.Rollout{
+	Waves: []fleet.Wave{
+		{Name: "dev", Selector: "env=dev"},
+		{Name: "prod", Selector: "env=prod"},
+	},
+	BakeTime: 50 * time.Millisecond,
+}
+
 func run(ctx context.Context, repo fs.FS, out io.Writer) error {
+	in, err := bootstrap()
+	if err != nil {
+		return err
+	}
 	rev, err := revision(repo)
 	if err != nil {
 		return err
 	}
-	krec, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{
-		Sources:      kustomize.MapSources{gitRepository: {FS: repo, Revision: rev}},
-		Exclude:      kustomize.FleetUnit,
-		PollInterval: 5 * time.Millisecond,
+	fmt.Fprintf(out, "== repository %s (source %s)\n", rev, gitRepository)
+
+	schemas := memory.NewSchemas()
+	clusters := map[string]*memory.Cluster{}
+	var ms []release.Member
+	for _, m := range members {
+		c := memory.New(m.name, memory.WithSchemas(schemas))
+		if err := clusterResourceSets(ctx, c, m); err != nil {
+			return err
+		}
+		clusters[m.name] = c
+		ms = append(ms, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
+		fmt.Fprintf(out, "member %-6s env=%-4s cluster_domain=%s\n", m.name, m.env, m.domain)
+	}
+	// Per-cluster values are read on each member: cert-manager's
+	// valuesFrom (its annotation fleet.helmfleet.io/values-from: member)
+	// and the apps' postBuild.substituteFrom. The fleet makes a release
+	// and a Kustomization reconciler per member from these configs.
+	ready := map[string][]string{} // per member, its units in the order they became ready
+	var mu sync.Mutex
+	fl, err := fleet.New(fleet.Config{
+		Members: ms,
+		Events: func(e fleet.Event) {
+			if e.Kind == fleet.EventReady {
+				mu.Lock()
+				ready[e.Key.Cluster] = append(ready[e.Key.Cluster], unit(e.Key))
+				mu.Unlock()
+			}
+		},
+		ReconcilerConfig: &release.ReconcilerConfig{Charts: charts(), PollInterval: 5 * time.Millisecond},
+		KustomizeConfig: &kustomize.ReconcilerConfig{
+			Sources:      kustomize.MapSources{gitRepository: {FS: repo, Revision: rev}},
+			PollInterval: 5 * time.Millisecond,
+		},
 	})
 	if err != nil {
 		return err
 	}
-	_ = krec // TEMP until fleet.Config.Kustomize lands
-	schemas := memory.NewSchemas()
-	clusters := map[string]*memory.Cluster{}
-	for _, m := range members {
-		c := memory.New(m.name, memory.WithSchemas(schemas))
-		if err := bootstrap(ctx, c, m); err != nil {
-			return err
-		}
-		clusters[m.name] = c
-		fmt.Fprintf(out, "member %-6s env=%-4s cluster-vars: cluster_name=%s cluster_domain=%s\n", m.name, m.env, m.name, m.domain)
+
+	plan, err := fl.Plan(ctx, in)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(out, "repository revision %s\n", rev)
+	fmt.Fprintf(out, "\n== plan (nothing written yet)\n%s", plan.Table())
+	if placement := plan.PlacementErrors(); len(placement) > 0 {
+		return fmt.Errorf("plan: %w", errors.Join(placement...))
+	}
 
-	for _, env := range environments {
-		dir := "clusters/" + env
-		res, err := kustomize.Build(ctx, repo, dir, kustomize.Options{})
-		if err != nil {
-			return err
-		}
-		in := fleet.InputsOf(res.Objects)
-		placement, err := readsDirectory(env)
-		if err != nil {
-			return err
-		}
-		in.Policies.Propagation = append(in.Policies.Propagation, placement...)
-		var ms []release.Member
-		var names []string
-		for _, m := range members {
-			if m.env == env {
-				ms = append(ms, release.Member{Cluster: clusters[m.name], Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
-				names = append(names, m.name)
-			}
-		}
-		fmt.Fprintf(out, "\n== %s: %s on %s: %s\n", env, dir, strings.Join(names, ", "), kustomizationNames(res.Objects.Kustomizations))
+	fmt.Fprintf(out, "\n== rollout: wave dev, then wave prod\n")
+	rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: rollout})
+	if rep != nil {
+		fmt.Fprintf(out, "%s", rep.Table())
+		fmt.Fprintf(out, "\n== dependency graph (Mermaid)\n%s", rep.Mermaid())
+	}
+	if applyErr != nil {
+		return applyErr
+	}
+	fmt.Fprintf(out, "\n== order in which each member's units became ready\n")
+	for _, m := range members {
+		fmt.Fprintf(out, "%-6s %s\n", m.name, strings.Join(ready[m.name], " -> "))
+	}
 
-		// Member mode for valuesFrom needs the reconciler's config: the
-		// fleet makes one reconciler per member that reads there.
-		fl, err := fleet.New(fleet.Config{
-			Members:          ms,
-			ReconcilerConfig: &release.ReconcilerConfig{Charts: charts(), PollInterval: 5 * time.Millisecond},
-			// Kustomize:        krec,
-		})
+	fmt.Fprintf(out, "\n== what each member runs\n")
+	for _, m := range members {
+		lines, err := describe(ctx, clusters[m.name])
 		if err != nil {
 			return err
 		}
-		plan, err := fl.Plan(ctx, in)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "-- plan (nothing written yet)\n%s", plan.Table())
-		if len(plan.Errors) > 0 {
-			return fmt.Errorf("%s: plan: %w", env, errors.Join(plan.Errors...))
-		}
-		rep, err := fl.Apply(ctx, plan, fleet.ApplyOptions{})
-		if rep != nil {
-			fmt.Fprintf(out, "-- apply\n%s", rep.Table())
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w (the environments after it are left alone)", env, err)
-		}
-		fmt.Fprintf(out, "-- what each member runs\n")
-		for _, name := range names {
-			lines, err := describe(ctx, clusters[name])
-			if err != nil {
-				return err
-			}
-			for _, l := range lines {
-				fmt.Fprintf(out, "%-6s %s\n", name, l)
-			}
+		for _, l := range lines {
+			fmt.Fprintf(out, "%-6s %s\n", m.name, l)
 		}
 	}
 	return nil
 }
 
-// readsDirectory is the placement that stands for flux bootstrap
-// --path=clusters/<env>: every Kustomization the directory holds goes to
-// every member labelled env=<env>.
-func readsDirectory(env string) ([]policy.PropagationPolicy, error) {
-	objs, err := release.Decode(strings.NewReader(fmt.Sprintf(`
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: clusters-%[1]s, namespace: flux-system}
-spec:
-  resourceSelectors:
-    - {apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization}
-  placement:
-    clusterAffinity:
-      labelSelector:
-        matchLabels: {env: %[1]s}
-`, env)))
-	if err != nil {
-		return nil, err
+// unit names a fleet unit by kind, namespace and name.
+func unit(k fleet.Key) string {
+	if k.IsKustomization() {
+		return "Kustomization " + k.Namespace + "/" + k.Name
 	}
-	return objs.Policies.Propagation, nil
+	return "HelmRelease " + k.Namespace + "/" + k.Name
 }
 
-// bootstrap gives a new member what seed 003's ClusterAPI gives each
-// cluster with ClusterResourceSets: the ConfigMaps of its own values.
-func bootstrap(ctx context.Context, c *memory.Cluster, m member) error {
+// bootstrap decodes bootstrap.yaml: the flux-system Kustomization and the
+// policies that give each member its copy.
+func bootstrap() (fleet.Inputs, error) {
+	objs, err := release.Decode(strings.NewReader(bootstrapYAML))
+	if err != nil {
+		return fleet.Inputs{}, fmt.Errorf("bootstrap.yaml: %w", err)
+	}
+	return fleet.InputsOf(objs), nil
+}
+
+// clusterResourceSets gives a new member what seed 003's ClusterAPI gives
+// each cluster with ClusterResourceSets: the ConfigMaps of its own values.
+func clusterResourceSets(ctx context.Context, c *memory.Cluster, m member) error {
 	for _, cm := range []*unstructured.Unstructured{
 		configMap("flux-system", "cluster-vars", map[string]any{"cluster_name": m.name, "cluster_domain": m.domain}),
 		configMap("kube-system", "cert-manager-values", map[string]any{
@@ -250,12 +253,4 @@ func revision(repo fs.FS) (string, error) {
 		return "", err
 	}
 	return "main@sha256:" + hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-func kustomizationNames(ks []*release.Kustomization) string {
-	var names []string
-	for _, k := range ks {
-		names = append(names, k.Name)
-	}
-	return strings.Join(names, ", ")
 }

@@ -24,7 +24,7 @@ func embeddedRepo(t *testing.T) fs.FS {
 // example says: each clusters/<env> holds the three Flux Kustomizations,
 // each depending on the one it needs, pointing at the env's directories.
 func TestRepositoryLayout(t *testing.T) {
-	for _, env := range environments {
+	for _, env := range []string{"dev", "prod"} {
 		t.Run(env, func(t *testing.T) {
 			res, err := kustomize.Build(context.Background(), embeddedRepo(t), "clusters/"+env, kustomize.Options{})
 			require.NoError(t, err)
@@ -55,7 +55,7 @@ func buildAll(t *testing.T, m member) map[string]*kustomize.Result {
 	ctx := context.Background()
 	repo := embeddedRepo(t)
 	c := memory.New(m.name)
-	require.NoError(t, bootstrap(ctx, c, m))
+	require.NoError(t, clusterResourceSets(ctx, c, m))
 	rec, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{
 		Sources:   kustomize.MapSources{gitRepository: {FS: repo, Revision: "main@sha256:test"}},
 		Variables: release.NewObjectValues(c),
