@@ -28,8 +28,10 @@
 // and rolls out in two waves: dev (dev-1, dev-2), then prod (prod-1).
 // Each member starts with the per-cluster ConfigMaps seed 003's ClusterAPI
 // puts there (ClusterResourceSets). It prints the plan, the rollout
-// report, the dependency graph as Mermaid and what each member runs. It
-// needs no cluster, network or flags:
+// report, the dependency graph as Mermaid, the order in which each
+// member's units became ready, what each member runs, and what planning
+// again (Flux's next interval) would change: nothing. It needs no
+// cluster, network or flags:
 //
 //	go run ./examples/seed003
 //	go run ./examples/seed003 -repo path/to/checkout
@@ -188,7 +190,37 @@ func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 			fmt.Fprintf(out, "%-6s %s\n", m.name, l)
 		}
 	}
+
+	// Flux reconciles again every interval; the fleet's next plan says
+	// what that would change.
+	again, err := fl.Plan(ctx, in)
+	if err != nil {
+		return err
+	}
+	changes := pending(again)
+	fmt.Fprintf(out, "\n== plan again: %d units, %d to change\n", len(again.Items)+len(again.Kustomizations), len(changes))
+	for _, c := range changes {
+		fmt.Fprintln(out, c)
+	}
 	return nil
+}
+
+// pending lists the units of a plan that would change something: a
+// release with an action, a Kustomization out of sync (its objects differ
+// or it would prune), and any error.
+func pending(p *fleet.Plan) []string {
+	var out []string
+	for _, it := range p.Items {
+		if it.Action != release.ActionNone || it.Err != nil {
+			out = append(out, fmt.Sprintf("%s %s/%s: %s %s %v", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, it.Err))
+		}
+	}
+	for _, k := range p.Kustomizations {
+		if k.State != release.StateInSync || k.Err != nil {
+			out = append(out, fmt.Sprintf("%s: %s %s %v", k.Key(), k.State, k.Action, k.Err))
+		}
+	}
+	return out
 }
 
 // unit names a fleet unit by kind, namespace and name.

@@ -70,6 +70,9 @@ func TestRun(t *testing.T) {
 	} {
 		assert.Contains(t, got, want)
 	}
+
+	// Reconciling again changes nothing.
+	assert.Contains(t, got, "\n== plan again: 18 units, 0 to change\n")
 }
 
 // padName pads a member name as the output's member column does.
