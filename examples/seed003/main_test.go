@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,9 +79,9 @@ func TestRun(t *testing.T) {
 // padName pads a member name as the output's member column does.
 func padName(name string) string { return name + strings.Repeat(" ", 7-len(name)) }
 
-// copyRepo writes the embedded repository to a directory, with edit
-// applied to the file name, as a checkout for -repo.
-func copyRepo(t *testing.T, name string, edit func(string) string) string {
+// copyRepo writes the embedded repository to a directory, each file
+// named in edits changed by its function, as a checkout for -repo.
+func copyRepo(t *testing.T, edits map[string]func(string) string) string {
 	t.Helper()
 	dir := t.TempDir()
 	repo := embeddedRepo(t)
@@ -96,13 +97,15 @@ func copyRepo(t *testing.T, name string, edit func(string) string) string {
 			return err
 		}
 		s := string(data)
-		if p == name {
+		if edit, ok := edits[p]; ok {
 			edited := edit(s)
-			require.NotEqual(t, s, edited, "the edit changes %s", name)
+			require.NotEqual(t, s, edited, "the edit changes %s", p)
 			s = edited
+			delete(edits, p)
 		}
 		return os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644)
 	}))
+	require.Empty(t, edits, "files to edit that the repository does not have")
 	return dir
 }
 
@@ -110,8 +113,10 @@ func TestRunHaltsAfterABrokenDevWave(t *testing.T) {
 	// Dev's patch asks for a cert-manager no repository offers: cert-manager
 	// and everything after it fail on dev, the rollout halts, and prod is
 	// never touched.
-	dir := copyRepo(t, "infrastructure/dev/cert-manager/helmrelease-patch.yaml", func(s string) string {
-		return strings.Replace(s, `version: ">=1.16.0-0"`, `version: ">=2.0.0-0"`, 1)
+	dir := copyRepo(t, map[string]func(string) string{
+		"infrastructure/dev/cert-manager/helmrelease-patch.yaml": func(s string) string {
+			return strings.Replace(s, `version: ">=1.16.0-0"`, `version: ">=2.0.0-0"`, 1)
+		},
 	})
 	var out bytes.Buffer
 	err := run(context.Background(), os.DirFS(dir), &out)
@@ -125,4 +130,30 @@ func TestRunHaltsAfterABrokenDevWave(t *testing.T) {
 	assert.Regexp(t, `prod-1\s+Kustomization/flux-system/flux-system\s+not-started`, got)
 	assert.Regexp(t, `prod-1\s+kube-system/cert-manager\s+not-started`, got)
 	assert.NotContains(t, got, "== what each member runs")
+}
+
+func TestDependencyAcrossKindsAlone(t *testing.T) {
+	// Without Flux's workaround (infrastructure waiting for all of
+	// infrastructure-crds), only cert-manager's own dependsOn on the CRD
+	// Kustomization orders it after the CRDs: the chart renders its
+	// ClusterIssuer only where the CRD is served, so every member having
+	// one shows the order held.
+	noWorkaround := func(s string) string {
+		return strings.Replace(s, "  dependsOn:\n    - name: infrastructure-crds\n", "", 1)
+	}
+	dir := copyRepo(t, map[string]func(string) string{
+		"clusters/dev/infrastructure.yaml":  noWorkaround,
+		"clusters/prod/infrastructure.yaml": noWorkaround,
+	})
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), os.DirFS(dir), &out))
+	got := out.String()
+	for _, m := range members {
+		line := regexp.MustCompile(`(?m)^` + padName(m.name) + `(Kustomization flux-system/flux-system -> .*)$`).FindStringSubmatch(got)
+		require.NotNil(t, line, "the order of %s", m.name)
+		order := strings.Split(line[1], " -> ")
+		assert.Less(t, slices.Index(order, "Kustomization flux-system/infrastructure-crds"), slices.Index(order, "HelmRelease kube-system/cert-manager"), "on %s: %s", m.name, line[1])
+		assert.True(t, strings.Contains(got, padName(m.name)+"clusterissuer letsencrypt email="),
+			"%s has no ClusterIssuer: cert-manager was installed before the CRDs", m.name)
+	}
 }
