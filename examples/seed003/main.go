@@ -19,9 +19,10 @@
 //	                                     the stable line with more replicas on prod
 //	apps/base/podinfo/, apps/{dev,prod}/ podinfo and its Certificate, patched per env
 //
-// bootstrap.yaml is what flux bootstrap --path=clusters/<env> leaves on
-// each cluster: a flux-system Kustomization reading clusters/dev, placed
-// on every member, with prod members reading clusters/prod. The fleet
+// bootstrap.yaml is what seed 003's ClusterAPI creates on each cluster
+// beside Flux (as flux bootstrap --path=clusters/<env> would): the
+// flux-system Kustomization reading clusters/dev, placed on every member,
+// with prod members reading clusters/prod. The fleet
 // builds each member's copy from the repository (release/kustomize), runs
 // the Kustomizations clusters/<env> holds and the HelmReleases they build
 // as units of its own on that member, in dependency order across kinds,
