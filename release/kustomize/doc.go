@@ -41,7 +41,8 @@
 // allocates 345 KB, indexing its files 9 KB more, copying them into
 // MakeFsInMemory 25 KB; a whole Build allocates 9.0 MB in 14.3 ms
 // against krusty's 7.0 MB in 11.0 ms over the same tree in memory
-// (BenchmarkBuild; the difference is the walk and decoding the objects).
+// (BenchmarkBuild; the difference is the walk and decoding the objects;
+// 9.7 MB since the clusters' Flux Kustomizations are decoded too).
 //
 // # Errors
 //
@@ -71,4 +72,49 @@
 // warnings to standard error itself, which Build cannot prevent (they are
 // also in Result.Warnings); and, as in kustomize, a patch whose target
 // selector matches nothing does nothing, silently.
+//
+// # Flux Kustomizations on one cluster
+//
+// A Reconciler runs release.Kustomization objects (Flux's
+// kustomize.toolkit.fluxcd.io/v1) the way Flux's kustomize-controller
+// does, against a release.ObjectClient (release/memory, release/kube):
+//
+//   - Build reads the source tree that ReconcilerConfig.Sources gives for
+//     spec.sourceRef, at spec.path, generating a kustomization.yaml where
+//     there is none; sets spec.targetNamespace, namePrefix and
+//     nameSuffix on the top kustomization (replacing its own), adds
+//     spec.patches, images and components (ignoreMissingComponents
+//     drops absent ones), as Flux's generator does (fluxcd/pkg
+//     kustomize); builds it with Build (so nothing remote, nothing
+//     executed, and the same errors naming files and entries); and
+//     substitutes spec.postBuild variables in every object before it is
+//     decoded: substituteFrom ConfigMaps and Secrets in order, a later
+//     one overriding, substitute over all, ${var:=default} and bash
+//     string functions, $${var} for a literal, objects labelled or
+//     annotated kustomize.toolkit.fluxcd.io/substitute: disabled left
+//     alone, and a variable without value or default an error naming
+//     the Kustomization, the file, the object and the variable (Flux's
+//     StrictPostBuildSubstitutions, on by default since v1.9;
+//     ReconcilerConfig.LenientSubstitution turns it off). As in Flux, a
+//     kustomization may read any file of the source (LoadRestrictionsNone)
+//     and objects keep the order of its entries.
+//   - Plan compares each object with the cluster by a server-side
+//     dry-run apply and lists what prune would delete, writing nothing;
+//     Secret data and values that came from Secrets are masked.
+//   - Reconcile applies server-side in Flux's stages (CRDs, Namespaces
+//     and ClusterRoles, waited for; then *Class kinds; then the rest),
+//     labels every object with its Kustomization, keeps the inventory
+//     in status.inventory with Flux's ids, prunes what left it
+//     (spec.prune), waits with kstatus (spec.wait, spec.healthChecks)
+//     and sets Flux's conditions Ready, Reconciling, Stalled, Healthy.
+//   - Delete deletes the inventory per spec.deletionPolicy.
+//
+// ReconcilerConfig.Exclude (FleetUnit) keeps HelmReleases, Flux
+// Kustomizations and sources and Karmada policies out of what is
+// applied, for a fleet that runs them as units of its own.
+//
+// BenchmarkReconcilerBuild, over the seed-003 tree: Build 9.7 MB, a
+// Reconciler's build of the same directories 11.0 MB (the objects also
+// as unstructured, Result.Manifests), 14.1 MB with targetNamespace,
+// namePrefix and an image set, 15.3 MB with postBuild substitution.
 package kustomize

@@ -235,7 +235,7 @@ func TestReconcileHealthCheckFails(t *testing.T) {
 	c.SetHealth(func(o *unstructured.Unstructured) memory.Health {
 		return memory.Health{Ready: o.GetKind() != "Widget", Message: "rolling out"}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	_, err = r.Reconcile(ctx, c, k)
 	require.ErrorAs(t, err, &he)
@@ -418,4 +418,81 @@ func TestPlan(t *testing.T) {
 
 func schemaGVK(group, version, kind string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
+}
+
+// TestInventoryID: Flux's id format, <namespace>_<name>_<group>_<kind>,
+// read back with the version of the entry.
+func TestInventoryID(t *testing.T) {
+	for _, ref := range []release.ObjectRef{
+		{GroupVersionKind: schemaGVK("apps", "v1", "Deployment"), Namespace: "web", Name: "api"},
+		{GroupVersionKind: schemaGVK("", "v1", "Namespace"), Name: "web"},
+		{GroupVersionKind: schemaGVK("apiextensions.k8s.io", "v1", "CustomResourceDefinition"), Name: "widgets.example.com"},
+	} {
+		e := release.ResourceRef{ID: kustomize.InventoryID(ref), Version: ref.Version}
+		got, err := kustomize.ParseInventoryEntry(e)
+		require.NoError(t, err)
+		assert.Equal(t, ref, got)
+	}
+	assert.Equal(t, "web_api_apps_Deployment", kustomize.InventoryID(release.ObjectRef{GroupVersionKind: schemaGVK("apps", "v1", "Deployment"), Namespace: "web", Name: "api"}))
+	for _, bad := range []release.ResourceRef{{ID: "a_b_c", Version: "v1"}, {ID: "ns__apps_Deployment", Version: "v1"}, {ID: "ns_n_apps_Deployment"}} {
+		_, err := kustomize.ParseInventoryEntry(bad)
+		assert.Error(t, err, bad.ID)
+	}
+}
+
+// TestReconcileSSAAnnotations: reconcile: disabled and ssa: Ignore leave
+// an object unapplied, ssa: IfNotPresent applies it only once; all stay
+// in the inventory, as in Flux.
+func TestReconcileSSAAnnotations(t *testing.T) {
+	src := &changingTree{}
+	tree := fstest.MapFS{
+		"app/kustomization.yaml": file("resources: [off.yaml, ignored.yaml, once.yaml]\n"),
+		"app/off.yaml":           file(configMap("off", "  annotations:\n    kustomize.toolkit.fluxcd.io/reconcile: disabled\n")),
+		"app/ignored.yaml":       file(configMap("ignored", "  labels:\n    kustomize.toolkit.fluxcd.io/ssa: Ignore\n")),
+		"app/once.yaml":          file(configMap("once", "  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n")),
+	}
+	src.set("1", tree)
+	c := memory.New("dev")
+	r := newReconciler(t, src)
+	k := ks("./app", func(k *release.Kustomization) { k.Spec.Prune = true })
+	res, err := r.Reconcile(t.Context(), c, k)
+	require.NoError(t, err)
+	actions := map[string]string{}
+	for _, a := range res.Applied {
+		actions[a.Object.Name] = a.Action
+	}
+	assert.Equal(t, map[string]string{"off": kustomize.ActionSkipped, "ignored": kustomize.ActionSkipped, "once": kustomize.ActionCreated}, actions)
+	assert.Len(t, ids(k), 3)
+	for _, name := range []string{"off", "ignored"} {
+		_, err := c.Get(t.Context(), release.ObjectRef{GroupVersionKind: cmGVK, Namespace: "apps", Name: name})
+		assert.ErrorIs(t, err, release.ErrNotFound, name)
+	}
+	tree["app/once.yaml"] = file(strings.Replace(configMap("once", "  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n"), "k: v", "k: changed", 1))
+	res, err = r.Reconcile(t.Context(), c, k)
+	require.NoError(t, err)
+	once, err := c.Get(t.Context(), release.ObjectRef{GroupVersionKind: cmGVK, Namespace: "apps", Name: "once"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"k": "v"}, once.Object["data"], "IfNotPresent: not updated")
+}
+
+// TestReconcileInvalidAndSuspended: an invalid spec is Stalled and
+// nothing is built; a suspended Kustomization is left alone.
+func TestReconcileInvalidAndSuspended(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", appTree("a"))
+	c := memory.New("dev")
+	r := newReconciler(t, src)
+	k := ks("./app", func(k *release.Kustomization) { k.Spec.Decryption = &release.Decryption{Provider: "sops"} })
+	_, err := r.Reconcile(t.Context(), c, k)
+	require.ErrorContains(t, err, "spec.decryption")
+	assert.True(t, k.Status.IsConditionTrue(release.ConditionStalled))
+	assert.Equal(t, release.ReasonInvalidSpec, ready(t, k).Reason)
+	assert.Empty(t, snapshot(c))
+
+	k = ks("./app", func(k *release.Kustomization) { k.Spec.Suspend = true })
+	res, err := r.Reconcile(t.Context(), c, k)
+	require.NoError(t, err)
+	assert.True(t, res.Suspended)
+	assert.Empty(t, snapshot(c))
+	assert.Empty(t, k.Status.Conditions)
 }

@@ -222,6 +222,7 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 	if opts.Reorder == "" {
 		opts.Reorder = krusty.ReorderOptionNone
 	}
+	opts.Manifests = true
 	res, err := build(ctx, fsys, dir, opts, h)
 	if res != nil {
 		res.Revision = rev
