@@ -1,5 +1,5 @@
 // Command seed003 runs a Flux repository laid out as seed 003 keeps its
-// EKS fleet (the layout of Flux's flux2-kustomize-helm-example) on an
+// EKS fleet (after the layout Flux's examples recommend) on an
 // in-memory fleet, unchanged: nothing flattened, nothing rewritten as
 // policies.
 //
@@ -22,11 +22,11 @@
 // bootstrap.yaml is what seed 003's ClusterAPI creates on each cluster
 // beside Flux (as flux bootstrap --path=clusters/<env> would): the
 // flux-system Kustomization reading clusters/dev, placed on every member,
-// with prod members reading clusters/prod. The fleet
-// builds each member's copy from the repository (release/kustomize), runs
-// the Kustomizations clusters/<env> holds and the HelmReleases they build
-// as units of its own on that member, in dependency order across kinds,
-// and rolls out in two waves: dev (dev-1, dev-2), then prod (prod-1).
+// with prod members reading clusters/prod. The fleet builds each member's
+// copy from the repository (release/kustomize), runs the Kustomizations
+// clusters/<env> holds and the HelmReleases they build as units of its
+// own on that member, in dependency order across kinds, and rolls out in
+// two waves: dev (dev-1, dev-2), then prod (prod-1).
 // Each member starts with the per-cluster ConfigMaps seed 003's ClusterAPI
 // puts there (ClusterResourceSets). It prints the plan, the rollout
 // report, the dependency graph as Mermaid, the order in which each
@@ -98,17 +98,9 @@ var members = []member{
 }
 
 // gitRepository is the Flux source the repository's Kustomizations name
-// (flux bootstrap creates it): the repository itself.
+// (ClusterAPI creates it, as flux bootstrap would): the repository
+// itself.
 const gitRepository = "GitRepository/flux-system/flux-system"
-
-// rollout is seed 003's "dev first, then prod" workflow as data.
-var rollout = &fleet.Rollout{
-	Waves: []fleet.Wave{
-		{Name: "dev", Selector: "env=dev"},
-		{Name: "prod", Selector: "env=prod"},
-	},
-	BakeTime: 50 * time.Millisecond,
-}
 
 func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 	in, err := bootstrap()
@@ -168,6 +160,11 @@ func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "\n== rollout: wave dev, then wave prod\n")
+	// Seed 003's "dev first, then prod" workflow as data.
+	rollout := &fleet.Rollout{
+		Waves:    []fleet.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod", Selector: "env=prod"}},
+		BakeTime: 50 * time.Millisecond,
+	}
 	rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: rollout})
 	if rep != nil {
 		fmt.Fprintf(out, "%s", rep.Table())
