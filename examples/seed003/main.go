@@ -178,6 +178,21 @@ func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 		fmt.Fprintf(out, "%-6s %s\n", m.name, strings.Join(ready[m.name], " -> "))
 	}
 
+	fmt.Fprintf(out, "\n== the Kustomizations' status\n")
+	for _, kp := range plan.Kustomizations {
+		k := kp.Key()
+		st, _ := fl.KustomizationStatus(k)
+		ready := "no Ready condition"
+		if c := st.GetCondition(release.ConditionReady); c != nil {
+			ready = fmt.Sprintf("Ready=%s %s", c.Status, c.Reason)
+		}
+		n := 0
+		if st.Inventory != nil {
+			n = len(st.Inventory.Entries)
+		}
+		fmt.Fprintf(out, "%-6s %-31s %s, %d objects, revision %s\n", k.Cluster, k.Namespace+"/"+k.Name, ready, n, st.LastAppliedRevision)
+	}
+
 	fmt.Fprintf(out, "\n== what each member runs\n")
 	for _, m := range members {
 		lines, err := describe(ctx, clusters[m.name])

@@ -54,6 +54,17 @@ func TestRun(t *testing.T) {
 		assert.Contains(t, got, padName(m.name)+chain)
 	}
 
+	// Flux's status of each Kustomization: its inventory holds the plain
+	// objects it applied (the CRDs; a Namespace; a Namespace and the
+	// Certificate), not the HelmReleases and sources the fleet runs.
+	for _, want := range []string{
+		`dev-1\s+flux-system/infrastructure-crds\s+Ready=True ReconciliationSucceeded, 2 objects, revision main@sha256:\w{12}\n`,
+		`dev-2\s+flux-system/infrastructure\s+Ready=True ReconciliationSucceeded, 1 objects, `,
+		`prod-1\s+flux-system/apps\s+Ready=True ReconciliationSucceeded, 2 objects, `,
+	} {
+		assert.Regexp(t, regexp.MustCompile(want), got)
+	}
+
 	// What runs: the CRDs from the Kustomization, the ClusterIssuer the
 	// chart makes of them with the member's own values, the chart each
 	// environment selects, podinfo with the member's variables.
