@@ -30,9 +30,9 @@
 // Each member starts with the per-cluster ConfigMaps seed 003's ClusterAPI
 // puts there (ClusterResourceSets). It prints the plan, the rollout
 // report, the dependency graph as Mermaid, the order in which each
-// member's units became ready, what each member runs, and what planning
-// again (Flux's next interval) would change: nothing. It needs no
-// cluster, network or flags:
+// member's units became ready, each Kustomization's Flux status, what each
+// member runs, and what planning again (Flux's next interval) would
+// change: nothing. It needs no cluster, network or flags:
 //
 //	go run ./examples/seed003
 //	go run ./examples/seed003 -repo path/to/checkout
