@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/depgraph"
@@ -85,10 +86,12 @@ spec:
   dependsOn: [{name: infrastructure}]
   sourceRef: {kind: GitRepository, name: fleet}
 `)},
-	"apps/kustomization.yaml":    {Data: []byte("resources: [config.yaml]\n")},
-	"apps/config.yaml":           {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: apps}\ndata: {greeting: hello}\n")},
-	"apps/eu/kustomization.yaml": {Data: []byte("resources: [config.yaml]\n")},
-	"apps/eu/config.yaml":        {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config-eu, namespace: apps}\ndata: {greeting: hallo}\n")},
+	"apps/kustomization.yaml":      {Data: []byte("resources: [config.yaml]\n")},
+	"apps/config.yaml":             {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: apps}\ndata: {greeting: hello}\n")},
+	"apps/vars/kustomization.yaml": {Data: []byte("resources: [config.yaml]\n")},
+	"apps/vars/config.yaml":        {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: apps}\ndata:\n  cluster: ${cluster_name}\n  greeting: ${greeting:=hello}\n")},
+	"apps/eu/kustomization.yaml":   {Data: []byte("resources: [config.yaml]\n")},
+	"apps/eu/config.yaml":          {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config-eu, namespace: apps}\ndata: {greeting: hallo}\n")},
 }
 
 // kustTestFleet is a test fleet that runs Kustomizations.
@@ -101,7 +104,8 @@ func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluste
 	for _, m := range []struct{ name, env string }{{"dev-1", "dev"}, {"prod-eu-1", "prod"}, {"prod-us-1", "prod"}} {
 		c := on[m.name]
 		if c == nil {
-			c = memory.New(m.name)
+			// Chart 9.9.9 never gets healthy.
+			c = memory.New(m.name, memory.WithHealth(fixture.BrokenVersion("9.9.9")))
 		}
 		tf.members[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
@@ -526,4 +530,111 @@ func TestFleetKustomizeMustExcludeUnits(t *testing.T) {
 
 	_, err = fleet.New(fleet.Config{Members: []release.Member{{Cluster: c}}, Reconciler: rec, Kustomize: kr, KustomizeConfig: &kustomize.ReconcilerConfig{}})
 	assert.ErrorContains(t, err, "set Kustomize or KustomizeConfig, not both")
+}
+
+// With KustomizeConfig.Variables nil, each member's Kustomization reads
+// postBuild.substituteFrom on that member, as seed 003's per-cluster
+// cluster-vars ConfigMaps are read by the Flux of each cluster.
+func TestFleetKustomizationSubstitutesPerMember(t *testing.T) {
+	ctx := context.Background()
+	tf := kustTestFleet(t, nil, nil)
+	for name, c := range tf.members {
+		vars := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "cluster-vars", "namespace": "flux-system"},
+			"data":     map[string]any{"cluster_name": name}}}
+		_, err := c.Apply(ctx, vars, release.ApplyOptions{FieldManager: "test"})
+		require.NoError(t, err)
+	}
+	in := decodeInputs(t, kustomizationYAML("apps", "./apps/vars", "  postBuild:\n    substituteFrom: [{kind: ConfigMap, name: cluster-vars}]\n")+
+		placeOn("apps", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+	for name, c := range tf.members {
+		cm, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "cluster-info"})
+		require.NoError(t, err)
+		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+		assert.Equal(t, map[string]string{"cluster": name, "greeting": "hello"}, data, name)
+	}
+}
+
+// A dependency on a Kustomization with wait is not ready while a release
+// it produces fails: the dependent is skipped. A dependent of the same
+// Kustomization without wait goes on.
+func TestFleetKustomizationWaitIncludesProducedReleases(t *testing.T) {
+	ctx := context.Background()
+	broken := `---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: broken-addon, namespace: monitoring}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: addon}
+  overrideRules:
+    - overriders:
+        plaintext:
+          - {path: /spec/chart/spec/version, operator: replace, value: 9.9.9}
+          - {path: /spec/install/timeout, operator: replace, value: 20ms}
+`
+	for _, wait := range []bool{true, false} {
+		wait := wait
+		t.Run(fmt.Sprintf("wait=%t", wait), func(t *testing.T) {
+			tf := kustTestFleet(t, nil, nil)
+			in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", fmt.Sprintf("  wait: %t\n", wait))+
+				placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")+
+				hrYAML("frontend", "  dependsOn: [{kind: Kustomization, name: infrastructure, namespace: flux-system}]\n")+
+				placeOn("frontend", "helm.toolkit.fluxcd.io/v2", "HelmRelease", "apps", "clusterNames: [dev-1]")+broken)
+			plan, err := tf.fleet.Plan(ctx, in)
+			require.NoError(t, err)
+			addon := fleet.Key{Cluster: "dev-1", Namespace: "monitoring", Name: "addon"}
+			item, ok := plan.Item(addon)
+			require.True(t, ok)
+			require.Equal(t, "9.9.9", item.Version, "the override gives the produced release a chart that never gets healthy")
+			rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+			require.Error(t, err)
+			states := map[string]string{}
+			for _, it := range rep.Items {
+				states[it.Key.String()] = it.State.String()
+			}
+			frontend := "succeeded"
+			if wait {
+				frontend = "skipped"
+			}
+			assert.Equal(t, map[string]string{
+				"dev-1:Kustomization/flux-system/infrastructure": "succeeded",
+				"dev-1:monitoring/addon":                         "failed",
+				"dev-1:apps/frontend":                            frontend,
+			}, states)
+		})
+	}
+}
+
+// A Kustomization that fails to build leaves what it produced before in
+// place: its failure is no reason to uninstall its releases.
+func TestFleetKustomizationBuildFailureKeepsProduced(t *testing.T) {
+	ctx := context.Background()
+	tf := kustTestFleet(t, nil, nil)
+	in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", "")+
+		placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]"))
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+
+	in.Kustomizations[0].Spec.Path = "./infrastructure/missing"
+	plan, err = tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	kp, ok := plan.Kustomization(kkey("dev-1", "infrastructure"))
+	require.True(t, ok)
+	require.Error(t, kp.Err)
+	assert.Contains(t, kp.Err.Error(), "member dev-1: kustomization flux-system/infrastructure")
+	item, ok := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "monitoring", Name: "addon"})
+	require.True(t, ok)
+	assert.Equal(t, release.ActionNone, item.Action)
+	assert.Contains(t, item.Reason, "failed, so what it produces is unknown")
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.Error(t, err)
+	assert.Equal(t, []string{"addon 6.6.0-rc.1 deployed"}, helmListIn(t, tf.members["dev-1"], "monitoring"))
 }

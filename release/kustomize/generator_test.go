@@ -112,3 +112,57 @@ func TestGeneratedKustomization(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Manifests, "an empty directory builds nothing")
 }
+
+// TestSpecImages ports Test_Images of github.com/fluxcd/pkg
+// kustomize/kustomize_generator_test.go (commit
+// e2cfd1a2d1815a81b3e77ef750e6528282ccccd6): how spec.images merge with
+// the kustomization's own images of the same name, by the image the
+// Deployment ends with.
+func TestSpecImages(t *testing.T) {
+	const img = "ghcr.io/example/app"
+	const digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	deployment := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  selector:\n    matchLabels:\n      app: app\n  template:\n    metadata:\n      labels:\n        app: app\n    spec:\n      containers:\n        - name: app\n          image: " + img + "\n"
+	type image = release.Image
+	for _, tc := range []struct {
+		name     string
+		existing string // images: of the kustomization file
+		flux     []image
+		want     string
+	}{
+		{"existing newTag is preserved when only newName is set", "- {name: " + img + ", newTag: v1.2.3}",
+			[]image{{Name: img, NewName: "registry.example.com/app"}}, "registry.example.com/app:v1.2.3"},
+		{"existing newName is preserved when only newTag is set", "- {name: " + img + ", newName: registry.example.com/app}",
+			[]image{{Name: img, NewTag: "v2.0.0"}}, "registry.example.com/app:v2.0.0"},
+		{"existing digest is preserved when only newName is set", "- {name: " + img + ", digest: '" + digest + "'}",
+			[]image{{Name: img, NewName: "registry.example.com/app"}}, "registry.example.com/app@" + digest},
+		{"existing digest is cleared when only newTag is set", "- {name: " + img + ", digest: '" + digest + "'}",
+			[]image{{Name: img, NewTag: "v2.0.0"}}, img + ":v2.0.0"},
+		{"existing newTag is cleared when only digest is set", "- {name: " + img + ", newTag: v1.2.3}",
+			[]image{{Name: img, Digest: digest}}, img + "@" + digest},
+		{"existing newName is preserved when newTag replaces digest", "- {name: " + img + ", newName: registry.example.com/app, digest: '" + digest + "'}",
+			[]image{{Name: img, NewTag: "v2.0.0"}}, "registry.example.com/app:v2.0.0"},
+		{"newTag and digest set together are both applied", "- {name: " + img + ", newTag: v1.2.3}",
+			[]image{{Name: img, NewTag: "v2.0.0", Digest: digest}}, img + ":v2.0.0@" + digest},
+		{"entry with only a name leaves the existing entry unchanged", "- {name: " + img + ", newName: registry.example.com/app, newTag: v1.2.3}",
+			[]image{{Name: img}}, "registry.example.com/app:v1.2.3"},
+		{"existing fields are overridden when set", "- {name: " + img + ", newName: old.example.com/app, newTag: v1.2.3}",
+			[]image{{Name: img, NewName: "registry.example.com/app", NewTag: "v2.0.0"}}, "registry.example.com/app:v2.0.0"},
+		{"image without existing entry is appended", "  []",
+			[]image{{Name: img, NewName: "registry.example.com/app", NewTag: "v2.0.0"}}, "registry.example.com/app:v2.0.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{
+				"kustomization.yaml": file("resources: [deployment.yaml]\nimages:\n" + tc.existing + "\n"),
+				"deployment.yaml":    file(deployment),
+			}
+			r, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{Sources: mapSources(fsys)})
+			require.NoError(t, err)
+			res, err := r.Build(t.Context(), ks("", func(k *release.Kustomization) { k.Spec.Images = tc.flux }))
+			require.NoError(t, err)
+			require.Len(t, res.Manifests, 1)
+			containers, _, _ := unstructured.NestedSlice(res.Manifests[0].Object, "spec", "template", "spec", "containers")
+			require.Len(t, containers, 1)
+			assert.Equal(t, tc.want, containers[0].(map[string]any)["image"])
+		})
+	}
+}
