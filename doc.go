@@ -45,7 +45,8 @@
 //     reconciler (Flux's state machine) with its offline plan.
 //   - [github.com/helmfleet/helmfleet/release/fleet]: per-cluster releases
 //     across members: placement and overrides by policy, plan, apply in
-//     dependency order and waves, garbage collection, drift across members.
+//     dependency order and waves, garbage collection, drift across members;
+//     Flux Kustomizations are units there too.
 //   - [github.com/helmfleet/helmfleet/release/distribute]: rendered-manifest
 //     mode: a cluster backend that renders a chart once and spreads its
 //     objects over members by policy.
@@ -53,7 +54,9 @@
 //     reconcilers for HelmRelease objects on one cluster or on a fleet hub.
 //   - [github.com/helmfleet/helmfleet/release/kustomize]: kustomize overlays
 //     from an fs.FS, decoded into releases, sources, policies and plain
-//     objects.
+//     objects, and Flux Kustomizations reconciled on one cluster (server-side
+//     apply with an inventory, prune, health); release/fleet runs them as
+//     units beside releases, with dependsOn across the two kinds.
 //   - [github.com/helmfleet/helmfleet/release/crds]: the CRDs of the kinds
 //     the library reads, generated from its types.
 //   - [github.com/helmfleet/helmfleet/release/memory]: an in-memory cluster
@@ -64,7 +67,7 @@
 //     suite every cluster backend passes.
 //
 // Runnable programs live under examples/ (quickstart, fleet, controller,
-// unittest, realcluster); start with
+// unittest, realcluster, seed003); start with
 //
 //	go run ./examples/quickstart
 package helmfleet
