@@ -111,7 +111,10 @@ func parseText(s string) ([]node, error) {
 			lit.WriteByte('$')
 			p.pos += 2
 		default:
-			lit.WriteRune(p.next())
+			// Literal text is copied byte for byte, so bytes that are
+			// not UTF-8 pass through unchanged.
+			lit.WriteByte(p.s[p.pos])
+			p.pos++
 		}
 	}
 	flush()
