@@ -422,6 +422,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	})
 
 	plan.graph, plan.gc = f.graphs(plan)
+	plan.deferMissingKinds()
 	if err := plan.graph.Validate(); err != nil {
 		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
 	}
