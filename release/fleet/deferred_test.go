@@ -103,6 +103,13 @@ func TestFleetPlansCustomResourceAfterItsCRDDependency(t *testing.T) {
 	for _, item := range rep.Items {
 		assert.Equal(t, depgraph.Succeeded, item.State, "%s: %v", item.Key, item.Err)
 	}
+	// The report names units, and a Kustomization's revision is the
+	// source revision it applied.
+	table = rep.Table()
+	assert.Regexp(t, `(?m)^WAVE\s+CLUSTER\s+UNIT\s+RESULT\s+ACTIONS\s+REVISION\s+NOTE$`, table)
+	assert.Regexp(t, `dev-1\s+Kustomization/flux-system/infrastructure-crds\s+succeeded\s+apply\s+main@sha1:0123abc\s`, table)
+	assert.Regexp(t, `dev-1\s+apps/widgets\s+succeeded\s+install\s+1\s`, table)
+	assert.Regexp(t, `(?m)^CLUSTER\s+UNIT\s+STATE`, plan.Table())
 	w, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Namespace: "apps", Name: "widgets"})
 	require.NoError(t, err, "the custom resource is installed once its CRD is there")
 	assert.Equal(t, "widgets", w.GetName())

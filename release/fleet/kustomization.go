@@ -368,6 +368,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 		}
 	}
 	err := f.kust.reconcile(ctx, k.Cluster, f.byName[k.Cluster].Cluster, ks)
+	item.SourceRevision = ks.Status.LastAppliedRevision
 	f.mu.Lock()
 	f.appliedK[k] = ks
 	f.mu.Unlock()
