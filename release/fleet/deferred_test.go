@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -35,23 +36,30 @@ spec: {size: 3}
 }
 
 // crdTestFleet is a fleet of one new member, dev-1, whose charts are
-// the test chart and widgetChart.
+// the test chart and widgetChart, and whose source is repo.
 func crdTestFleet(t *testing.T) (*fleet.Fleet, *memory.Cluster) {
 	t.Helper()
-	c := memory.New("dev-1")
 	charts := release.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*release.Chart, error) {
 		if rel.Spec.Chart.Spec.Chart == "widgets" {
 			return &release.Chart{Chart: widgetChart()}, nil
 		}
 		return fixture.Charts().GetChart(ctx, rel)
 	})
+	return oneMemberFleet(t, charts, "GitRepository/flux-system/fleet", repo)
+}
+
+// oneMemberFleet is a fleet of one new member, dev-1 (env dev), with
+// charts and one source, named key, serving tree.
+func oneMemberFleet(t *testing.T, charts release.ChartGetter, key string, tree fs.FS) (*fleet.Fleet, *memory.Cluster) {
+	t.Helper()
+	c := memory.New("dev-1")
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{
 		Members:    []release.Member{{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
 		Reconciler: rec,
 		KustomizeConfig: &kustomize.ReconcilerConfig{
-			Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo, Revision: "main@sha1:0123abc"}},
+			Sources:      kustomize.MapSources{key: {FS: tree, Revision: "main@sha1:0123abc"}},
 			PollInterval: time.Millisecond,
 		},
 	})
