@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -67,8 +68,12 @@ type ItemReport struct {
 	State depgraph.State
 	// Actions are the reconciler's actions.
 	Actions []release.Action
-	// Revision is the Helm revision after the apply.
+	// Revision is the Helm revision after the apply (0 for a
+	// Kustomization).
 	Revision int
+	// SourceRevision is, for a Kustomization, the source revision it
+	// applied last (its status.lastAppliedRevision); empty for a release.
+	SourceRevision string
 	// Err says why it failed or was skipped.
 	Err error
 	// Started and Finished time the item.
@@ -619,11 +624,13 @@ func (rep *ApplyReport) finish(items map[Key]*ItemReport, plan *Plan) {
 	sort.Slice(rep.Items, func(i, j int) bool { return keyLess(rep.Items[i].Key, rep.Items[j].Key) })
 }
 
-// Table renders the report: one line per release and member.
+// Table renders the report: one line per unit and member; REVISION is a
+// release's Helm revision, a Kustomization's applied source revision ("-"
+// when it applied none).
 func (rep *ApplyReport) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WAVE\tCLUSTER\tRELEASE\tRESULT\tACTIONS\tREVISION\tNOTE")
+	fmt.Fprintln(tw, "WAVE\tCLUSTER\tUNIT\tRESULT\tACTIONS\tREVISION\tNOTE")
 	for _, it := range rep.Items {
 		note := ""
 		if it.Err != nil {
@@ -639,7 +646,14 @@ func (rep *ApplyReport) Table() string {
 		if len(acts) == 0 {
 			acts = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.Wave, it.Key.Cluster, it.Key.unit(), it.State, strings.Join(acts, ","), it.Revision, note)
+		rev := strconv.Itoa(it.Revision)
+		if it.Key.IsKustomization() {
+			rev = it.SourceRevision
+			if rev == "" {
+				rev = "-"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.Wave, it.Key.Cluster, it.Key.unit(), it.State, strings.Join(acts, ","), rev, note)
 	}
 	_ = tw.Flush()
 	for _, w := range rep.Waves {

@@ -49,7 +49,21 @@
 // apps Kustomizations and their releases. Such a unit depends on the
 // Kustomization that produced it, so it starts after that
 // Kustomization's own dependencies and objects (namespaces, CRDs) are
-// ready.
+// ready. A `flux bootstrap` repository's flux-system Kustomization, which
+// produces itself (gotk-sync.yaml), is one unit: a Kustomization that
+// produces itself, or one placed on the member directly, produces no new
+// unit (the placed spec is kept; a plan warning says when the produced
+// one differs). Flux sources it builds (GitRepository, OCIRepository, …)
+// are neither applied nor run: Sources and the ChartGetter serve them.
+// Flux's own controllers (gotk-components.yaml) are applied as plain
+// objects.
+//
+// A release whose chart uses a kind the member does not serve yet (a
+// custom resource whose CRD a unit it depends on brings) is planned
+// after its dependencies (StateDeferred, with the kinds it waits for),
+// and Apply renders and reconciles it once they are ready, as Flux,
+// which never plans ahead, would. Without dependencies that error stays
+// an error.
 //
 // dependsOn names a unit of the dependent's own kind, as in Flux, or,
 // with kind (a helmfleet extension), the other kind: a HelmRelease may

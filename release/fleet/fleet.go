@@ -422,6 +422,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	})
 
 	plan.graph, plan.gc = f.graphs(plan)
+	plan.deferMissingKinds()
 	if err := plan.graph.Validate(); err != nil {
 		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
 	}
@@ -745,7 +746,7 @@ func unitFromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 func (p *Plan) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tRELEASE\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tVALUESFROM\tNOTE")
+	fmt.Fprintln(tw, "CLUSTER\tUNIT\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tVALUESFROM\tNOTE")
 	p.each(func(it *release.ReleasePlan) {
 		note := it.Reason
 		if it.Err != nil {

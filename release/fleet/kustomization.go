@@ -126,10 +126,10 @@ const maxNesting = 8
 func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, policies policy.Set, engine *policy.Engine, items []*KustomizationPlan, direct []todo) ([]todo, error) {
 	taken := map[Key]string{}
 	for _, w := range direct {
-		taken[w.key] = "placed on the member directly"
+		taken[w.key] = placedDirectly
 	}
 	for _, it := range items {
-		taken[it.Key()] = "placed on the member directly"
+		taken[it.Key()] = placedDirectly
 	}
 	var out []todo
 	for depth := 0; len(items) > 0; depth++ {
@@ -227,7 +227,9 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 // what a Kustomization applies, then overridden for the member by the
 // inputs' override policies and those it produced with them. A unit that
 // is also placed on the member directly, or produced by another
-// Kustomization there, is an error naming both; the first keeps it.
+// Kustomization there, is an error naming both; the first keeps it;
+// except a Kustomization that produces itself, or produces one placed
+// on the member directly: that is the same unit (sameKustomization).
 // Propagation policies it produces are warned about and not acted on:
 // what a Kustomization produces stays on its member. Sources it produces
 // are, as in the inputs, for the caller's ChartGetter: the fleet does not
@@ -292,6 +294,9 @@ func (f *Fleet) producedUnits(plan *Plan, policies policy.Set, engine *policy.En
 		}
 		if err != nil {
 			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: kustomization %s/%s produced by %s: %w", kk.Cluster, ck.Namespace, ck.Name, kk.unit(), err))
+			continue
+		}
+		if plan.sameKustomization(taken, it, c, ck) {
 			continue
 		}
 		if claim(ck) {
@@ -368,6 +373,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 		}
 	}
 	err := f.kust.reconcile(ctx, k.Cluster, f.byName[k.Cluster].Cluster, ks)
+	item.SourceRevision = ks.Status.LastAppliedRevision
 	f.mu.Lock()
 	f.appliedK[k] = ks
 	f.mu.Unlock()

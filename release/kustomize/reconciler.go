@@ -14,6 +14,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -150,13 +151,32 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 }
 
 // FleetUnit reports whether obj is of a kind a fleet runs as a unit of
-// its own rather than applying it as an object: a HelmRelease, a Flux
-// Kustomization, a HelmRepository, OCIRepository or HelmChart, or a
-// Karmada policy (the kinds Build decodes into Result.Objects). Use it as
-// ReconcilerConfig.Exclude.
+// its own, or leaves to whoever serves its sources, rather than applying
+// it as an object: a HelmRelease, a Flux Kustomization, a Karmada policy
+// (the kinds Build decodes into Result.Objects), or any Flux source
+// (source.toolkit.fluxcd.io GitRepository, Bucket, OCIRepository,
+// HelmRepository, HelmChart, ExternalArtifact: a fleet maps sourceRefs
+// itself, through Sources and its ChartGetter, and runs no
+// source-controller). Use it as ReconcilerConfig.Exclude.
+//
+// The Flux controllers a `flux bootstrap` repository carries
+// (flux-system/gotk-components.yaml: their Namespace, CRDs, Deployments,
+// RBAC) are not excluded: they are plain objects and applied as such.
 func FleetUnit(obj *unstructured.Unstructured) bool {
 	gvk := obj.GroupVersionKind()
-	return decodable(gvk.Group, gvk.Kind)
+	return decodable(gvk.Group, gvk.Kind) || fluxSource(gvk.Group, gvk.Kind)
+}
+
+// fluxSource reports whether group and kind name a Flux source kind.
+func fluxSource(group, kind string) bool {
+	if group != source.Group {
+		return false
+	}
+	switch kind {
+	case "GitRepository", "Bucket", source.KindOCIRepository, source.KindHelmRepository, source.KindHelmChart, "ExternalArtifact":
+		return true
+	}
+	return false
 }
 
 // SourceError is a source that could not be read for a Kustomization.
