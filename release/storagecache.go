@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -24,7 +25,12 @@ import (
 // chart, values digest, manifest, hooks) is what was written, while
 // Helm's actions query the driver again, so that they see what only the
 // driver adds (a Secret's labels). A write that fails forgets the history.
+//
+// Helm may write from a second goroutine (an install whose context ends
+// marks the release failed while the install goes on), so mu guards the
+// cache and is held across each driver call.
 type storageCache struct {
+	mu   sync.Mutex
 	hist map[string]*cachedHistory
 }
 
@@ -59,17 +65,27 @@ func (ru *run) cachedStorage(namespace string) *storageCache {
 // through ru.cfg (which fills the cache).
 func (ru *run) lastRecord() (*helmrelease.Release, error) {
 	name := ru.rel.GetReleaseName()
-	if ru.stores != nil {
-		if c := ru.stores[ru.rel.GetStorageNamespace()]; c != nil {
-			if h := c.hist[name]; h != nil {
-				if len(h.recs) == 0 {
-					return nil, nil
-				}
-				return copyRecord(h.recs[len(h.recs)-1]), nil
-			}
+	if c := ru.stores[ru.rel.GetStorageNamespace()]; c != nil {
+		if last, ok := c.latest(name); ok {
+			return last, nil
 		}
 	}
 	return lastRelease(ru.cfg.Releases, name)
+}
+
+// latest returns a copy of the latest cached record of name, nil if the
+// cached history is empty, and whether the history is cached.
+func (c *storageCache) latest(name string) (*helmrelease.Release, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.hist[name]
+	switch {
+	case h == nil:
+		return nil, false
+	case len(h.recs) == 0:
+		return nil, true
+	}
+	return copyRecord(h.recs[len(h.recs)-1]), true
 }
 
 // historyQuery returns the release name of a query Helm's storage makes
@@ -92,6 +108,8 @@ func historyQuery(labels map[string]string) (name, status string, ok bool) {
 // for the whole history fills the cache; one that filters on status is
 // answered from the cache only, so that it costs no more than it did.
 func (d *cachingDriver) Query(labels map[string]string) ([]*helmrelease.Release, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	name, status, ok := historyQuery(labels)
 	if !ok {
 		return d.Driver.Query(labels)
@@ -128,6 +146,8 @@ func (d *cachingDriver) Query(labels map[string]string) ([]*helmrelease.Release,
 
 // Get answers from an exact cached history when it holds key.
 func (d *cachingDriver) Get(key string) (*helmrelease.Release, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	for _, h := range d.c.hist {
 		if !h.exact {
 			continue
@@ -143,6 +163,8 @@ func (d *cachingDriver) Get(key string) (*helmrelease.Release, error) {
 
 // Create creates the record and adds it to the cached history.
 func (d *cachingDriver) Create(key string, rls *helmrelease.Release) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	err := d.Driver.Create(key, rls)
 	d.c.wrote(rls.Name, rls.Version, rls, err)
 	return err
@@ -150,6 +172,8 @@ func (d *cachingDriver) Create(key string, rls *helmrelease.Release) error {
 
 // Update updates the record and in the cached history.
 func (d *cachingDriver) Update(key string, rls *helmrelease.Release) error {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	err := d.Driver.Update(key, rls)
 	d.c.wrote(rls.Name, rls.Version, rls, err)
 	return err
@@ -157,6 +181,8 @@ func (d *cachingDriver) Update(key string, rls *helmrelease.Release) error {
 
 // Delete deletes the record and drops it from the cached history.
 func (d *cachingDriver) Delete(key string) (*helmrelease.Release, error) {
+	d.c.mu.Lock()
+	defer d.c.mu.Unlock()
 	rls, err := d.Driver.Delete(key)
 	if err != nil || rls == nil {
 		// The record's name is known from a successful delete only.
