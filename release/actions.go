@@ -100,7 +100,7 @@ func (ru *run) beginRelease(a Action) int {
 // latestVersion is the latest revision of the release in storage, 0 if
 // none (or storage cannot be read).
 func (ru *run) latestVersion() int {
-	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	last, err := ru.lastRecord()
 	if err != nil || last == nil {
 		return 0
 	}
@@ -326,7 +326,7 @@ func (ru *run) uninstallRecorded() error {
 	if !ru.rel.GetUninstall().KeepHistory {
 		return nil
 	}
-	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	last, err := ru.lastRecord()
 	if err != nil || last == nil || last.Info == nil {
 		return err
 	}
@@ -678,7 +678,7 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 // uninstalled when the uninstall succeeded.
 func (ru *run) observeUninstalled(ok bool) {
 	st := &ru.rel.Status
-	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	last, err := ru.lastRecord()
 	if err != nil {
 		return
 	}

@@ -279,6 +279,9 @@ type run struct {
 	safeRollback *Snapshot
 	// lists, when set, is shared by the drift checks of several releases.
 	lists liveCache
+	// stores caches Helm's storage reads of this run, by storage
+	// namespace.
+	stores map[string]*storageCache
 }
 
 // actionType groups actions as Flux does: each type runs at most once per
@@ -506,6 +509,9 @@ func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, er
 	}
 	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name()}
 	cfg.Releases.MaxHistory = ru.rel.GetMaxHistory()
+	if cfg.Releases.Driver != nil {
+		cfg.Releases.Driver = &cachingDriver{Driver: cfg.Releases.Driver, c: ru.cachedStorage(storageNS)}
+	}
 	return cfg, nil
 }
 

@@ -27,7 +27,7 @@ const (
 // DetermineReleaseState, with drift detection through package drift).
 func (ru *run) observe() (*observation, error) {
 	rel, d := ru.rel, ru.d
-	last, err := lastRelease(ru.cfg.Releases, rel.GetReleaseName())
+	last, err := ru.lastRecord()
 	if err != nil {
 		return nil, errStorage(rel, ru.cluster.Name(), err)
 	}
@@ -468,7 +468,7 @@ func (ru *run) conditionReason(typ string) string {
 
 // observeLatest records Helm's latest release of name in the history.
 func (ru *run) observeLatest() {
-	last, err := lastRelease(ru.cfg.Releases, ru.rel.GetReleaseName())
+	last, err := ru.lastRecord()
 	if err != nil || last == nil {
 		return
 	}
