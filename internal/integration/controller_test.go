@@ -616,9 +616,13 @@ spec:
 	entries, err := store.Load(ctx(t))
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "an inventory entry per member")
-	assert.GreaterOrEqual(t, metricValue(t, reg, controller.MetricReconcileDuration, map[string]string{"kind": "Fleet"}), 1.0, "reconciles timed")
+	// Metrics are recorded when Reconcile returns, just after the status
+	// write seen above.
 	ready := map[string]string{"kind": release.Kind, "namespace": ns, "name": "podinfo", "type": release.ConditionReady}
-	assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "True")), "Ready=True")
+	assert.Eventually(t, func() bool {
+		return metricValue(t, reg, controller.MetricReconcileDuration, map[string]string{"kind": "Fleet"}) >= 1 &&
+			metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "True")) == 1
+	}, 10*time.Second, 20*time.Millisecond, "reconciles timed, Ready=True")
 	assert.Equal(t, 0.0, metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "False")), "Ready=False")
 	for m := range mcs {
 		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(release.ActionInstall)}), "%s: installs", m)
