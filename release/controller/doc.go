@@ -108,17 +108,16 @@
 // at a time. 1,000 ten-object releases, waits off, on a 2-core machine
 // shared with other work, all in one run:
 //
-//	controller (4 at once, 50/300)   5.7 releases/s  176 ms each  37 requests each
-//	Helm, client-go's 5 QPS/burst 10 1.7 releases/s  599 ms each  24 requests each
-//	Helm, no client rate limit       6.1 releases/s  164 ms each  24 requests each
+//	controller (4 at once, 50/300)  10.5 releases/s   96 ms each  31 requests each
+//	Helm, client-go's 5 QPS/burst 10 1.7 releases/s  598 ms each  24 requests each
+//	Helm, no client rate limit       5.0 releases/s  199 ms each  24 requests each
 //
-// The controller's heap in use peaked 61 MB over its start (the peak
-// RSS grew 50 MB). The API server is the bound: the controller sends
-// half as many requests again as a Helm install (its status, and
-// release.Reconciler reading Helm's release records six more times, each
-// a list of the namespace's release Secrets, which grows with the
-// releases), and more reconciles at once do not help (see
-// DefaultMaxConcurrentReconciles). Run it with:
+// That is 6.3 and 2.1 times Helm's. The controller's heap in use peaked
+// 63 MB over its start (the peak RSS grew 52 MB). It sends a quarter more
+// requests than a Helm install (its status, a finalizer, an event, and
+// discovery); release.Reconciler reads Helm's release records once per
+// reconcile, as Helm's install does, and more reconciles at once do not
+// help (see DefaultMaxConcurrentReconciles). Run it with:
 //
 //	HELMFLEET_INTEGRATION=1 HELMFLEET_KUBE_BIN=… go test -run '^$' \
 //	  -bench ControllerThroughput -benchtime 1000x -timeout 3h ./internal/integration/
