@@ -9,6 +9,8 @@ import (
 
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+
+	"github.com/helmfleet/helmfleet/internal/helmrecord"
 )
 
 // storageCache holds, for one reconcile and one storage namespace, the
@@ -85,7 +87,7 @@ func (c *storageCache) latest(name string) (*helmrelease.Release, bool) {
 	case len(h.recs) == 0:
 		return nil, true
 	}
-	return copyRecord(h.recs[len(h.recs)-1]), true
+	return helmrecord.Copy(h.recs[len(h.recs)-1]), true
 }
 
 // historyQuery returns the release name of a query Helm's storage makes
@@ -126,7 +128,7 @@ func (d *cachingDriver) Query(labels map[string]string) ([]*helmrelease.Release,
 		case err != nil:
 			delete(d.c.hist, name)
 		default:
-			recs := copyRecords(rs)
+			recs := helmrecord.CopyAll(rs)
 			slices.SortStableFunc(recs, func(a, b *helmrelease.Release) int { return cmp.Compare(a.Version, b.Version) })
 			d.c.hist[name] = &cachedHistory{recs: recs, exact: true}
 		}
@@ -135,7 +137,7 @@ func (d *cachingDriver) Query(labels map[string]string) ([]*helmrelease.Release,
 	var out []*helmrelease.Release
 	for _, r := range h.recs {
 		if status == "" || (r.Info != nil && r.Info.Status.String() == status) {
-			out = append(out, copyRecord(r))
+			out = append(out, helmrecord.Copy(r))
 		}
 	}
 	if len(out) == 0 {
@@ -154,7 +156,7 @@ func (d *cachingDriver) Get(key string) (*helmrelease.Release, error) {
 		}
 		for _, r := range h.recs {
 			if recordKey(r) == key {
-				return copyRecord(r), nil
+				return helmrecord.Copy(r), nil
 			}
 		}
 	}
@@ -212,9 +214,9 @@ func (c *storageCache) wrote(name string, version int, rls *helmrelease.Release,
 		h.recs = slices.Delete(h.recs, i, i+1)
 	case rls == nil:
 	case i >= 0:
-		h.recs[i] = copyRecord(rls)
+		h.recs[i] = helmrecord.Copy(rls)
 	default:
-		h.recs = append(h.recs, copyRecord(rls))
+		h.recs = append(h.recs, helmrecord.Copy(rls))
 		slices.SortStableFunc(h.recs, func(a, b *helmrelease.Release) int { return cmp.Compare(a.Version, b.Version) })
 	}
 }
@@ -222,38 +224,4 @@ func (c *storageCache) wrote(name string, version int, rls *helmrelease.Release,
 // recordKey is the storage key of a record, as Helm's storage makes it.
 func recordKey(r *helmrelease.Release) string {
 	return fmt.Sprintf("sh.helm.release.v1.%s.v%d", r.Name, r.Version)
-}
-
-func copyRecords(rs []*helmrelease.Release) []*helmrelease.Release {
-	out := make([]*helmrelease.Release, len(rs))
-	for i, r := range rs {
-		out[i] = copyRecord(r)
-	}
-	return out
-}
-
-// copyRecord copies what Helm's actions and the reconciler change in
-// place on a record they read (its info and its hooks' last runs), so
-// that a change not written to storage does not reach the cache. Chart,
-// values and manifest are never changed and stay shared.
-func copyRecord(r *helmrelease.Release) *helmrelease.Release {
-	if r == nil {
-		return nil
-	}
-	out := *r
-	if r.Info != nil {
-		info := *r.Info
-		out.Info = &info
-	}
-	if r.Hooks != nil {
-		out.Hooks = make([]*helmrelease.Hook, len(r.Hooks))
-		for i, h := range r.Hooks {
-			if h != nil {
-				hook := *h
-				h = &hook
-			}
-			out.Hooks[i] = h
-		}
-	}
-	return &out
 }

@@ -8,6 +8,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/helmrecord"
 	"github.com/helmfleet/helmfleet/release"
 )
 
@@ -161,7 +162,7 @@ func (d *faultDriver) Create(key string, rls *helmrelease.Release) error {
 	if err := d.c.fault(OpStorageCreate, d.ref(key)); err != nil {
 		return err
 	}
-	return d.Driver.Create(key, copyRecord(rls))
+	return d.Driver.Create(key, helmrecord.Copy(rls))
 }
 
 // Update stores a copy of a record unless a fault says otherwise.
@@ -169,7 +170,7 @@ func (d *faultDriver) Update(key string, rls *helmrelease.Release) error {
 	if err := d.c.fault(OpStorageUpdate, d.ref(key)); err != nil {
 		return err
 	}
-	return d.Driver.Update(key, copyRecord(rls))
+	return d.Driver.Update(key, helmrecord.Copy(rls))
 }
 
 // Delete removes a record unless a fault says otherwise.
@@ -183,49 +184,17 @@ func (d *faultDriver) Delete(key string) (*helmrelease.Release, error) {
 // Get returns a copy of one record.
 func (d *faultDriver) Get(key string) (*helmrelease.Release, error) {
 	r, err := d.Driver.Get(key)
-	return copyRecord(r), err
+	return helmrecord.Copy(r), err
 }
 
 // List returns copies of the records filter keeps.
 func (d *faultDriver) List(filter func(*helmrelease.Release) bool) ([]*helmrelease.Release, error) {
 	rs, err := d.Driver.List(filter)
-	return copyRecords(rs), err
+	return helmrecord.CopyAll(rs), err
 }
 
 // Query returns copies of the records with labels.
 func (d *faultDriver) Query(labels map[string]string) ([]*helmrelease.Release, error) {
 	rs, err := d.Driver.Query(labels)
-	return copyRecords(rs), err
-}
-
-func copyRecords(rs []*helmrelease.Release) []*helmrelease.Release {
-	for i, r := range rs {
-		rs[i] = copyRecord(r)
-	}
-	return rs
-}
-
-// copyRecord copies what Helm's actions change in place: the release,
-// its info and its hooks' last runs. Chart, values and manifest are
-// never changed and stay shared.
-func copyRecord(r *helmrelease.Release) *helmrelease.Release {
-	if r == nil {
-		return nil
-	}
-	out := *r
-	if r.Info != nil {
-		info := *r.Info
-		out.Info = &info
-	}
-	if r.Hooks != nil {
-		out.Hooks = make([]*helmrelease.Hook, len(r.Hooks))
-		for i, h := range r.Hooks {
-			if h != nil {
-				hook := *h
-				h = &hook
-			}
-			out.Hooks[i] = h
-		}
-	}
-	return &out
+	return helmrecord.CopyAll(rs), err
 }
