@@ -1,6 +1,7 @@
 package values
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,12 +32,30 @@ func sameAsReadValues(t *testing.T, doc string) {
 		// as an error beats values that vanish in silence.
 		return
 	}
+	if derr != nil && derr.reason == ErrInvalidYAML && herr == nil && prefixReadsAs(doc, map[string]any(theirs)) {
+		// The same documented difference: yaml.v2 stops reading after a
+		// complete flow collection at the top ("{0},\"") and drops the
+		// malformed rest, which yaml.v3's scanner reports. Helm's values
+		// are then exactly what a prefix of the document reads as here.
+		return
+	}
 	if (derr == nil) != (herr == nil) {
 		t.Fatalf("doc %q: ours err=%v, helm err=%v", doc, derr, herr)
 	}
 	if derr == nil {
 		require.Equal(t, map[string]any(theirs), ours, "doc %q", doc)
 	}
+}
+
+// prefixReadsAs reports whether some proper prefix of doc decodes, here,
+// to exactly want.
+func prefixReadsAs(doc string, want map[string]any) bool {
+	for i := len(doc) - 1; i > 0; i-- {
+		if got, err := decodeDocument([]byte(doc[:i]), DefaultLimits()); err == nil && reflect.DeepEqual(got, want) {
+			return true
+		}
+	}
+	return false
 }
 
 var nonSpecificTag = regexp.MustCompile(`!(<!>)?([\s,\]\}]|$)`)

@@ -35,9 +35,9 @@
 // Helm's exact parser semantics (strvals); fuzz tests compare both with Helm
 // itself. Unlike Helm, a malformed document that Helm's YAML parser reads
 // as nothing at all (an anchor name with a comma before an unterminated
-// quote) is refused rather than taken as empty values; documents are
-// bounded (Limits: size and alias
-// expansion), a request has at most Limits.MaxReferences valuesFrom
+// quote), or cuts short (malformed text after a complete flow mapping at the
+// top, as in `{a: 1},"`), is refused rather than taken as empty or partial
+// values; documents are bounded (Limits: size and alias expansion), a request has at most Limits.MaxReferences valuesFrom
 // references (DefaultMaxReferences, 1,000, unless raised; more is a
 // *TooManyReferencesError before anything is read), a nil Reader is an error
 // (ErrNoReader), and every other failure is a *SourceError naming the
