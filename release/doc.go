@@ -86,13 +86,13 @@
 // (Flux refuses without a matching history); and a snapshot's digest
 // leaves out what Helm changes over a revision's life (its status when
 // superseded, its hooks' last run), so a rollback target stays
-// verifiable, where Flux's digest covers the status. A snapshot with an
-// empty apiVersion is helmfleet's own format and its digest is checked
-// (Flux reads an empty apiVersion as a legacy snapshot and skips the
-// check); a snapshot of any other format (Flux's apiVersion v2, from a
-// HelmRelease moved to helmfleet) is matched by name, namespace and
-// revision alone, as Flux treats its legacy snapshots, rather than
-// counted as a release someone else changed.
+// verifiable, where Flux's digest covers the status. Because the digests
+// differ, helmfleet marks its snapshots apiVersion helmfleet.io/v1
+// (SnapshotAPIVersion) and checks the digest of those alone; a snapshot of
+// any other format (Flux's apiVersion v2, or Flux's legacy snapshots with
+// none, from a HelmRelease moved to helmfleet) is matched by name,
+// namespace and revision alone, as Flux treats its legacy snapshots,
+// rather than counted as a release someone else changed.
 //
 // # The layers above
 //

@@ -74,18 +74,18 @@ func releaseDigest(h *helmrelease.Release) string {
 }
 
 // verifySnapshot reports why cur does not describe rls, or "" if it does.
-// The digest is checked only for a snapshot of helmfleet's format (empty
-// APIVersion): one written in another format (Flux's apiVersion v2
-// snapshots of a HelmRelease moved to helmfleet, or an older format)
-// holds a digest computed another way, so, as Flux skips the digests of
-// its legacy snapshots (VerifyReleaseObject), it is matched by name,
-// namespace and revision alone and the next action records a snapshot of
-// the current format.
+// The digest is checked only for a snapshot of helmfleet's format
+// (SnapshotAPIVersion): one written in another format (Flux's apiVersion
+// v2 snapshots of a HelmRelease moved to helmfleet, Flux's legacy ones
+// with no apiVersion) holds a digest computed another way, so, as Flux
+// skips the digests of its legacy snapshots (VerifyReleaseObject), it is
+// matched by name, namespace and revision alone and the next action
+// records a snapshot of the current format.
 func verifySnapshot(cur *Snapshot, rls *helmrelease.Release) string {
 	switch {
 	case cur.Name != rls.Name || cur.Namespace != rls.Namespace || cur.Version != rls.Version:
 		return fmt.Sprintf("release %s/%s.v%d in storage was not made by this Release (last observed %s)", rls.Namespace, rls.Name, rls.Version, cur.FullReleaseName())
-	case cur.APIVersion != "":
+	case cur.APIVersion != SnapshotAPIVersion:
 		return ""
 	case cur.Digest != releaseDigest(rls):
 		return fmt.Sprintf("release %s/%s.v%d in storage changed since it was observed", rls.Namespace, rls.Name, rls.Version)

@@ -286,9 +286,16 @@ func (in *Snapshot) healthyTarget(ignoreTests bool) bool {
 	return ignoreTests || !in.HasTestInPhase(HookPhaseFailed)
 }
 
+// SnapshotAPIVersion is the format of the snapshots helmfleet writes: the
+// way their Digest is computed (releaseDigest), distinct from Flux's
+// snapshot formats (apiVersion v2, and none for its legacy ones).
+const SnapshotAPIVersion = "helmfleet.io/v1"
+
 // Snapshot records one Helm release revision.
 type Snapshot struct {
-	// APIVersion of the snapshot format; empty for the current one.
+	// APIVersion of the snapshot format: SnapshotAPIVersion for those
+	// helmfleet writes. The Digest of a snapshot in any other format, or
+	// none (Flux's legacy snapshots), is not checked.
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Digest of the Helm release object.
 	Digest string `json:"digest"`

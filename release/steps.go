@@ -479,7 +479,8 @@ func (ru *run) observeLatest() {
 // snapshotOf turns Helm's release record into a history snapshot.
 func snapshotOf(h *helmrelease.Release, ociDigest string) *Snapshot {
 	s := &Snapshot{
-		Name: h.Name, Namespace: h.Namespace, Version: h.Version,
+		APIVersion: SnapshotAPIVersion,
+		Name:       h.Name, Namespace: h.Namespace, Version: h.Version,
 		ConfigDigest: ValuesDigestOf(h),
 		OCIDigest:    ociDigest,
 		Digest:       releaseDigest(h),
