@@ -54,6 +54,12 @@
 // disabled (on either side) is excluded. ManagerRule adds Argo CD's ignore
 // by field manager: a difference in a field that a named manager owns in
 // the live object's managedFields is listed as ignored, not as drift.
+// A list element's entry in a manager's field set is the one the API
+// server writes for it (its merge key, as the server spells it), looked
+// up directly, so that naming the managers of a changed element costs
+// the same in a list of ten or of ten thousand; only a set not written
+// that way (another spelling, several entries for one element) is
+// indexed whole, and then the least matching entry counts.
 //
 // # Reports and corrections
 //

@@ -32,6 +32,8 @@ type fieldOwners struct {
 	sets   map[unsafe.Pointer]*setIndex
 	seed   maphash.Seed
 	buf    []byte
+	// keyFields is elementSet's scratch for a merge key's field names.
+	keyFields []string
 }
 
 // ownersOf reads metadata.managedFields of a live object. Entries without
@@ -83,6 +85,7 @@ func (fo *fieldOwners) managersOf(live map[string]any, steps []step) []string {
 func (fo *fieldOwners) owns(set map[string]any, live any, steps []step) bool {
 	cur := set
 	lcur := live
+	field := "" // the map key holding the list the next step indexes
 	for i, s := range steps {
 		if i > 0 && len(cur) == 0 {
 			// A leaf owns its value whole: an atomic list or map.
@@ -95,6 +98,7 @@ func (fo *fieldOwners) owns(set map[string]any, live any, steps []step) bool {
 			next = cur[string(fo.buf)]
 			lm, _ := lcur.(map[string]any)
 			lcur = lm[s.key]
+			field = s.key
 		case appendStep:
 			return false
 		default:
@@ -103,8 +107,9 @@ func (fo *fieldOwners) owns(set map[string]any, live any, steps []step) bool {
 				return false
 			}
 			elem := ll[s.index]
-			next = fo.elementSet(cur, elem, int(s.index))
+			next = fo.elementSet(cur, elem, int(s.index), field, ll)
 			lcur = elem
+			field = ""
 		}
 		m, ok := next.(map[string]any)
 		if !ok {
@@ -116,10 +121,33 @@ func (fo *fieldOwners) owns(set map[string]any, live any, steps []step) bool {
 }
 
 // elementSet finds the field set of a list element: the entry of set whose
-// "k:" key fields, "v:" value or "i:" index match the element. Should
-// several match, the least key wins, so that the answer does not depend
-// on map order.
-func (fo *fieldOwners) elementSet(set map[string]any, elem any, index int) any {
+// "k:" key fields, "v:" value or "i:" index match the element. field names
+// the list (the map key holding it) and list is the live list. The entry
+// the API server writes for the element, its merge key spelled as
+// spellKey spells it, is looked up first and wins: found, nothing else of
+// the set is read, so a diff in a list of thousands of elements costs one
+// lookup rather than a pass over every entry of the set. Otherwise, should
+// several entries match, the least key wins. Either way the answer does
+// not depend on map order. (Several entries match one element only in a
+// set the API server did not write.)
+func (fo *fieldOwners) elementSet(set map[string]any, elem any, index int, field string, list []any) any {
+	if em, ok := elem.(map[string]any); ok {
+		if mk, ok := mergeKeyFor(field, list); ok {
+			fields := fo.keyFields[:0]
+			fields = append(fields, mk.first)
+			if _, has := em[mk.second]; mk.second != "" && has {
+				fields = append(fields, mk.second)
+				slices.Sort(fields)
+			}
+			fo.keyFields = fields
+			if b, ok := spellKey(fo.buf[:0], fields, em); ok {
+				fo.buf = b
+				if v, in := set[string(b)]; in {
+					return v
+				}
+			}
+		}
+	}
 	id := reflect.ValueOf(set).UnsafePointer()
 	x := fo.sets[id]
 	if x == nil {
