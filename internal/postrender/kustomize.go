@@ -74,7 +74,7 @@ func (k Kustomize) kustomization(np, ni int) kustypes.Kustomization {
 		Resources: []string{inputFile},
 	}
 	for _, p := range k.Patches[:np] {
-		kz.Patches = append(kz.Patches, kustypes.Patch{Patch: p.Patch, Target: p.Target.kustomize()})
+		kz.Patches = append(kz.Patches, kustypes.Patch{Patch: p.Patch, Target: p.Target.Kustomize()})
 	}
 	for _, img := range k.Images[:ni] {
 		kz.Images = append(kz.Images, kustypes.Image{
@@ -179,7 +179,7 @@ func validatePatch(h *resmap.PluginHelpers, p Patch) (err error) {
 			return err
 		}
 	}
-	cfg, err := yaml.Marshal(kustypes.Patch{Patch: p.Patch, Target: p.Target.kustomize()})
+	cfg, err := yaml.Marshal(kustypes.Patch{Patch: p.Patch, Target: p.Target.Kustomize()})
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func validatePatch(h *resmap.PluginHelpers, p Patch) (err error) {
 
 // validate compiles s as kustomize will.
 func (s *Selector) validate() error {
-	if _, err := kustypes.NewSelectorRegex(s.kustomize()); err != nil {
+	if _, err := kustypes.NewSelectorRegex(s.Kustomize()); err != nil {
 		return err
 	}
 	if _, err := labels.Parse(s.LabelSelector); err != nil {
@@ -211,8 +211,10 @@ func (s *Selector) validate() error {
 	return nil
 }
 
-// kustomize converts s to kustomize's selector; nil stays nil.
-func (s *Selector) kustomize() *kustypes.Selector {
+// Kustomize converts s to kustomize's selector; nil stays nil.
+// release/kustomize converts its patch targets (release.Selector, the same
+// fields) with it too.
+func (s *Selector) Kustomize() *kustypes.Selector {
 	if s == nil {
 		return nil
 	}

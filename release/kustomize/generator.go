@@ -10,9 +10,9 @@ import (
 
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/postrender"
 	"github.com/helmfleet/helmfleet/release"
 )
 
@@ -102,20 +102,10 @@ func transforms(s *release.KustomizationSpec) bool {
 		len(s.Patches) > 0 || len(s.Images) > 0 || len(s.Components) > 0
 }
 
-// selector converts a patch target to kustomize's selector.
+// selector converts a patch target to kustomize's selector, as the
+// post-renderers convert theirs (the two types have the same fields).
 func selector(t *release.Selector) *kustypes.Selector {
-	if t == nil {
-		return nil
-	}
-	return &kustypes.Selector{
-		ResId: resid.ResId{
-			Gvk:       resid.Gvk{Group: t.Group, Version: t.Version, Kind: t.Kind},
-			Name:      t.Name,
-			Namespace: t.Namespace,
-		},
-		AnnotationSelector: t.AnnotationSelector,
-		LabelSelector:      t.LabelSelector,
-	}
+	return (*postrender.Selector)(t).Kustomize()
 }
 
 // scanManifests generates the kustomization of a directory that has
