@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/kyamlschema"
 )
 
 // inputFile is the name the rendered manifests get in the in-memory
@@ -96,6 +98,7 @@ func runKrusty(in []byte, kz kustypes.Kustomization, opts *krusty.Options) (m re
 	if err != nil {
 		return nil, err
 	}
+	kyamlschema.Init() // before renders on several goroutines touch kyaml's schema
 	fs := filesys.MakeFsInMemory()
 	if err := fs.WriteFile(inputFile, in); err != nil {
 		return nil, err

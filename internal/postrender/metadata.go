@@ -8,6 +8,8 @@ import (
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+
+	"github.com/helmfleet/helmfleet/internal/kyamlschema"
 )
 
 // Run sets m's labels and annotations on the metadata of every rendered
@@ -65,6 +67,7 @@ func transform(in []byte, ts ...resmap.Transformer) (out *bytes.Buffer, err erro
 			out, err = nil, fmt.Errorf("kustomize panicked: %v", r)
 		}
 	}()
+	kyamlschema.Init() // before renders on several goroutines touch kyaml's schema
 	m, err := resmap.NewFactory(provider.NewDefaultDepProvider().GetResourceFactory()).NewResMapFromBytes(in)
 	if err != nil {
 		return nil, fmt.Errorf("reading the rendered manifests: %w", err)

@@ -20,6 +20,7 @@ import (
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/kyamlschema"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/source"
@@ -271,6 +272,7 @@ func run(w *walker, dir string, opts Options, origins bool) (m resmap.ResMap, _ 
 			return nil, nil, &EntryError{File: top, Err: err}
 		}
 	}
+	kyamlschema.Init() // before builds on several goroutines touch kyaml's schema
 	k := krusty.MakeKustomizer(&krusty.Options{
 		Reorder:          opts.Reorder,
 		LoadRestrictions: opts.LoadRestrictions,
