@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func TestReleaseDenyCrossNamespaceRefs(t *testing.T) {
@@ -47,16 +48,7 @@ func TestReleaseDenyCrossNamespaceRefs(t *testing.T) {
 		}), "HelmRelease default/app: spec.dependsOn[1].namespace: cross-namespace reference to kube-system is not allowed (NoCrossNamespaceRefs)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.rel.DenyCrossNamespaceRefs()
-			if tc.want == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-			var denied *AccessDeniedError
-			require.ErrorAs(t, err, &denied)
-			assert.Equal(t, Kind, denied.Object.Kind)
-			assert.Equal(t, GroupVersion, denied.Object.GroupVersion())
+			assertDenial(t, tc.rel.DenyCrossNamespaceRefs(), tc.want, GroupVersion.WithKind(Kind))
 		})
 	}
 }
@@ -88,15 +80,21 @@ func TestKustomizationDenyCrossNamespaceRefs(t *testing.T) {
 		}), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.k.DenyCrossNamespaceRefs()
-			if tc.want == "" {
-				assert.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, tc.want)
-			var denied *AccessDeniedError
-			require.ErrorAs(t, err, &denied)
-			assert.Equal(t, KustomizationKind, denied.Object.Kind)
+			assertDenial(t, tc.k.DenyCrossNamespaceRefs(), tc.want, KustomizationGroupVersion.WithKind(KustomizationKind))
 		})
 	}
+}
+
+// assertDenial checks that err is nil when want is empty, else an
+// *AccessDeniedError with message want of an object of kind gvk.
+func assertDenial(t *testing.T, err error, want string, gvk schema.GroupVersionKind) {
+	t.Helper()
+	if want == "" {
+		assert.NoError(t, err)
+		return
+	}
+	require.EqualError(t, err, want)
+	var denied *AccessDeniedError
+	require.ErrorAs(t, err, &denied)
+	assert.Equal(t, gvk, denied.Object.GroupVersionKind)
 }

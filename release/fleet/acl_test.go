@@ -170,17 +170,10 @@ func TestFleetNoCrossNamespaceRefs(t *testing.T) {
 					assert.Equal(t, []release.Action{release.ActionInstall}, got.Actions)
 					continue
 				}
-				want := fmt.Sprintf(denied, tc.field)
-				var ad *release.AccessDeniedError
-				require.ErrorAs(t, item.Err, &ad)
-				assert.EqualError(t, item.Err, want)
 				assert.Equal(t, release.ActionNone, item.Action)
-				assert.Equal(t, depgraph.Failed, got.State)
-				assert.EqualError(t, got.Err, want, "it fails at once with its refusal, whatever its dependencies")
 				assert.Empty(t, got.Actions, "nothing installed")
 				_, applied := f.Status(k)
-				assert.False(t, applied)
-				assert.ErrorContains(t, applyErr, want)
+				assertRefused(t, fmt.Sprintf(denied, tc.field), item.Err, got, applied, applyErr)
 			}
 			if tc.field != "" {
 				for _, e := range plan.Errors {
@@ -282,16 +275,10 @@ func TestFleetNoCrossNamespaceRefsKustomization(t *testing.T) {
 					assert.Equal(t, depgraph.Succeeded, got.State, "%v", got.Err)
 					continue
 				}
-				want := fmt.Sprintf("member %s: Kustomization tenant-a/apps: %s: cross-namespace reference to tenant-b is not allowed (NoCrossNamespaceRefs)", m, tc.field)
-				var ad *release.AccessDeniedError
-				require.ErrorAs(t, kp.Err, &ad)
-				assert.EqualError(t, kp.Err, want)
 				assert.Empty(t, kp.Objects)
-				assert.Equal(t, depgraph.Failed, got.State)
-				assert.EqualError(t, got.Err, want)
 				_, applied := f.KustomizationStatus(k)
-				assert.False(t, applied, "nothing applied")
-				assert.ErrorContains(t, applyErr, want)
+				want := fmt.Sprintf("member %s: Kustomization tenant-a/apps: %s: cross-namespace reference to tenant-b is not allowed (NoCrossNamespaceRefs)", m, tc.field)
+				assertRefused(t, want, kp.Err, got, applied, applyErr)
 			}
 			_, read := reads.Load("tenant-a/apps")
 			assert.Equal(t, tc.field == "", read, "the source is read only when allowed")
@@ -309,4 +296,19 @@ func reportOf(t *testing.T, rep *fleet.ApplyReport, k fleet.Key) fleet.ItemRepor
 	}
 	require.Failf(t, "no report", "%s", k)
 	return fleet.ItemReport{}
+}
+
+// assertRefused checks a unit refused with message want: its plan error
+// planErr, its report got (failed at once with the refusal, whatever its
+// dependencies), that it was never applied, and that Apply's error
+// names it.
+func assertRefused(t *testing.T, want string, planErr error, got fleet.ItemReport, applied bool, applyErr error) {
+	t.Helper()
+	var ad *release.AccessDeniedError
+	require.ErrorAs(t, planErr, &ad)
+	assert.EqualError(t, planErr, want)
+	assert.Equal(t, depgraph.Failed, got.State)
+	assert.EqualError(t, got.Err, want)
+	assert.False(t, applied, "never applied")
+	assert.ErrorContains(t, applyErr, want)
 }
