@@ -129,4 +129,31 @@
 // the unlabelled releases. ShardCacheOptions narrows the manager's cache
 // to the shard too. Within a shard, leader election is the manager's,
 // on the Lease LeaderElectionID(key).
+//
+// # Running tenants
+//
+// A platform whose HelmReleases belong to several tenants, each in a
+// namespace of its own, turns on Config.NoCrossNamespaceRefs, or
+// FleetConfig.NoCrossNamespaceRefs for a fleet (off by default, as
+// Flux's --no-cross-namespace-refs is). A HelmRelease whose
+// spec.chart.spec.sourceRef, spec.chartRef or spec.dependsOn names
+// another namespace is then Ready False and Stalled, reason
+// AccessDenied, with a message naming the HelmRelease, the field path
+// and the other namespace (a *release.AccessDeniedError), and nothing
+// else happens to it: no source or HelmChart of the other namespace is
+// read, no chart resolved, no finalizer added, nothing installed, and it
+// waits for a change of its spec. dependsOn is refused too, where Flux
+// refuses only sources: the refusal is written before any dependency is
+// looked at, so a tenant's status never shows whether another tenant's
+// release exists or is ready. A reference in the HelmRelease's own
+// namespace, spelled out or left empty, is allowed; a HelmChart named by
+// spec.chartRef takes its repository from its own namespace.
+// valuesFrom, kubeConfig and verify.secretRef cannot name a namespace;
+// spec.targetNamespace and spec.storageNamespace say where the release
+// goes, are not references, and are not refused (nor are they in Flux).
+// What guards them is the identity the release is installed with: a
+// platform running tenants also sets a default service account for
+// releases that name none (DefaultServiceAccount, Flux's
+// --default-service-account) and keeps kubeconfigs that run exec plugins
+// or read local files refused, opting in only where it trusts them.
 package controller

@@ -81,6 +81,14 @@ type FleetConfig struct {
 	// the inventory stays in this process, and a new process does not
 	// know what an earlier one installed, so it never uninstalls it.
 	Store fleet.Store
+	// NoCrossNamespaceRefs refuses, on every member, a HelmRelease whose
+	// spec.chart.spec.sourceRef, spec.chartRef or spec.dependsOn names
+	// another namespace (fleet.Config.NoCrossNamespaceRefs): nothing is
+	// resolved or installed for it, and its Ready condition is False and
+	// Stalled True, reason AccessDenied, naming the field and the other
+	// namespace on each member. Off by default, as in Flux; a platform
+	// running tenants turns it on.
+	NoCrossNamespaceRefs bool
 }
 
 // FleetReconciler runs the HelmReleases and Karmada policies kept on a
@@ -100,6 +108,7 @@ type FleetReconciler struct {
 	name    string
 	secrets string
 	store   fleet.Store
+	noXNS   bool
 	log     logr.Logger
 
 	mu       sync.Mutex
@@ -132,7 +141,7 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 		return nil, err
 	}
 	r := &FleetReconciler{client: cfg.Client, cache: cfg.Cache, members: cfg.Members, rec: rec, events: cfg.Events,
-		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store, log: logr.Discard()}
+		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store, noXNS: cfg.NoCrossNamespaceRefs, log: logr.Discard()}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
 			return nil, fmt.Errorf("controller: metrics: %w", err)
@@ -221,7 +230,7 @@ func (r *FleetReconciler) fleetFor(members []release.Member) (*fleet.Fleet, erro
 	if same {
 		return r.fleet, nil
 	}
-	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec, Store: r.store})
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec, Store: r.store, NoCrossNamespaceRefs: r.noXNS})
 	if err != nil {
 		return nil, err
 	}
@@ -318,10 +327,15 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// summarize is a release's Ready condition over its members.
+// summarize is a release's Ready condition over its members; its reason
+// is AccessDenied when a member refused the release's references.
 func summarize(items []fleet.ItemReport) (metav1.ConditionStatus, string, string) {
 	var ready, notReady []string
+	reason := release.ReasonReconciliationFailed
 	for _, it := range items {
+		if _, ok := errors.AsType[*release.AccessDeniedError](it.Err); ok {
+			reason = release.ReasonAccessDenied
+		}
 		if it.State == depgraph.Succeeded {
 			ready = append(ready, it.Key.Cluster)
 		} else {
@@ -338,7 +352,7 @@ func summarize(items []fleet.ItemReport) (metav1.ConditionStatus, string, string
 		return metav1.ConditionTrue, release.ReasonReconciliationSucceeded,
 			fmt.Sprintf("ready on %d/%d members: %s", len(ready), len(items), strings.Join(ready, ", "))
 	}
-	return metav1.ConditionFalse, release.ReasonReconciliationFailed,
+	return metav1.ConditionFalse, reason,
 		fmt.Sprintf("ready on %d/%d members; %s", len(ready), len(items), strings.Join(notReady, "; "))
 }
 
@@ -378,12 +392,20 @@ func (r *FleetReconciler) policies(ctx context.Context) (policy.Set, error) {
 	return objs.Policies, nil
 }
 
-// writeFleetStatus writes a HelmRelease's fleet-wide Ready condition.
+// writeFleetStatus writes a HelmRelease's fleet-wide Ready condition, and
+// Stalled beside it when a member refused its references (AccessDenied):
+// that does not change until the spec does.
 func (r *FleetReconciler) writeFleetStatus(ctx context.Context, obj *release.Release, status metav1.ConditionStatus, reason, msg string) {
 	st := obj.Status
 	old := st.GetCondition(release.ConditionReady)
-	changed := old == nil || old.Status != status || old.Message != msg || st.ObservedGeneration != obj.Generation
+	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg || st.ObservedGeneration != obj.Generation
 	st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()})
+	if reason == release.ReasonAccessDenied {
+		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()})
+	} else {
+		changed = changed || st.GetCondition(release.ConditionStalled) != nil
+		st.RemoveCondition(release.ConditionStalled)
+	}
 	st.RemoveCondition(release.ConditionReconciling)
 	st.ObservedGeneration = obj.Generation
 	r.metrics.recordConditions(release.Kind, obj.Namespace, obj.Name, &st)

@@ -88,6 +88,15 @@ type Config struct {
 	// NewCluster builds the cluster a release is installed on; default
 	// KubeCluster.
 	NewCluster ClusterFunc
+	// NoCrossNamespaceRefs refuses a HelmRelease whose
+	// spec.chart.spec.sourceRef, spec.chartRef or spec.dependsOn names
+	// another namespace (Flux's --no-cross-namespace-refs; see
+	// release.Release.DenyCrossNamespaceRefs): before anything is read
+	// through its references, it is marked Ready False and Stalled,
+	// reason AccessDenied, with a message naming the field and the other
+	// namespace, and not reconciled again until its spec changes. Off by
+	// default, as in Flux; a platform running tenants turns it on.
+	NoCrossNamespaceRefs bool
 	// DefaultServiceAccount is impersonated by releases that name no
 	// spec.serviceAccountName (Flux's --default-service-account); empty:
 	// the controller's own identity.
@@ -125,6 +134,7 @@ type HelmReleaseReconciler struct {
 	name      string
 	parallel  int
 	sources   bool
+	noCrossNS bool
 	log       logr.Logger // of the watches' map functions
 }
 
@@ -158,7 +168,7 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 		client: cfg.Client, cache: cfg.Cache, apiReader: cfg.APIReader, events: cfg.Events, rec: rec,
 		targets: newTargets(cfg.APIReader, cfg.REST, cfg.NewCluster, cfg.DefaultServiceAccount),
 		metrics: cfg.Metrics, shard: cfg.Shard, retry: cfg.RetryInterval, name: cfg.Name,
-		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, log: logr.Discard(),
+		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, noCrossNS: cfg.NoCrossNamespaceRefs, log: logr.Discard(),
 	}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
@@ -263,9 +273,11 @@ func (r *HelmReleaseReconciler) inShard(obj client.Object) bool {
 // Reconcile reconciles the HelmRelease req names. The result maps the
 // release's Result: done → requeue after spec.interval; requeue → after
 // its RequeueAfter; stalled → reconcile.TerminalError (no retry until the
-// release changes); a dependency not ready, or a chart, values or
-// kubeconfig that cannot be had → requeue after the retry interval; a
-// failed Helm action → the error, retried with the controller's backoff.
+// release changes), as is a spec that fails validation or, with
+// Config.NoCrossNamespaceRefs, references another namespace; a
+// dependency not ready, or a chart, values or kubeconfig that cannot be
+// had → requeue after the retry interval; a failed Helm action → the
+// error, retried with the controller's backoff.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	defer func() { r.metrics.observe(release.Kind, time.Since(start)) }()
@@ -290,18 +302,19 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	rel, err := prepare(obj)
 	if err != nil {
 		log.Error(err, "invalid HelmRelease")
-		st := obj.Status
-		msg := err.Error()
-		now := metav1.Now()
-		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
-		st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonInvalidSpec, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
-		st.ObservedGeneration = obj.Generation
-		r.event(obj, corev1.EventTypeWarning, ReasonInvalidSpec, "Reconcile", msg)
-		return ctrl.Result{}, errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
+		return ctrl.Result{}, r.stall(ctx, obj, ReasonInvalidSpec, err)
 	}
 	if rel.Spec.Suspend {
 		log.V(1).Info("reconciliation is suspended")
 		return ctrl.Result{}, nil
+	}
+	if r.noCrossNS {
+		// Before the finalizer and the dependencies: nothing is read
+		// through a refused reference, nor shown of what it names.
+		if err := rel.DenyCrossNamespaceRefs(); err != nil {
+			log.Error(err, "cross-namespace reference refused")
+			return ctrl.Result{}, r.stall(ctx, obj, release.ReasonAccessDenied, err)
+		}
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFrom(obj.DeepCopy())
@@ -348,6 +361,22 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.recordEvent(obj, res, recErr)
 	return r.result(log, res, recErr)
+}
+
+// stall marks obj Ready False and Stalled with reason and err's message,
+// for a spec that will not reconcile until it changes, and returns err
+// as a reconcile.TerminalError.
+func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release, reason string, err error) error {
+	st := obj.Status
+	msg := err.Error()
+	now := metav1.Now()
+	st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+	st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+	st.RemoveCondition(release.ConditionReconciling)
+	st.ObservedGeneration = obj.Generation
+	r.metrics.recordConditions(release.Kind, obj.Namespace, obj.Name, &st)
+	r.event(obj, corev1.EventTypeWarning, reason, "Reconcile", msg)
+	return errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
 }
 
 // result maps a release Result and error onto the controller's.

@@ -127,4 +127,29 @@
 // hand. Fleet.Drift checks every applied release on its member under the
 // release's ignore rules, listing each kind once per member, and with
 // correct patches drift back.
+//
+// # Running tenants
+//
+// A platform whose hub holds the units of several tenants, each in a
+// namespace of its own, turns on Config.NoCrossNamespaceRefs (off by
+// default, as Flux's --no-cross-namespace-refs is). A release whose
+// spec.chart.spec.sourceRef, spec.chartRef or spec.dependsOn, or a
+// Kustomization whose spec.sourceRef or spec.dependsOn, names another
+// namespace is then refused on every member it is placed on (after
+// override policies, and whether placed directly or produced by a
+// Kustomization): its plan item fails with a *release.AccessDeniedError
+// naming the unit, the field path and the other namespace, its chart or
+// source is not resolved, and Apply does nothing for it, not even an
+// uninstall. dependsOn is refused too, where Flux refuses only sources,
+// and a refused unit waits for nothing: its report is the same whether
+// the unit it names exists, is ready or failed. A HelmChart named by a
+// chartRef takes its repository from its own namespace. valuesFrom,
+// kubeConfig and postBuild.substituteFrom cannot name a namespace;
+// targetNamespace, storageNamespace and a Kustomization's healthChecks
+// are where the unit's objects go, not references, and are not refused.
+// What guards those is the identity a unit's objects are applied with:
+// a platform running tenants also sets a default service account for
+// units that name none (DefaultServiceAccount) and keeps the refusal of
+// kubeconfigs that run exec plugins or read local files, opting in only
+// for members it trusts.
 package fleet

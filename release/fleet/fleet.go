@@ -113,6 +113,18 @@ type Config struct {
 	// KustomizeConfig.Variables is nil, reading substituteFrom on its
 	// member, as Flux's kustomize-controller on that cluster does.
 	KustomizeConfig *kustomize.ReconcilerConfig
+	// NoCrossNamespaceRefs refuses, on every member, a release or
+	// Kustomization (placed directly or produced by a Kustomization, as
+	// overridden for the member) whose references name another
+	// namespace (Flux's --no-cross-namespace-refs; see
+	// release.Release.DenyCrossNamespaceRefs and
+	// release.Kustomization.DenyCrossNamespaceRefs): its plan item fails
+	// with a *release.AccessDeniedError, nothing is read through its
+	// references, its dependsOn entries are left out of the dependency
+	// graph (so no other unit's state shows in its report), and Apply
+	// installs, upgrades and uninstalls nothing for it, suspended or not.
+	// Off by default, as in Flux; a platform running tenants turns it on.
+	NoCrossNamespaceRefs bool
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -448,6 +460,9 @@ func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 	}
 	f.mu.Unlock()
 	w := todo{key: k, rel: r, rec: f.rec}
+	if w.err = f.denyCrossNamespaceRefs(r); w.err != nil {
+		return w
+	}
 	// Where valuesFrom is read matters only to a release that has one; a
 	// bad annotation is an error either way.
 	if w.from, w.err = f.valuesFromOf(k, r); w.err == nil && len(r.Spec.ValuesFrom) > 0 {
@@ -565,6 +580,9 @@ type unit struct {
 	key       Key
 	removal   bool
 	dependsOn []release.DependencyReference
+	// denied is set when NoCrossNamespaceRefs refused the unit: it
+	// depends on nothing, so that it fails at once with its refusal.
+	denied bool
 	// ownKind is what a dependsOn entry without kind names.
 	ownKind string
 	labels  map[string]string
@@ -574,10 +592,10 @@ type unit struct {
 func (p *Plan) units() []unit {
 	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
 	for _, it := range p.Items {
-		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, ownKind: release.Kind, labels: it.Release.Labels})
+		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
 	}
 	for _, it := range p.Kustomizations {
-		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
+		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, denied: denied(it.Err), ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return keyLess(out[i].key, out[j].key) })
 	return out
@@ -645,6 +663,9 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 	}
 	deps := func(u unit) []Key {
 		var out []Key
+		if u.denied {
+			return nil
+		}
 		if pk, ok := plan.producer[u.key]; ok {
 			out = append(out, pk)
 		}
@@ -1013,3 +1034,18 @@ func refOf(r *release.Release) string { return r.Namespace + "/" + r.Name }
 
 // since is the time from t to now by c.
 func since(c depgraph.Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// denyCrossNamespaceRefs returns the refusal of a unit's references to
+// other namespaces under Config.NoCrossNamespaceRefs, or nil.
+func (f *Fleet) denyCrossNamespaceRefs(u interface{ DenyCrossNamespaceRefs() error }) error {
+	if !f.cfg.NoCrossNamespaceRefs {
+		return nil
+	}
+	return u.DenyCrossNamespaceRefs()
+}
+
+// denied reports whether err is a refusal of NoCrossNamespaceRefs.
+func denied(err error) bool {
+	_, ok := errors.AsType[*release.AccessDeniedError](err)
+	return ok
+}

@@ -177,6 +177,10 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 		if known {
 			it.State = release.StateInSync
 		}
+		if err := f.denyCrossNamespaceRefs(it.Kustomization); err != nil {
+			it.Action, it.Err = release.ActionNone, fmt.Errorf("member %s: %w", k.Cluster, err)
+			continue
+		}
 		if it.Kustomization.Spec.Suspend {
 			it.Action, it.Reason = release.ActionNone, "suspended"
 			continue

@@ -42,6 +42,7 @@ func (f *Fleet) buildKustomizers(cfg Config) error {
 		if mc.Variables == nil {
 			mc.Variables = release.NewObjectValues(m.Cluster)
 		}
+		mc.NoCrossNamespaceRefs = mc.NoCrossNamespaceRefs || cfg.NoCrossNamespaceRefs
 		r, err := kustomize.NewReconciler(mc)
 		if err != nil {
 			return fmt.Errorf("fleet: config: KustomizeConfig: member %s: %w", m.Facts.Name, err)

@@ -60,7 +60,10 @@ type ReconcileResult struct {
 //     suspended Kustomization is left alone;
 //  2. Build (with substitution; variables from ReconcilerConfig.Variables
 //     or, without it, from cluster); a failure is Ready False, reason
-//     ArtifactFailed (source) or BuildFailed, and nothing is applied;
+//     ArtifactFailed (source) or BuildFailed, and nothing is applied; a
+//     reference to another namespace refused by
+//     ReconcilerConfig.NoCrossNamespaceRefs is Ready False and Stalled,
+//     reason AccessDenied, before any source is read;
 //  3. server-side apply (ReconcilerConfig.FieldManager, forcing
 //     ownership) in Flux's stages: CustomResourceDefinitions, Namespaces
 //     and ClusterRoles first, then waiting until they are Current; then
@@ -113,6 +116,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		reason := release.ReasonBuildFailed
 		if _, ok := errors.AsType[*SourceError](err); ok {
 			reason = release.ReasonArtifactFailed
+		}
+		if _, ok := errors.AsType[*release.AccessDeniedError](err); ok {
+			// It will not change without a change of the spec.
+			r.fail(k, release.ReasonAccessDenied, err)
+			r.set(k, release.ConditionStalled, metav1.ConditionTrue, release.ReasonAccessDenied, err.Error())
+			return res, err
 		}
 		r.fail(k, reason, err)
 		return res, err

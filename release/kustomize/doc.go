@@ -117,4 +117,27 @@
 // Reconciler's build of the same directories 11.0 MB (the objects also
 // as unstructured, Result.Manifests), 14.1 MB with targetNamespace,
 // namePrefix and an image set, 15.3 MB with postBuild substitution.
+//
+// # Running tenants
+//
+// A platform that runs the Kustomizations of several tenants, each in a
+// namespace of its own, turns on ReconcilerConfig.NoCrossNamespaceRefs
+// (off by default, as Flux's --no-cross-namespace-refs is). A
+// Kustomization whose spec.sourceRef or spec.dependsOn names another
+// namespace is then refused with a *release.AccessDeniedError naming the
+// Kustomization, the field path and the other namespace, before its
+// source is read: Build and Plan return it, and Reconcile records Ready
+// False and Stalled, reason AccessDenied, and applies nothing, until the
+// spec changes. dependsOn is refused too, where Flux refuses only the
+// source, so that nothing about another tenant's units (whether they
+// exist, whether they are ready) shows in a tenant's status. A reference
+// in the Kustomization's own namespace, spelled out or left empty, is
+// allowed. spec.postBuild.substituteFrom and spec.kubeConfig cannot name
+// a namespace. spec.targetNamespace, the namespaces of the built objects
+// and spec.healthChecks are not references and are not refused: objects
+// are applied and read with the identity of the cluster client the
+// reconciler is given, so a platform also applies each tenant's objects
+// under an identity of its own (a default service account impersonated
+// when a unit names none, and kubeconfigs that may not run exec plugins
+// or read local files unless the platform opts in).
 package kustomize

@@ -114,6 +114,13 @@ type ReconcilerConfig struct {
 	// HelmReleases, Kustomizations, sources and policies a Kustomization
 	// builds (FleetUnit) and runs them as units of its own.
 	Exclude func(*unstructured.Unstructured) bool
+	// NoCrossNamespaceRefs refuses a Kustomization whose spec.sourceRef
+	// or spec.dependsOn names another namespace (Flux's
+	// --no-cross-namespace-refs): Build, Plan and Reconcile return a
+	// *release.AccessDeniedError before any source is read, and Reconcile
+	// records it as Ready False and Stalled, reason AccessDenied. Off by
+	// default, as in Flux; a platform running tenants turns it on.
+	NoCrossNamespaceRefs bool
 	// Build are the build's limits and settings. Unset, LoadRestrictions
 	// and Reorder are Flux's, not kustomize build's:
 	// LoadRestrictionsNone (a kustomization may read any file of the
@@ -202,7 +209,8 @@ func (e *SourceError) Unwrap() error { return e.Err }
 // (nothing remote, nothing executed), then post-build substitution
 // (LoadVariables, SubstituteKey) before the objects are decoded.
 // Result.Manifests are the objects to apply; Result.Revision the
-// source's revision. Errors: *SourceError, *VariablesError, the
+// source's revision. Errors: *release.AccessDeniedError (with
+// ReconcilerConfig.NoCrossNamespaceRefs), *SourceError, *VariablesError, the
 // *EntryError, *BuildError or *DecodeError of Build, *SubstituteError.
 func (r *Reconciler) Build(ctx context.Context, k *release.Kustomization) (*Result, error) {
 	res, _, err := r.build(ctx, k, r.cfg.Variables)
@@ -212,6 +220,11 @@ func (r *Reconciler) Build(ctx context.Context, k *release.Kustomization) (*Resu
 // build is Build with the reader of substituteFrom; it also returns the
 // source's revision, known when the build fails too.
 func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader values.Reader) (*Result, string, error) {
+	if r.cfg.NoCrossNamespaceRefs {
+		if err := k.DenyCrossNamespaceRefs(); err != nil {
+			return nil, "", err
+		}
+	}
 	name := k.Namespace + "/" + k.Name
 	fsys, rev, err := r.cfg.Sources.FS(ctx, k)
 	if err != nil {
