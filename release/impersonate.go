@@ -14,7 +14,7 @@ import (
 type Impersonator interface {
 	// Impersonate returns the cluster acting as user, a Kubernetes user
 	// name such as ServiceAccountUser gives. The result has the same
-	// Name.
+	// Name. An error names the cluster and the user.
 	Impersonate(user string) (Cluster, error)
 }
 
@@ -31,16 +31,12 @@ func ServiceAccountUser(namespace, name string) string {
 }
 
 // ImpersonateAs returns cluster acting as user through its Impersonator
-// role. A cluster without it is an error matching ErrCannotImpersonate,
-// never the cluster with its own identity.
+// role, or its error. A cluster without the role is an error matching
+// ErrCannotImpersonate, never the cluster with its own identity.
 func ImpersonateAs(cluster Cluster, user string) (Cluster, error) {
 	im, ok := cluster.(Impersonator)
 	if !ok {
 		return nil, fmt.Errorf("cluster %s: %w (it has no Impersonate method)", cluster.Name(), ErrCannotImpersonate)
 	}
-	c, err := im.Impersonate(user)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: impersonate %s: %w", cluster.Name(), user, err)
-	}
-	return c, nil
+	return im.Impersonate(user)
 }

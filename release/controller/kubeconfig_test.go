@@ -11,9 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kube"
 	"github.com/helmfleet/helmfleet/release/memory"
@@ -177,6 +182,56 @@ func TestSecretMembersRefusesExecAndFiles(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Len(t, built, 1)
+		})
+	}
+}
+
+// ownIdentityOnly is a member cluster without the Impersonator role.
+type ownIdentityOnly struct{ release.Cluster }
+
+// In fleet mode a release's service account (or the default) is
+// impersonated on every member; a member that cannot impersonate fails
+// the release, visibly, and gets nothing installed.
+func TestFleetServiceAccounts(t *testing.T) {
+	tests := []struct {
+		name, spec, def, user string
+	}{
+		{name: "serviceAccountName", spec: "deployer", user: "system:serviceaccount:apps:deployer"},
+		{name: "DefaultServiceAccount", def: "tenant", user: "system:serviceaccount:apps:tenant"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pp := &unstructured.Unstructured{}
+			require.NoError(t, yaml.Unmarshal([]byte(placeEverywhere), &pp.Object))
+			y := podinfoYAML
+			if tc.spec != "" {
+				y += "  serviceAccountName: " + tc.spec + "\n"
+			}
+			hub := fake.NewClientBuilder().WithScheme(testScheme(t)).
+				WithObjects(hr(t, y), pp).WithStatusSubresource(&release.Release{}).Build()
+			dev, prod := memory.New("dev-1"), memory.New("prod-1")
+			m, err := NewMetrics(nil)
+			require.NoError(t, err)
+			r, err := NewFleet(FleetConfig{
+				Client: hub, Charts: testCharts, Metrics: m, DefaultServiceAccount: tc.def,
+				Members: StaticMembers{
+					{Cluster: dev, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}},
+					{Cluster: ownIdentityOnly{prod}, Facts: policy.Cluster{Name: "prod-1", Labels: map[string]string{"env": "prod"}}},
+				},
+			})
+			require.NoError(t, err)
+			_, err = r.Reconcile(t.Context(), ctrl.Request{NamespacedName: fleetRequest.NamespacedName})
+			require.NoError(t, err)
+			got := &release.Release{}
+			require.NoError(t, hub.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, got))
+			ready := got.Status.GetCondition(release.ConditionReady)
+			require.NotNil(t, ready)
+			assert.Equal(t, metav1.ConditionFalse, ready.Status)
+			assert.Contains(t, ready.Message, "ready on 1/2 members; prod-1: ")
+			assert.Contains(t, ready.Message, "release apps/podinfo on member prod-1: spec.serviceAccountName")
+			assert.Contains(t, ready.Message, "cluster cannot impersonate")
+			assert.Contains(t, dev.Impersonations(), memory.Impersonation{User: tc.user, Call: "HelmConfig", Namespace: "apps"})
+			assert.NotContains(t, strings.Join(prod.Summary(), "\n"), "podinfo", "nothing installed with prod-1's own credentials")
 		})
 	}
 }
