@@ -219,3 +219,22 @@ func TestKubeconfigErrorMessage(t *testing.T) {
 	var ke *KubeconfigError
 	assert.True(t, errors.As(fmt.Errorf("wrapped: %w", err), &ke))
 }
+
+// Whatever the bytes, RESTConfigFromKubeconfig does not panic, quotes
+// nothing of them, and accepts nothing that runs a plugin, reads a file
+// or impersonates.
+func FuzzRESTConfigFromKubeconfig(f *testing.F) {
+	f.Add(kubeconfigYAML("    token: t", ""))
+	f.Add(kubeconfigYAML("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n      command: x", ""))
+	f.Add(kubeconfigYAML("    tokenFile: /etc/hostname", "    certificate-authority: /etc/hostname"))
+	f.Add([]byte(`{"apiVersion":"v1","kind":"Config","users":[{"name":"u","user":{"as":"x"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rc, err := RESTConfigFromKubeconfig(data, KubeconfigOptions{Secret: "ns/s", Key: "value"})
+		if err != nil {
+			var ke *KubeconfigError
+			require.ErrorAs(t, err, &ke)
+			return
+		}
+		assert.Empty(t, refusedRESTField(rc, KubeconfigOptions{}))
+	})
+}
