@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmfleet/helmfleet/release"
@@ -40,7 +39,9 @@ func KubeCluster(name string, cfg *rest.Config) (release.Cluster, error) {
 
 // TargetError reports a HelmRelease whose target cluster cannot be
 // reached from its spec: a missing kubeconfig Secret or key, or a
-// kubeconfig that does not parse. It never quotes the Secret's content.
+// kubeconfig that does not parse or is refused (Err is then a
+// *kube.KubeconfigError naming the kubeconfig field). It never quotes the
+// Secret's content.
 type TargetError struct {
 	// Release is namespace/name of the HelmRelease.
 	Release string
@@ -53,7 +54,10 @@ type TargetError struct {
 }
 
 func (e *TargetError) Error() string {
-	msg := fmt.Sprintf("HelmRelease %s: %s: %s", e.Release, e.Field, e.Message)
+	msg := fmt.Sprintf("HelmRelease %s: %s", e.Release, e.Field)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -81,17 +85,20 @@ type targets struct {
 	local     *rest.Config
 	build     ClusterFunc
 	defaultSA string
+	// kubeconfig carries the opt-ins (exec, files) of every kubeconfig
+	// read; Secret and Key are filled per read.
+	kubeconfig kube.KubeconfigOptions
 
 	mu       sync.Mutex
 	clusters map[targetKey]release.Cluster
 	byRel    map[string]targetKey // release namespace/name → its key
 }
 
-func newTargets(reader client.Reader, local *rest.Config, build ClusterFunc, defaultSA string) *targets {
+func newTargets(reader client.Reader, local *rest.Config, build ClusterFunc, defaultSA string, kubeconfig kube.KubeconfigOptions) *targets {
 	if build == nil {
 		build = KubeCluster
 	}
-	return &targets{reader: reader, local: local, build: build, defaultSA: defaultSA,
+	return &targets{reader: reader, local: local, build: build, defaultSA: defaultSA, kubeconfig: kubeconfig,
 		clusters: map[targetKey]release.Cluster{}, byRel: map[string]targetKey{}}
 }
 
@@ -140,11 +147,13 @@ func (t *targets) cluster(ctx context.Context, rel *release.Release) (release.Cl
 	}
 	cfg, name := t.local, LocalClusterName
 	if kubeconfig != nil {
+		opts := t.kubeconfig
+		opts.Secret, opts.Key = key.secretNamespace+"/"+key.secretName, key.key
 		var err error
-		if cfg, err = clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
-			// clientcmd's parse errors name lines, not content; still,
-			// keep the cause out so no Secret byte can reach a status.
-			return nil, &TargetError{Release: ref, Field: "spec.kubeConfig.secretRef", Message: fmt.Sprintf("key %q of Secret %s/%s is not a usable kubeconfig", key.key, key.secretNamespace, key.secretName)}
+		if cfg, err = kube.RESTConfigFromKubeconfig(kubeconfig, opts); err != nil {
+			// A *kube.KubeconfigError names the Secret, key and field
+			// and quotes nothing of the Secret.
+			return nil, &TargetError{Release: ref, Field: "spec.kubeConfig.secretRef", Err: err}
 		}
 		name = key.secretNamespace + "/" + key.secretName
 	}
@@ -167,9 +176,9 @@ func (t *targets) cluster(ctx context.Context, rel *release.Release) (release.Cl
 
 // ImpersonatedUser is the user a release with spec.serviceAccountName
 // acts as: system:serviceaccount:<namespace>:<name>, the release's own
-// namespace, as in Flux.
+// namespace, as in Flux (release.ServiceAccountUser).
 func ImpersonatedUser(namespace, serviceAccount string) string {
-	return "system:serviceaccount:" + namespace + ":" + serviceAccount
+	return release.ServiceAccountUser(namespace, serviceAccount)
 }
 
 // kubeconfigData returns the key read and its data.

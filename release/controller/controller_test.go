@@ -365,7 +365,7 @@ func TestKubeconfigErrorsNameNoContent(t *testing.T) {
 		{"no key", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "kc"}, Data: map[string][]byte{"config": []byte("s3cr3t")}},
 			`spec.kubeConfig.secretRef.key: Secret apps/kc has neither key "value" nor "value.yaml"`},
 		{"not a kubeconfig", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "kc"}, Data: map[string][]byte{"value": []byte("s3cr3t: [")}},
-			`key "value" of Secret apps/kc is not a usable kubeconfig`},
+			`spec.kubeConfig.secretRef: kubeconfig in key "value" of Secret apps/kc: does not parse as a kubeconfig`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := []client.Object{hr(t, podinfoYAML+"  kubeConfig:\n    secretRef: {name: kc}\n")}

@@ -38,6 +38,41 @@
 // `flux get`-style tools read it. Deleting a HelmRelease uninstalls its
 // Helm release first (Flux's finalizer), unless it is suspended.
 //
+// # Kubeconfig Secrets
+//
+// A kubeconfig in a Secret (spec.kubeConfig.secretRef, and the member
+// Secrets SecretMembers reads) is data from whoever may write that Secret,
+// so it is read with kube.RESTConfigFromKubeconfig: nothing in it makes
+// the controller run a program or read a file of its own host. Refused,
+// wherever they appear in the kubeconfig:
+//
+//   - users[].user.exec and users[].user.auth-provider: credential
+//     plugins run on the controller's host, whatever service account the
+//     release impersonates;
+//   - users[].user.tokenFile, client-certificate and client-key, and
+//     clusters[].cluster.certificate-authority: files of the controller's
+//     host (a tokenFile naming the controller's own service account token
+//     would send it to a server the kubeconfig names); use the inline
+//     token, client-certificate-data, client-key-data and
+//     certificate-authority-data instead;
+//   - users[].user.as, as-uid, as-groups and as-user-extra: whom a
+//     release acts as is spec.serviceAccountName (or
+//     Config.DefaultServiceAccount), which would replace them unseen.
+//
+// A refused kubeconfig fails the release with Ready=False InitFailed and
+// a message naming the HelmRelease, spec.kubeConfig.secretRef, the Secret,
+// its key and the kubeconfig field (users[0].user.exec); the error is a
+// *TargetError wrapping a *kube.KubeconfigError. No value of the Secret
+// is quoted, and no client is built. For SecretMembers the member's
+// error says the same and stops the fleet's reconcile.
+//
+// Two opt-ins, off by default, on Config and on SecretMembers:
+// InsecureKubeconfigExec accepts exec and auth-provider plugins (Flux's
+// --insecure-kubeconfig-exec), InsecureKubeconfigFiles the file
+// references. proxy-url and insecure-skip-tls-verify are accepted: they
+// concern only the connection to a server the kubeconfig names anyway,
+// with credentials it carries itself.
+//
 // # Triggers and requeues
 //
 // A release is reconciled when its spec, labels or annotations change
@@ -87,6 +122,20 @@
 // from the members a release removed while none ran; without a store, in
 // memory only, and such a release is left on its members. Do not run both reconcilers on the same HelmReleases:
 // shard them apart.
+//
+// # Service accounts in a fleet
+//
+// A release's spec.serviceAccountName, else FleetConfig.DefaultServiceAccount,
+// is honoured on every member it is placed on: the fleet acts there as
+// system:serviceaccount:<release namespace>:<name> by impersonation
+// through the member's cluster (release.Impersonator; KubeCluster's
+// clusters send the API server's impersonation header, so each member's
+// kubeconfig user needs RBAC's impersonate verb on those service
+// accounts). A member whose cluster cannot impersonate, or refuses to,
+// fails that release with a message naming the release, the member and
+// spec.serviceAccountName, and nothing is installed there with the
+// member's own credentials. Without either, releases act with the
+// members' own credentials.
 //
 // # Client rate limits and throughput
 //

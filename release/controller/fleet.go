@@ -73,6 +73,12 @@ type FleetConfig struct {
 	Name string
 	// Metrics are the collectors; default NewMetrics(metrics.Registry).
 	Metrics *Metrics
+	// DefaultServiceAccount is impersonated on the members by releases
+	// that name no spec.serviceAccountName (Flux's
+	// --default-service-account); empty: the members' own identities.
+	// A member whose cluster cannot impersonate fails such a release
+	// (see "Service accounts in a fleet" in the package doc).
+	DefaultServiceAccount string
 	// Store keeps the fleet's inventory (what it applied on which member)
 	// where a restarted or newly elected controller finds it, so that a
 	// release removed from the hub while no controller ran is still
@@ -109,6 +115,7 @@ type FleetReconciler struct {
 	secrets string
 	store   fleet.Store
 	noXNS   bool
+	sa      string // default service account
 	log     logr.Logger
 
 	mu       sync.Mutex
@@ -141,7 +148,8 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 		return nil, err
 	}
 	r := &FleetReconciler{client: cfg.Client, cache: cfg.Cache, members: cfg.Members, rec: rec, events: cfg.Events,
-		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store, noXNS: cfg.NoCrossNamespaceRefs, log: logr.Discard()}
+		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store,
+		noXNS: cfg.NoCrossNamespaceRefs, sa: cfg.DefaultServiceAccount, log: logr.Discard()}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
 			return nil, fmt.Errorf("controller: metrics: %w", err)
@@ -230,7 +238,7 @@ func (r *FleetReconciler) fleetFor(members []release.Member) (*fleet.Fleet, erro
 	if same {
 		return r.fleet, nil
 	}
-	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec, Store: r.store, NoCrossNamespaceRefs: r.noXNS})
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: r.rec, Store: r.store, NoCrossNamespaceRefs: r.noXNS, DefaultServiceAccount: r.sa})
 	if err != nil {
 		return nil, err
 	}

@@ -111,6 +111,6 @@ func TestSecretMembers(t *testing.T) {
 	require.NoError(t, c.Create(t.Context(), bad))
 	_, err = s.Members(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "member member-c: Secret fleet/c-kubeconfig")
+	assert.Contains(t, err.Error(), `member member-c: kubeconfig in key "value" of Secret fleet/c-kubeconfig: does not parse`)
 	assert.NotContains(t, err.Error(), "t0ken")
 }

@@ -8,11 +8,11 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kube"
 )
 
 // MemberSource gives the fleet's member clusters, each a cluster backend
@@ -31,7 +31,10 @@ const MemberLabel = "helmfleet.io/member"
 // kubeconfig under key "value" or "value.yaml" (as Flux reads
 // kubeconfigs); the Secret's other labels are the member's placement
 // labels (what clusterAffinity.labelSelector matches). Each member's
-// Cluster is built once per Secret version.
+// Cluster is built once per Secret version. Kubeconfigs are read with
+// kube.RESTConfigFromKubeconfig: exec and auth-provider plugins, file
+// references and impersonation fields are refused unless the Insecure
+// fields allow them (see "Kubeconfig Secrets" in the package doc).
 type SecretMembers struct {
 	// Reader reads the Secrets (the manager's API reader: Secrets are
 	// not cached).
@@ -40,6 +43,14 @@ type SecretMembers struct {
 	Namespace string
 	// NewCluster builds a member's cluster; default KubeCluster.
 	NewCluster ClusterFunc
+	// InsecureKubeconfigExec accepts exec and auth-provider credential
+	// plugins, which run on the controller's host (Flux's
+	// --insecure-kubeconfig-exec); default refused.
+	InsecureKubeconfigExec bool
+	// InsecureKubeconfigFiles accepts fields that name files of the
+	// controller's host (tokenFile, client-certificate, client-key,
+	// certificate-authority); default refused.
+	InsecureKubeconfigFiles bool
 
 	mu    sync.Mutex
 	built map[string]builtMember // by Secret name
@@ -78,13 +89,15 @@ func (s *SecretMembers) Members(ctx context.Context) ([]release.Member, error) {
 			continue
 		}
 		name := sec.Labels[MemberLabel]
-		_, data, err := kubeconfigData(sec, "")
+		key, data, err := kubeconfigData(sec, "")
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", name, err)
 		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+		cfg, err := kube.RESTConfigFromKubeconfig(data, kube.KubeconfigOptions{Secret: sec.Namespace + "/" + sec.Name, Key: key,
+			AllowExec: s.InsecureKubeconfigExec, AllowFiles: s.InsecureKubeconfigFiles})
 		if err != nil {
-			return nil, fmt.Errorf("member %s: Secret %s/%s: key value is not a usable kubeconfig", name, sec.Namespace, sec.Name)
+			// A *kube.KubeconfigError: Secret, key and field, no content.
+			return nil, fmt.Errorf("member %s: %w", name, err)
 		}
 		c, err := build(name, cfg)
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/kube"
 	"github.com/helmfleet/helmfleet/source"
 )
 
@@ -101,6 +102,15 @@ type Config struct {
 	// spec.serviceAccountName (Flux's --default-service-account); empty:
 	// the controller's own identity.
 	DefaultServiceAccount string
+	// InsecureKubeconfigExec accepts exec and auth-provider credential
+	// plugins in spec.kubeConfig Secrets, which run on the controller's
+	// host (Flux's --insecure-kubeconfig-exec); default refused (see
+	// "Kubeconfig Secrets" in the package doc).
+	InsecureKubeconfigExec bool
+	// InsecureKubeconfigFiles accepts kubeconfig fields that name files
+	// of the controller's host (tokenFile, client-certificate,
+	// client-key, certificate-authority); default refused.
+	InsecureKubeconfigFiles bool
 	// Shard selects the HelmReleases this instance reconciles (see
 	// ShardSelector); nil: all.
 	Shard labels.Selector
@@ -166,7 +176,8 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 	}
 	r := &HelmReleaseReconciler{
 		client: cfg.Client, cache: cfg.Cache, apiReader: cfg.APIReader, events: cfg.Events, rec: rec,
-		targets: newTargets(cfg.APIReader, cfg.REST, cfg.NewCluster, cfg.DefaultServiceAccount),
+		targets: newTargets(cfg.APIReader, cfg.REST, cfg.NewCluster, cfg.DefaultServiceAccount,
+			kube.KubeconfigOptions{AllowExec: cfg.InsecureKubeconfigExec, AllowFiles: cfg.InsecureKubeconfigFiles}),
 		metrics: cfg.Metrics, shard: cfg.Shard, retry: cfg.RetryInterval, name: cfg.Name,
 		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, noCrossNS: cfg.NoCrossNamespaceRefs, log: logr.Discard(),
 	}

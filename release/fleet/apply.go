@@ -311,6 +311,11 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			}
 		}
 		rel := p.Release.DeepCopy()
+		cluster, cerr := f.releaseCluster(k.Cluster, rel)
+		if cerr != nil {
+			item.Err = cerr
+			return cerr
+		}
 		// A release installed for the first time is written to the store
 		// before, so that a process dying during the install leaves it
 		// known to garbage collection.
@@ -333,7 +338,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			err error
 		)
 		for pass := 0; pass < maxPasses; pass++ {
-			res, err = rec.Reconcile(ctx, f.byName[k.Cluster].Cluster, rel)
+			res, err = rec.Reconcile(ctx, cluster, rel)
 			err = nameValuesFrom(k, from, err)
 			if res != nil {
 				item.Actions = append(item.Actions, res.Actions...)
@@ -438,7 +443,11 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 			item.Actions = []release.Action{ActionDelete}
 			err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
 		} else {
-			_, err = f.rec.Uninstall(ctx, f.byName[k.Cluster].Cluster, plan.items[k].Release.DeepCopy())
+			rel := plan.items[k].Release.DeepCopy()
+			var cluster release.Cluster
+			if cluster, err = f.releaseCluster(k.Cluster, rel); err == nil {
+				_, err = f.rec.Uninstall(ctx, cluster, rel)
+			}
 		}
 		item.Err = err
 		item.Finished = f.cfg.Clock.Now()
@@ -488,7 +497,11 @@ func (f *Fleet) unhealthy(ctx context.Context, plan *Plan, in map[string]bool, s
 		f.mu.Lock()
 		rel := f.applied[k].DeepCopy()
 		f.mu.Unlock()
-		if err := f.rec.Health(ctx, f.byName[k.Cluster].Cluster, rel); err != nil {
+		cluster, err := f.releaseCluster(k.Cluster, rel)
+		if err == nil {
+			err = f.rec.Health(ctx, cluster, rel)
+		}
+		if err != nil {
 			bad[k.Cluster] = true
 		}
 	}
@@ -521,7 +534,11 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		if !ok {
 			continue
 		}
-		if err := f.rec.RollbackToPrevious(ctx, f.byName[k.Cluster].Cluster, rel); err == nil {
+		cluster, err := f.releaseCluster(k.Cluster, rel)
+		if err == nil {
+			err = f.rec.RollbackToPrevious(ctx, cluster, rel)
+		}
+		if err == nil {
 			f.mu.Lock()
 			f.applied[k] = rel
 			f.mu.Unlock()

@@ -111,6 +111,21 @@
 // Karmada's per-member Flux), or where Secrets must not leave their
 // member.
 //
+// # Service accounts
+//
+// A release that names spec.serviceAccountName (else, with
+// Config.DefaultServiceAccount set, that one) acts on every member as
+// system:serviceaccount:<its namespace>:<name>, as Flux's helm-controller
+// acts as it on its own cluster: its plan, install, upgrade, rollback,
+// health checks, drift checks and uninstall go through the member's
+// cluster impersonating that user (the release.Impersonator role;
+// release/kube sends the API server's impersonation header, so the
+// member's credentials need RBAC's impersonate verb on it, and the
+// release may do what the service account may). A member whose cluster
+// cannot impersonate fails that release with an error naming the
+// release, the member and spec.serviceAccountName; it is never run with
+// the member's own credentials instead.
+//
 // # Inventory and drift
 //
 // The Fleet remembers, per member and release, the copy it last applied
@@ -125,8 +140,8 @@
 // writes a store at a time (a controller elects a leader; Load again
 // after taking over). Without a store, Inventory and Restore carry it by
 // hand. Fleet.Drift checks every applied release on its member under the
-// release's ignore rules, listing each kind once per member, and with
-// correct patches drift back.
+// release's ignore rules, listing each kind once per member and identity,
+// and with correct patches drift back.
 //
 // # Running tenants
 //

@@ -86,10 +86,21 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 	for cluster, keys := range byCluster {
 		sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 		g.Go(func() error {
-			cache := release.NewListCache()
+			// One list cache per identity: what one service account may
+			// list is not another's.
+			caches := map[release.Cluster]*release.ListCache{}
 			for _, k := range keys {
 				item := DriftItem{Key: k}
-				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, f.byName[cluster].Cluster, rels[k], release.DriftOptions{Correct: correct, Cache: cache})
+				c, err := f.releaseCluster(cluster, rels[k])
+				if err != nil {
+					item.Err = err
+					results <- item
+					continue
+				}
+				if caches[c] == nil {
+					caches[c] = release.NewListCache()
+				}
+				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[c]})
 				results <- item
 			}
 			return nil

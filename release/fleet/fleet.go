@@ -87,6 +87,11 @@ type Config struct {
 	// valuesFrom; default ValuesFromHub, where the Release itself lives
 	// (see the package doc for why).
 	ValuesFrom ValuesFrom
+	// DefaultServiceAccount is the service account releases that name no
+	// spec.serviceAccountName act as on their members (Flux's
+	// --default-service-account); empty: the member's own identity. See
+	// "Service accounts" in the package doc.
+	DefaultServiceAccount string
 	// Store keeps the inventory where a restarted process finds it (see
 	// NewObjectStore); nil keeps it in this process only (Inventory and
 	// Restore carry it by hand).
@@ -403,7 +408,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			continue
 		}
 		g.Go(func() error {
-			p := w.rec.Plan(gctx, f.byName[w.key.Cluster].Cluster, w.rel)
+			p := w.rec.Plan(gctx, w.cluster, w.rel)
 			p.Err = nameValuesFrom(w.key, w.from, p.Err)
 			plan.Items[i] = p
 			return nil
@@ -447,7 +452,9 @@ type todo struct {
 	rel  *release.Release
 	from ValuesFrom
 	rec  *release.Reconciler
-	err  error
+	// cluster is the member as the release acts on it (releaseCluster).
+	cluster release.Cluster
+	err     error
 }
 
 // releaseWork prepares the plan of member's copy r: its last status and
@@ -467,6 +474,9 @@ func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 	// bad annotation is an error either way.
 	if w.from, w.err = f.valuesFromOf(k, r); w.err == nil && len(r.Spec.ValuesFrom) > 0 {
 		w.rec, w.err = f.reconcilerFor(k, w.from)
+	}
+	if w.err == nil {
+		w.cluster, w.err = f.releaseCluster(member, r)
 	}
 	return w
 }

@@ -104,6 +104,7 @@ type Cluster struct {
 	log          func(format string, args ...any)
 	caps         *capsCache
 	verifier     *sharedVerifier
+	as           *impersonations
 }
 
 var _ release.Cluster = (*Cluster)(nil)
@@ -145,6 +146,7 @@ func New(cfg Config) (*Cluster, error) {
 		log:          cfg.Log,
 		caps:         newCapsCache(),
 		verifier:     newSharedVerifier(),
+		as:           newImpersonations(cfg),
 	}
 	if c.fieldManager == "" {
 		c.fieldManager = DefaultFieldManager

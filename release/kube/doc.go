@@ -42,6 +42,19 @@
 // cluster, verb and resource; a cancelled context an error matching
 // ctx.Err().
 //
+// # Kubeconfigs from Secrets and impersonation
+//
+// RESTConfigFromKubeconfig turns kubeconfig bytes someone else wrote (a
+// Secret's) into a *rest.Config as data: exec and auth-provider plugins
+// and file references (tokenFile, client-certificate, client-key,
+// certificate-authority) are refused unless KubeconfigOptions allow them,
+// impersonation fields always; errors are *KubeconfigError naming the
+// Secret, key and kubeconfig field, never a value.
+//
+// Cluster.Impersonate (release.Impersonator) returns the cluster acting
+// as another user through the API server's impersonation headers, built
+// once per user; a fleet uses it for a release's spec.serviceAccountName.
+//
 // The package passes releasetest.TestCluster against real kube-apiservers
 // (see internal/integration).
 package kube

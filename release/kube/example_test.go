@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/client-go/rest"
@@ -48,4 +49,31 @@ func ExampleNew_invalid() {
 	_, err := kube.New(kube.Config{Name: "eu-1"})
 	fmt.Println(err)
 	// Output: kube.Config.Getter: one of Getter and REST is required
+}
+
+// A kubeconfig from a Secret is data: one whose user runs a credential
+// plugin is refused, naming the Secret, key and field but no value.
+func ExampleRESTConfigFromKubeconfig() {
+	data := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: eu-1, cluster: {server: "https://eu-1.example.com:6443"}}]
+users: [{name: tenant, user: {exec: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never, command: /bin/sh}}}]
+contexts: [{name: eu-1, context: {cluster: eu-1, user: tenant}}]
+current-context: eu-1
+`)
+	_, err := kube.RESTConfigFromKubeconfig(data, kube.KubeconfigOptions{Secret: "team-a/eu-1", Key: "value"})
+	var ke *kube.KubeconfigError
+	if errors.As(err, &ke) {
+		fmt.Println(ke.Field)
+	}
+
+	rc, err := kube.RESTConfigFromKubeconfig(data, kube.KubeconfigOptions{AllowExec: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(rc.Host, rc.ExecProvider.Command)
+	// Output:
+	// users[0].user.exec
+	// https://eu-1.example.com:6443 /bin/sh
 }

@@ -105,6 +105,7 @@ type Cluster struct {
 	unreachable error
 	faults      Fault
 	drivers     map[string]*driver.Memory
+	as          impersonations
 }
 
 var (
