@@ -374,6 +374,10 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err := verifyDigest(res.Chart.Data, res.Chart.Digest); err != nil {
 		return nil, fail("pull chart", err)
 	}
+	verified, err := r.verifySignature(pullCtx, ref, res.Manifest.Digest)
+	if err != nil {
+		return nil, fail("verify", err)
+	}
 	la, err := loadArchive(res.Chart.Data, r.maxChart)
 	if err != nil {
 		return nil, fail("load chart", err)
@@ -391,6 +395,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		Source:     Redact(repoURL),
 		SourceKind: kind,
 		URL:        Redact("oci://" + res.Ref),
+		Verified:   verified,
 	}, ref, func(err error) error { return fail("read values files", err) })
 }
 
