@@ -1,7 +1,6 @@
 package source
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -142,16 +141,4 @@ type Verified struct {
 	// Signer names the trusted key that verified the signature: the
 	// Secret and its key, e.g. "flux/cosign-keys:cosign.pub".
 	Signer string
-}
-
-// verifySignature checks the signature of the artifact with manifest
-// digest dgst when the source asks for it, and returns who signed it; nil
-// when the source does not ask.
-func (r *OCIResolver) verifySignature(ctx context.Context, ref Ref, dgst string) (*Verified, error) {
-	v := ref.verification()
-	if v == nil {
-		return nil, nil
-	}
-	return nil, &VerifyError{Object: v.Object, Field: v.Field + ".provider", Digest: dgst,
-		Reason: fmt.Sprintf("%s is not supported yet: charts cannot be verified, refusing rather than installing unverified", v.provider())}
 }

@@ -77,18 +77,3 @@ func TestVerifyRefusedWhereUnverifiable(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
-
-// TestVerifyOCIRefusedUntilVerified: an OCI source that asks for
-// verification is never handed on unverified.
-func TestVerifyOCIRefusedUntilVerified(t *testing.T) {
-	host := newTestRegistry(t, "", "")
-	d := push(t, newRegistryClient(t), host, "app", "1.0.0", nil)
-	repo := &OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux", Name: "app"}, Spec: OCIRepositorySpec{
-		URL: "oci://" + host + "/charts/app", Reference: &OCIRepositoryRef{Tag: "1.0.0"},
-		Verify: &OCIRepositoryVerification{Provider: "cosign", SecretRef: &LocalObjectReference{Name: "keys"}}}}
-	got, err := newOCIResolver(t).Resolve(context.Background(), Ref{OCIRepository: repo})
-	require.ErrorIs(t, err, ErrUnverified)
-	assert.Nil(t, got)
-	assert.Contains(t, err.Error(), "OCIRepository flux/app spec.verify")
-	assert.Contains(t, err.Error(), d)
-}
