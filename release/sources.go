@@ -25,7 +25,7 @@ func Charts(resolver source.Resolver, objs *Objects) ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		out := &Chart{Chart: ch.Chart, Digest: ch.Digest}
+		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified}
 		if len(ref.ValuesFiles) > 0 && ch.Chart != nil {
 			c := *ch.Chart
 			c.Values = map[string]any{}

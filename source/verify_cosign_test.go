@@ -3,12 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -16,76 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	ocispec "github.com/opencontainers/image-spec/specs-go"
-	v1 "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"oras.land/oras-go/v2/content"
-	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/helmfleet/helmfleet/internal/ocitest"
 )
-
-// testSigner signs artifacts the way cosign does with a key pair: a
-// simple-signing payload naming the manifest digest, its ECDSA P-256
-// signature in the layer's annotation, under tag sha256-<hex>.sig.
-type testSigner struct {
-	key *ecdsa.PrivateKey
-	pem []byte
-}
-
-func newTestSigner(t *testing.T) testSigner {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	pem, err := cryptoutils.MarshalPublicKeyToPEM(key.Public())
-	require.NoError(t, err)
-	return testSigner{key: key, pem: pem}
-}
-
-// simpleSigning is cosign's payload for an artifact digest.
-func simpleSigning(ref, dgst string) []byte {
-	return []byte(`{"critical":{"identity":{"docker-reference":"` + ref + `"},"image":{"docker-manifest-digest":"` + dgst +
-		`"},"type":"cosign container image signature"},"optional":null}`)
-}
-
-// sign pushes to repository host/repo a signature of payload (tampered
-// after signing by tamper, when set) under the tag of digest dgst.
-func (s testSigner) sign(t *testing.T, client remote.Client, host, repo, dgst string, payload []byte, tamper func([]byte) []byte) {
-	t.Helper()
-	h := sha256.Sum256(payload)
-	sig, err := ecdsa.SignASN1(rand.Reader, s.key, h[:])
-	require.NoError(t, err)
-	if tamper != nil {
-		payload = tamper(payload)
-	}
-	r, err := remote.NewRepository(host + "/" + repo)
-	require.NoError(t, err)
-	r.PlainHTTP = true
-	if client != nil {
-		r.Client = client
-	}
-	ctx := context.Background()
-	pushBlob := func(mediaType string, data []byte, annotations map[string]string) v1.Descriptor {
-		d := content.NewDescriptorFromBytes(mediaType, data)
-		require.NoError(t, r.Push(ctx, d, bytes.NewReader(data)))
-		d.Annotations = annotations
-		return d
-	}
-	m := v1.Manifest{
-		Versioned: ocispec.Versioned{SchemaVersion: 2},
-		MediaType: v1.MediaTypeImageManifest,
-		Config:    pushBlob(v1.MediaTypeImageConfig, []byte("{}"), nil),
-		Layers: []v1.Descriptor{pushBlob(cosignPayloadMediaType, payload,
-			map[string]string{cosignSignatureAnnotation: base64.StdEncoding.EncodeToString(sig)})},
-	}
-	raw, err := json.Marshal(m)
-	require.NoError(t, err)
-	md := content.NewDescriptorFromBytes(v1.MediaTypeImageManifest, raw)
-	require.NoError(t, r.Manifests().PushReference(ctx, md, bytes.NewReader(raw), cosignSignatureTag(dgst)))
-}
 
 // secrets serves Secret data from a map keyed "namespace/name".
 func secretData(data map[string]map[string][]byte) SecretReader {
@@ -114,30 +46,31 @@ func TestVerifyCosign(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	client := newRegistryClient(t)
-	trusted, other, second := newTestSigner(t), newTestSigner(t), newTestSigner(t)
+	trusted, other, second := ocitest.NewKey(t), ocitest.NewKey(t), ocitest.NewKey(t)
+	repo := ocitest.Repository(t, host, "charts/app", nil)
 
 	digests := map[string]string{}
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0"} {
 		digests[v] = push(t, client, host, "app", v, map[string]string{"NOTES.txt": v})
 	}
 	ref := host + "/charts/app"
-	trusted.sign(t, nil, host, "charts/app", digests["1.0.0"], simpleSigning(ref, digests["1.0.0"]), nil)
+	trusted.Sign(t, repo, digests["1.0.0"], ocitest.SimpleSigning(ref, digests["1.0.0"]), nil)
 	// 1.1.0 is not signed.
-	other.sign(t, nil, host, "charts/app", digests["1.2.0"], simpleSigning(ref, digests["1.2.0"]), nil)
+	other.Sign(t, repo, digests["1.2.0"], ocitest.SimpleSigning(ref, digests["1.2.0"]), nil)
 	// A valid signature of a payload naming another artifact, copied
 	// under 1.3.0's tag.
-	trusted.sign(t, nil, host, "charts/app", digests["1.3.0"], simpleSigning(ref, digests["1.0.0"]), nil)
+	trusted.Sign(t, repo, digests["1.3.0"], ocitest.SimpleSigning(ref, digests["1.0.0"]), nil)
 	// The payload changed after it was signed.
-	trusted.sign(t, nil, host, "charts/app", digests["1.4.0"], simpleSigning(ref, digests["1.4.0"]), func(p []byte) []byte {
+	trusted.Sign(t, repo, digests["1.4.0"], ocitest.SimpleSigning(ref, digests["1.4.0"]), func(p []byte) []byte {
 		return bytes.Replace(p, []byte(`"optional":null`), []byte(`"optional":{"x":"y"}`), 1)
 	})
-	second.sign(t, nil, host, "charts/app", digests["1.5.0"], simpleSigning(ref, digests["1.5.0"]), nil)
-	trusted.sign(t, nil, host, "charts/app", digests["1.6.0"], bytes.Replace(simpleSigning(ref, digests["1.6.0"]),
+	second.Sign(t, repo, digests["1.5.0"], ocitest.SimpleSigning(ref, digests["1.5.0"]), nil)
+	trusted.Sign(t, repo, digests["1.6.0"], bytes.Replace(ocitest.SimpleSigning(ref, digests["1.6.0"]),
 		[]byte("cosign container image signature"), []byte("something else"), 1), nil)
 
 	keys := map[string]map[string][]byte{
-		"flux/cosign-keys": {"cosign.pub": trusted.pem, "README": []byte("not a key")},
-		"flux/two-keys":    {"a.pub": trusted.pem, "b.pub": second.pem},
+		"flux/cosign-keys": {"cosign.pub": trusted.PublicPEM, "README": []byte("not a key")},
+		"flux/two-keys":    {"a.pub": trusted.PublicPEM, "b.pub": second.PublicPEM},
 		"flux/no-keys":     {"cosign.key": []byte("private")},
 		"flux/bad-key":     {"cosign.pub": []byte("-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n")},
 	}
@@ -274,14 +207,14 @@ func TestVerifyCosign(t *testing.T) {
 func TestVerifyCosignCredentials(t *testing.T) {
 	host := newTestRegistry(t, "fleet", "s3cret")
 	dgst := push(t, newRegistryClient(t, registry.ClientOptBasicAuth("fleet", "s3cret")), host, "private", "2.0.0", nil)
-	s := newTestSigner(t)
-	s.sign(t, &auth.Client{Credential: auth.StaticCredential(host, auth.Credential{Username: "fleet", Password: "s3cret"})},
-		host, "charts/private", dgst, simpleSigning(host+"/charts/private", dgst), nil)
+	s := ocitest.NewKey(t)
+	s.Sign(t, ocitest.Repository(t, host, "charts/private", &auth.Client{Credential: auth.StaticCredential(host, auth.Credential{Username: "fleet", Password: "s3cret"})}),
+		dgst, ocitest.SimpleSigning(host+"/charts/private", dgst), nil)
 	ref := Ref{OCIRepository: &OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux", Name: "private"}, Spec: OCIRepositorySpec{
 		URL: "oci://" + host + "/charts/private", Reference: &OCIRepositoryRef{Tag: "2.0.0"},
 		Verify: &OCIRepositoryVerification{Provider: "cosign", SecretRef: &LocalObjectReference{Name: "keys"}}}}}
 	r := NewOCIResolver(OCIOptions{ClientOptions: registryOptions(t, registry.ClientOptBasicAuth("fleet", "s3cret")),
-		Secrets: secretData(map[string]map[string][]byte{"flux/keys": {"cosign.pub": s.pem}})})
+		Secrets: secretData(map[string]map[string][]byte{"flux/keys": {"cosign.pub": s.PublicPEM}})})
 	got, err := r.Resolve(context.Background(), ref)
 	require.NoError(t, err)
 	assert.Equal(t, "flux/keys:cosign.pub", got.Verified.Signer)
