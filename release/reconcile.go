@@ -464,6 +464,9 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 	if ch == nil || ch.Chart == nil || ch.Chart.Metadata == nil {
 		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: errors.New("chart getter returned no chart")}
 	}
+	if err := checkVerified(rel, ch); err != nil {
+		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: err}
+	}
 	req := values.Request{
 		Release:   rel.ref(),
 		Namespace: rel.Namespace,

@@ -47,3 +47,15 @@ func verifiedMessage(ch *Chart) string {
 	v := ch.Verified
 	return fmt.Sprintf("verified %s signature of version %s (%s) by %s", v.Provider, ch.Chart.Metadata.Version, v.Digest, v.Signer)
 }
+
+// checkVerified refuses a chart returned unverified for a Release whose
+// chart.spec asks for verification: a ChartGetter other than Charts, or
+// one over a resolver that does not verify, would otherwise install it
+// unchecked. (A chartRef's source objects are the ChartGetter's to read.)
+func checkVerified(rel *Release, ch *Chart) error {
+	if rel.Spec.Chart == nil || rel.Spec.Chart.Spec.Verify == nil || ch.Verified != nil {
+		return nil
+	}
+	return &source.VerifyError{Object: Kind + " " + rel.ref(), Field: "spec.chart.spec.verify", Digest: ch.Digest,
+		Reason: "the chart getter returned the chart without verifying it (use Charts over a source.OCIResolver with OCIOptions.Secrets): refusing rather than installing it unverified"}
+}

@@ -143,3 +143,34 @@ func TestReconcileVerifiesChart(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileRefusesUnverifiedChart: a chart getter that ignores
+// chart.spec.verify cannot get a chart installed unverified.
+func TestReconcileRefusesUnverifiedChart(t *testing.T) {
+	ctx := context.Background()
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
+		return &release.Chart{Chart: testchart.MustLoad("6.5.0"), Digest: "sha256:0123"}, nil
+	})})
+	require.NoError(t, err)
+	rel := &release.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: "apps", Generation: 1},
+		Spec: release.Spec{Interval: metav1.Duration{Duration: time.Minute}, Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
+			Chart: "podinfo", Version: "6.5.0", SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"},
+			Verify: &release.HelmChartTemplateVerification{SecretRef: &release.LocalObjectReference{Name: "cosign-keys"}},
+		}}},
+	}
+	rel.Default()
+	c := memory.New("m")
+	require.ErrorIs(t, rec.Plan(ctx, c, rel).Err, source.ErrUnverified)
+	_, err = rec.Reconcile(ctx, c, rel)
+	require.ErrorIs(t, err, source.ErrUnverified)
+	assert.Contains(t, err.Error(), "HelmRelease apps/podinfo spec.chart.spec.verify (artifact sha256:0123): the chart getter returned the chart without verifying it")
+	cond := rel.Status.GetCondition(release.ConditionSourceVerified)
+	require.NotNil(t, cond)
+	assert.Equal(t, metav1.ConditionFalse, cond.Status)
+	cfg, err := c.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	all, err := action.NewList(cfg).Run()
+	require.NoError(t, err)
+	assert.Empty(t, all, "nothing installed")
+}
