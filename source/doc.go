@@ -195,8 +195,9 @@
 //     a resolver without OCIOptions.Secrets.
 //   - Modes not verified yet: provider notation, keyless cosign (no
 //     secretRef, or matchOIDCIdentity), and signatures stored only in the
-//     newer sigstore bundle format as OCI 1.1 referrers. The release
-//     package's validation refuses the first two before any resolution.
+//     newer sigstore bundle format as OCI 1.1 referrers (the refusal says
+//     when the artifact has such referrers). The release package's
+//     validation refuses the first two before any resolution.
 //   - Verification of anything but an OCI artifact: an HTTP(S)
 //     HelmRepository (Flux's HelmChart build fails there too) or a local
 //     chart, refused by every resolver before any request. Chart

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -129,7 +130,12 @@ func (r *OCIResolver) verifySignature(ctx context.Context, sess *session, base s
 		return nil, fail("", "read the cosign signatures", err)
 	}
 	if len(sigs) == 0 {
-		return nil, fail("", fmt.Sprintf("no cosign signature: the registry has no signature at tag %s", cosignSignatureTag(dgst)), nil)
+		reason := fmt.Sprintf("no cosign signature: the registry has no signature at tag %s", cosignSignatureTag(dgst))
+		if types := sigstoreReferrers(ctx, sess, base, dgst); len(types) > 0 {
+			reason += fmt.Sprintf("; the artifact has signatures stored as OCI referrers (artifactType %s), the newer format, which is not verified yet: %s",
+				strings.Join(types, ", "), refusing)
+		}
+		return nil, fail("", reason, nil)
 	}
 	var reasons []string
 	for i, s := range sigs {
@@ -221,13 +227,10 @@ func cosignSignatureTag(dgst string) string {
 // in repository base, through the session that pulled the chart (its
 // transport, scheme and credentials). None when the tag does not exist.
 func fetchCosignSignatures(ctx context.Context, sess *session, base, dgst string) ([]cosignSignature, error) {
-	repo, err := remote.NewRepository(base)
+	repo, err := signatureRepository(sess, base)
 	if err != nil {
 		return nil, err
 	}
-	pulled := sess.transport.pulledWith()
-	repo.PlainHTTP = pulled.scheme == "http"
-	repo.Client = &http.Client{Transport: &authTransport{base: sess.transport, host: pulled.host, authorization: pulled.authorization}}
 	desc, rc, err := repo.Manifests().FetchReference(ctx, cosignSignatureTag(dgst))
 	if errors.Is(err, errdef.ErrNotFound) {
 		return nil, nil
@@ -267,6 +270,41 @@ func fetchCosignSignatures(ctx context.Context, sess *session, base, dgst string
 		out = append(out, cosignSignature{payload: p, signature: sig})
 	}
 	return out, nil
+}
+
+// signatureRepository is repository base, reached the way the session
+// pulled the chart: its transport, scheme and credentials.
+func signatureRepository(sess *session, base string) (*remote.Repository, error) {
+	repo, err := remote.NewRepository(base)
+	if err != nil {
+		return nil, err
+	}
+	pulled := sess.transport.pulledWith()
+	repo.PlainHTTP = pulled.scheme == "http"
+	repo.Client = &http.Client{Transport: &authTransport{base: sess.transport, host: pulled.host, authorization: pulled.authorization}}
+	return repo, nil
+}
+
+// sigstoreReferrers returns the artifact types of the sigstore and cosign
+// signatures stored for digest dgst as OCI referrers (cosign's newer
+// bundle format), sorted, so that a refusal can say they exist. A
+// registry that cannot list referrers has none to report.
+func sigstoreReferrers(ctx context.Context, sess *session, base, dgst string) []string {
+	repo, err := signatureRepository(sess, base)
+	if err != nil {
+		return nil
+	}
+	var types []string
+	_ = repo.Referrers(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.Digest(dgst)}, "", func(refs []ocispec.Descriptor) error {
+		for _, r := range refs {
+			if strings.HasPrefix(r.ArtifactType, "application/vnd.dev.sigstore.") || strings.HasPrefix(r.ArtifactType, "application/vnd.dev.cosign.") {
+				types = append(types, r.ArtifactType)
+			}
+		}
+		return nil
+	})
+	slices.Sort(types)
+	return slices.Compact(types)
 }
 
 // authTransport sends the signature requests with the Authorization the

@@ -50,7 +50,7 @@ func TestVerifyCosign(t *testing.T) {
 	repo := ocitest.Repository(t, host, "charts/app", nil)
 
 	digests := map[string]string{}
-	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0"} {
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0"} {
 		digests[v] = push(t, client, host, "app", v, map[string]string{"NOTES.txt": v})
 	}
 	ref := host + "/charts/app"
@@ -67,6 +67,9 @@ func TestVerifyCosign(t *testing.T) {
 	second.Sign(t, repo, digests["1.5.0"], ocitest.SimpleSigning(ref, digests["1.5.0"]), nil)
 	trusted.Sign(t, repo, digests["1.6.0"], bytes.Replace(ocitest.SimpleSigning(ref, digests["1.6.0"]),
 		[]byte("cosign container image signature"), []byte("something else"), 1), nil)
+
+	// 1.7.0 has only a sigstore bundle, stored as a referrer.
+	ocitest.Refer(t, repo, digests["1.7.0"], "application/vnd.dev.sigstore.bundle.v0.3+json")
 
 	keys := map[string]map[string][]byte{
 		"flux/cosign-keys": {"cosign.pub": trusted.PublicPEM, "README": []byte("not a key")},
@@ -100,6 +103,9 @@ func TestVerifyCosign(t *testing.T) {
 		{name: "signed by the second of two keys", ref: ociRepo("1.5.0", "two-keys"), version: "1.5.0", signer: "flux/two-keys:b.pub"},
 		{name: "unsigned", ref: ociRepo("1.1.0", "cosign-keys"), version: "1.1.0", field: "spec.verify",
 			reason: "no cosign signature: the registry has no signature at tag sha256-"},
+		{name: "only a sigstore bundle", ref: ociRepo("1.7.0", "cosign-keys"), version: "1.7.0", field: "spec.verify",
+			reason: "no cosign signature: the registry has no signature at tag sha256-" + strings.TrimPrefix(digests["1.7.0"], "sha256:") +
+				".sig; the artifact has signatures stored as OCI referrers (artifactType application/vnd.dev.sigstore.bundle.v0.3+json), the newer format, which is not verified yet"},
 		{name: "signed by another key", ref: ociRepo("1.2.0", "cosign-keys"), version: "1.2.0", field: "spec.verify",
 			reason: "no signature verifies with the 1 trusted key(s) of Secret flux/cosign-keys: signature 0: no trusted key verifies it"},
 		{name: "payload names another artifact", ref: ociRepo("1.3.0", "cosign-keys"), version: "1.3.0", field: "spec.verify",

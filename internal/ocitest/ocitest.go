@@ -104,6 +104,27 @@ func (k *Key) Sign(t testing.TB, repo *remote.Repository, digest string, payload
 	require.NoError(t, repo.Manifests().PushReference(ctx, md, bytes.NewReader(raw), strings.Replace(digest, ":", "-", 1)+".sig"))
 }
 
+// Refer pushes to repo a manifest of artifactType whose subject is the
+// manifest with digest subject, as cosign stores its newer sigstore
+// bundles (OCI 1.1 referrers).
+func Refer(t testing.TB, repo *remote.Repository, subject, artifactType string) {
+	t.Helper()
+	ctx := context.Background()
+	sd, err := repo.Resolve(ctx, subject)
+	require.NoError(t, err)
+	empty := ocispec.DescriptorEmptyJSON
+	require.NoError(t, repo.Push(ctx, empty, bytes.NewReader(empty.Data)))
+	layer := content.NewDescriptorFromBytes(artifactType, []byte("{}"))
+	require.NoError(t, repo.Push(ctx, layer, bytes.NewReader([]byte("{}"))))
+	raw, err := json.Marshal(ocispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		ArtifactType: artifactType, Config: empty, Layers: []ocispec.Descriptor{layer}, Subject: &sd,
+	})
+	require.NoError(t, err)
+	md := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, raw)
+	require.NoError(t, repo.Push(ctx, md, bytes.NewReader(raw)))
+}
+
 // Repository returns the repository host/name of a plain-HTTP registry,
 // with client (nil: anonymous).
 func Repository(t testing.TB, host, name string, client remote.Client) *remote.Repository {
