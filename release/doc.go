@@ -68,6 +68,16 @@
 // (ReconcilerConfig.UninstallHealthyRelease). Plan computes what Reconcile
 // would do, with the rendered objects and a diff, without writing anything.
 //
+// A chart whose source asks for signature verification (chart.spec.verify,
+// or the spec.verify of the OCIRepository or HelmChart of chartRef) is
+// installed only once it verifies (package source, "Signature
+// verification"): the Release's SourceVerified condition, Flux's type, is
+// True naming the version, digest and signer, or False with the refusal,
+// and then nothing is installed and Ready is False (ArtifactFailed);
+// ReleasePlan.Verified names the signer. Validate refuses the verify modes
+// the resolvers cannot check yet (notation, keyless cosign), rather than
+// accepting them unchecked.
+//
 // # Fidelity to Flux
 //
 // The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),

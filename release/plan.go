@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -37,6 +38,10 @@ type ReleasePlan struct {
 	Action Action
 	// Chart and Version are the chart to install or upgrade to.
 	Chart, Version string
+	// Verified says who signed the chart when its source asked for
+	// verification; nil otherwise. A chart that fails it is not planned:
+	// Err says why (it wraps source.ErrUnverified).
+	Verified *source.Verified
 	// Revision is the Helm revision running now (0 if none).
 	Revision int
 	// KubeVersion is the Kubernetes version the chart was rendered for,
@@ -81,7 +86,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	mask := newSecretMask(d.values)
 	// A render error may quote a value (a template's fail or required).
 	defer func() { p.Err = mask.err(p.Err) }()
-	p.Chart, p.Version = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version
+	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
 	ru.handleRequests()
 	ru.resetFailuresOnChange()
 	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {

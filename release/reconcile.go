@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -27,6 +28,9 @@ type Chart struct {
 	// Digest identifies the chart artifact (e.g. an OCI digest); may be
 	// empty for charts without one.
 	Digest string
+	// Verified says who signed the artifact when its source asked for
+	// verification; nil otherwise.
+	Verified *source.Verified
 }
 
 // ChartGetter returns the chart a Release installs. Resolvers of package
@@ -359,6 +363,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster Cluster, rel *Releas
 func (ru *run) reconcile() error {
 	rel, res := ru.rel, ru.res
 	d, err := ru.r.prepare(ru.ctx, rel)
+	ru.markSourceVerified(d, err)
 	if err != nil {
 		res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, stageReason(err), err.Error())
@@ -458,6 +463,9 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 	}
 	if ch == nil || ch.Chart == nil || ch.Chart.Metadata == nil {
 		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: errors.New("chart getter returned no chart")}
+	}
+	if err := checkVerified(rel, ch); err != nil {
+		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: err}
 	}
 	req := values.Request{
 		Release:   rel.ref(),

@@ -25,7 +25,7 @@ func Charts(resolver source.Resolver, objs *Objects) ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		out := &Chart{Chart: ch.Chart, Digest: ch.Digest}
+		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified}
 		if len(ref.ValuesFiles) > 0 && ch.Chart != nil {
 			c := *ch.Chart
 			c.Values = map[string]any{}
@@ -58,6 +58,15 @@ func sourceRef(rel *Release, objs *Objects) (source.Ref, error) {
 			for _, r := range objs.HelmRepositories {
 				if r.Name == s.SourceRef.Name && r.Namespace == ns(s.SourceRef.Namespace) {
 					ref.HelmRepository = r
+					if v := s.Verify; v != nil {
+						// Flux copies it to the HelmChart it creates in the
+						// repository's namespace, where the Secret is read.
+						ref.Verify = &source.Verification{Provider: v.Provider, Namespace: r.Namespace,
+							Object: Kind + " " + rel.ref(), Field: "spec.chart.spec.verify"}
+						if v.SecretRef != nil {
+							ref.Verify.SecretRef = &source.LocalObjectReference{Name: v.SecretRef.Name}
+						}
+					}
 					return ref, nil
 				}
 			}

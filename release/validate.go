@@ -248,7 +248,25 @@ func validateChartTemplate(p *problems, path string, c *HelmChartTemplateSpec) {
 		}
 	}
 	if v := c.Verify; v != nil {
-		validateEnum(p, path+".verify.provider", v.Provider, "cosign", "notation")
+		validateVerify(p, path+".verify", v.Provider, v.SecretRef != nil, 0)
+	}
+}
+
+// validateVerify refuses a signature verification the source resolvers
+// cannot perform, so that it is never accepted and then ignored: only
+// cosign with public keys from secretRef is verified.
+func validateVerify(p *problems, path, provider string, hasSecret bool, identities int) {
+	const refusing = "charts cannot be verified, refusing rather than installing unverified"
+	validateEnum(p, path+".provider", provider, "cosign", "notation")
+	switch {
+	case provider == "notation":
+		p.add(path+".provider", provider, "notation is not supported yet: %s", refusing)
+	case provider != "" && provider != "cosign":
+		// validateEnum named it.
+	case !hasSecret:
+		p.add(path+".secretRef", "", "is required: keyless cosign verification (no secretRef) is not supported yet: %s", refusing)
+	case identities > 0:
+		p.add(path+".matchOIDCIdentity", "", "applies to keyless verification only, which is not supported yet; with secretRef it would be ignored: remove it")
 	}
 }
 
@@ -553,7 +571,7 @@ func ValidateOCIRepository(r *source.OCIRepository) error {
 		if v.Provider == "" {
 			p.add("spec.verify.provider", "", "is required; one of cosign, notation")
 		}
-		validateEnum(&p, "spec.verify.provider", v.Provider, "cosign", "notation")
+		validateVerify(&p, "spec.verify", v.Provider, v.SecretRef != nil, len(v.MatchOIDCIdentity))
 	}
 	validateEnum(&p, "spec.provider", r.Spec.Provider, "generic", "aws", "azure", "gcp")
 	validateDuration(&p, "spec.interval", &r.Spec.Interval)
@@ -581,7 +599,7 @@ func ValidateHelmChart(c *source.HelmChart) error {
 	validateEnum(&p, "spec.reconcileStrategy", c.Spec.ReconcileStrategy, ReconcileStrategyChartVersion, ReconcileStrategyRevision)
 	validateDuration(&p, "spec.interval", &c.Spec.Interval)
 	if v := c.Spec.Verify; v != nil {
-		validateEnum(&p, "spec.verify.provider", v.Provider, "cosign", "notation")
+		validateVerify(&p, "spec.verify", v.Provider, v.SecretRef != nil, len(v.MatchOIDCIdentity))
 	}
 	return p.err(source.KindHelmChart, c.ObjectMeta)
 }

@@ -50,6 +50,11 @@ type Ref struct {
 	HelmChart *HelmChart
 	// Path is a local chart directory or .tgz archive.
 	Path string
+	// Verify, when set, is the signature check the chart must pass (a
+	// HelmRelease's spec.chart.spec.verify); when nil, the HelmChart's or
+	// OCIRepository's spec.verify applies. Only the OCI resolver can
+	// verify: every other resolver refuses a Ref that asks for it.
+	Verify *Verification
 }
 
 // Chart is a resolved chart.
@@ -70,6 +75,9 @@ type Chart struct {
 	// URL is the archive or artifact reference it was downloaded from,
 	// without credentials; empty for local charts.
 	URL string
+	// Verified says who signed the artifact when the source asked for
+	// verification (spec.verify); nil when it did not.
+	Verified *Verified
 	// ValuesFiles holds ref.ValuesFiles as read from the chart, in order.
 	// When Ref listed any, they replace the chart's values.yaml: the values
 	// package merges them; this package never merges values.
@@ -180,6 +188,13 @@ func (c Composite) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if n != 1 {
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
 			Err: fmt.Errorf("%w: exactly one of HelmRepository, OCIRepository or Path must be set, got %d", ErrUnsupportedSource, n)}
+	}
+	if ref.OCIRepository == nil && (ref.HelmRepository == nil || !isOCIRepository(ref.HelmRepository)) {
+		// Whatever resolver handles it, a source that is not OCI cannot
+		// be verified.
+		if err := refuseUnverifiable(ref, src); err != nil {
+			return nil, err
+		}
 	}
 	if r == nil {
 		return nil, &Error{Op: "resolve", Source: src, Chart: ref.Chart, Constraint: ref.Version,

@@ -157,6 +157,52 @@
 // inside the directory, and devices, FIFOs and sockets are refused, each
 // an error naming the file. Links inside the directory stay allowed.
 //
+// # Signature verification
+//
+// A source that asks for verification (Flux's spec.verify of an
+// OCIRepository or HelmChart, or a HelmRelease's spec.chart.spec.verify,
+// which the release package passes as Ref.Verify) is handed on only when
+// the chart verifies; otherwise the resolution fails with ErrUnverified and
+// a *VerifyError naming the object, the field, the artifact digest and the
+// reason, and no chart is returned. Verification is never skipped.
+//
+// What is verified: cosign signatures made with a key pair. The trusted
+// keys are the entries ending in ".pub" of the Secret spec.verify.secretRef
+// names, in the namespace of the object holding the verify block (for a
+// HelmRelease's chart.spec, the HelmRepository's, where Flux creates the
+// HelmChart), read through OCIOptions.Secrets: PEM public keys (ECDSA,
+// RSA or Ed25519) as cosign generate-key-pair writes them. After the pull,
+// the resolver reads the signature manifest cosign stores beside the
+// artifact, under tag sha256-<hex>.sig of the pulled manifest digest, with
+// the same route and credentials the pull used; a layer signs when its
+// dev.cosignproject.cosign/signature annotation verifies, with one of the
+// keys, over its simple-signing payload, and the payload's
+// critical.image.docker-manifest-digest is the manifest that was pulled
+// (critical.type "cosign container image signature"). The chart blob is
+// checked against that manifest's layer digest, so the signature covers
+// the chart's bytes. As Flux does for key-based verification, the
+// transparency log is not consulted. Chart.Verified names the key that
+// verified (namespace/secret:key.pub). A digest verified with a key set is
+// remembered by the OCIResolver, so it is verified once however often it
+// is resolved; the Secret is read on every resolution, so a changed key
+// set verifies again, and a refusal is never remembered.
+//
+// What is refused:
+//
+//   - An artifact without a signature at that tag, with no signature any
+//     trusted key verifies, or whose signed payload names another digest or
+//     type; a Secret without ".pub" keys or with a key that does not parse;
+//     a resolver without OCIOptions.Secrets.
+//   - Modes not verified yet: provider notation, keyless cosign (no
+//     secretRef, or matchOIDCIdentity), and signatures stored only in the
+//     newer sigstore bundle format as OCI 1.1 referrers (the refusal says
+//     when the artifact has such referrers). The release package's
+//     validation refuses the first two before any resolution.
+//   - Verification of anything but an OCI artifact: an HTTP(S)
+//     HelmRepository (Flux's HelmChart build fails there too) or a local
+//     chart, refused by every resolver before any request. Chart
+//     dependencies are verified only as part of the chart that bundles them.
+//
 // # Values files
 //
 // Ref.ValuesFiles name chart-relative files that replace the chart's
@@ -173,7 +219,7 @@
 // such as ErrInvalidChartName, ErrChartNotFound, ErrNoMatchingVersion,
 // ErrInvalidIndex, ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive,
 // ErrChartMismatch, ErrUnreachable, ErrUnauthorized, ErrForbidden,
-// ErrNotFound, ErrServer or ErrUnsupportedSource.
+// ErrNotFound, ErrServer, ErrUnsupportedSource or ErrUnverified.
 // No printed form of an error holds a URL's user, password or query
 // values: URLs quoted in messages (the archive's, a redirect target's,
 // those net/http and the registry client quote) are masked as

@@ -117,6 +117,9 @@ func NewHTTPResolver(client *http.Client, opts HTTPOptions) *HTTPResolver {
 // Resolve implements Resolver for a Ref with an HTTP(S) HelmRepository.
 func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	ref = ref.normalize()
+	if err := refuseUnverifiable(ref, Redact(sourceURL(ref))); err != nil {
+		return nil, err
+	}
 	if ref.HelmRepository == nil || isOCIRepository(ref.HelmRepository) {
 		return nil, &Error{Op: "resolve", Chart: ref.Chart, Constraint: ref.Version,
 			Err: fmt.Errorf("%w: HTTPResolver needs an HTTP(S) HelmRepository", ErrUnsupportedSource)}

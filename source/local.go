@@ -34,6 +34,9 @@ func NewLocalResolver(maxChartSize int64) *LocalResolver {
 // (and not "*"), the chart's own version must satisfy it.
 func (r *LocalResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	ref = ref.normalize()
+	if err := refuseUnverifiable(ref, ref.Path); err != nil {
+		return nil, err
+	}
 	fail := func(op string, err error) error {
 		return &Error{Op: op, Source: ref.Path, Chart: ref.Chart, Constraint: ref.Version, Err: err}
 	}

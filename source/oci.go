@@ -62,6 +62,8 @@ type OCIResolver struct {
 	opts       []registry.ClientOption
 	httpClient *http.Client
 	maxChart   int64
+	secrets    SecretReader
+	verified   verifiedCache
 }
 
 // OCIOptions configure an OCIResolver.
@@ -81,6 +83,9 @@ type OCIOptions struct {
 	HTTPClient *http.Client
 	// MaxChartSize caps a pulled chart; <= 0 means DefaultMaxChartSize.
 	MaxChartSize int64
+	// Secrets reads the Secrets holding the trusted keys of spec.verify
+	// (see Verification); nil refuses every chart that asks for it.
+	Secrets SecretReader
 }
 
 // NewOCIResolver returns a resolver that builds its registry clients from
@@ -89,7 +94,7 @@ func NewOCIResolver(opts OCIOptions) *OCIResolver {
 	if opts.MaxChartSize <= 0 {
 		opts.MaxChartSize = DefaultMaxChartSize
 	}
-	return &OCIResolver{opts: slices.Clone(opts.ClientOptions), httpClient: opts.HTTPClient, maxChart: opts.MaxChartSize}
+	return &OCIResolver{opts: slices.Clone(opts.ClientOptions), httpClient: opts.HTTPClient, maxChart: opts.MaxChartSize, secrets: opts.Secrets}
 }
 
 // session is the registry client of one resolution, with the transport
@@ -160,6 +165,22 @@ type boundTransport struct {
 	// OCIRepository reads every tag.
 	mu     sync.Mutex
 	listed []string
+	// pulled is how the registry last served a manifest: the signature
+	// requests go the same way.
+	pulled pullRoute
+}
+
+// pullRoute is the scheme, host and Authorization of a manifest request
+// the registry answered.
+type pullRoute struct {
+	scheme, host, authorization string
+}
+
+// pulledWith returns how the registry last served a manifest.
+func (t *boundTransport) pulledWith() pullRoute {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pulled
 }
 
 // maxTagList caps one page of a registry's tag list.
@@ -203,6 +224,11 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(t.ctx)
 	context.AfterFunc(req.Context(), cancel)
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	if err == nil && resp.StatusCode == http.StatusOK && strings.Contains(req.URL.Path, "/manifests/") {
+		t.mu.Lock()
+		t.pulled = pullRoute{scheme: req.URL.Scheme, host: req.URL.Host, authorization: req.Header.Get("Authorization")}
+		t.mu.Unlock()
+	}
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasSuffix(req.URL.Path, "/tags/list") {
 		return resp, err
 	}
@@ -374,6 +400,10 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err := verifyDigest(res.Chart.Data, res.Chart.Digest); err != nil {
 		return nil, fail("pull chart", err)
 	}
+	verified, err := r.verifySignature(pullCtx, sess, base, ref, res.Manifest.Digest)
+	if err != nil {
+		return nil, fail("verify", err)
+	}
 	la, err := loadArchive(res.Chart.Data, r.maxChart)
 	if err != nil {
 		return nil, fail("load chart", err)
@@ -391,6 +421,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		Source:     Redact(repoURL),
 		SourceKind: kind,
 		URL:        Redact("oci://" + res.Ref),
+		Verified:   verified,
 	}, ref, func(err error) error { return fail("read values files", err) })
 }
 

@@ -5,24 +5,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/distribution/distribution/v3/configuration"
-	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
-	"github.com/distribution/distribution/v3/registry/handlers"
-	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"golang.org/x/crypto/bcrypt"
 	"helm.sh/helm/v3/pkg/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"oras.land/oras-go/v2/registry/remote/auth"
+
+	"github.com/helmfleet/helmfleet/internal/ocitest"
 )
 
 // newTestRegistry starts a real distribution registry in-process with
@@ -39,18 +35,7 @@ func newTestRegistry(t *testing.T, user, password string) string {
 // htpasswd auth when user is set.
 func registryApp(t *testing.T, user, password string) http.Handler {
 	t.Helper()
-	config := &configuration.Configuration{}
-	config.Storage = configuration.Storage{"inmemory": configuration.Parameters{}}
-	config.Log.Level = "error"
-	config.Log.AccessLog.Disabled = true
-	if user != "" {
-		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-		require.NoError(t, err)
-		p := filepath.Join(t.TempDir(), "htpasswd")
-		require.NoError(t, os.WriteFile(p, []byte(user+":"+string(hash)+"\n"), 0o600))
-		config.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test", "path": p}}
-	}
-	return handlers.NewApp(context.Background(), config)
+	return ocitest.App(t, user, password)
 }
 
 // registryOptions are the registry client options of the tests: plain

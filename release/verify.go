@@ -1,0 +1,61 @@
+package release
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/helmfleet/helmfleet/source"
+)
+
+// ConditionSourceVerified says whether the chart passed the signature
+// verification its source asks for (spec.chart.spec.verify, or the
+// spec.verify of the OCIRepository or HelmChart of spec.chartRef); Flux's
+// source-controller sets it on the HelmChart or OCIRepository. It is
+// absent when no verification is asked for.
+const ConditionSourceVerified = "SourceVerified"
+
+// Reasons of ConditionSourceVerified, as Flux sets them.
+const (
+	// ReasonVerificationSucceeded: the chart's signature verified.
+	ReasonVerificationSucceeded = "Succeeded"
+	// ReasonVerificationError: the chart was refused, unverified.
+	ReasonVerificationError = "VerificationError"
+)
+
+// markSourceVerified records the outcome of the verification of the
+// chart prepare fetched: True with the signer, False with the refusal
+// (nothing is installed then), removed when no verification was asked for
+// and the chart was fetched.
+func (ru *run) markSourceVerified(d *desired, err error) {
+	switch {
+	case err != nil && errors.Is(err, source.ErrUnverified):
+		ru.setCondition(ConditionSourceVerified, metav1.ConditionFalse, ReasonVerificationError, err.Error())
+	case err != nil:
+		// Not fetched: the last verification outcome stands.
+	case d.chart.Verified != nil:
+		ru.setCondition(ConditionSourceVerified, metav1.ConditionTrue, ReasonVerificationSucceeded, verifiedMessage(d.chart))
+	default:
+		ru.rel.Status.RemoveCondition(ConditionSourceVerified)
+	}
+}
+
+// verifiedMessage says what verified a chart: the version, the digest
+// and the signer.
+func verifiedMessage(ch *Chart) string {
+	v := ch.Verified
+	return fmt.Sprintf("verified %s signature of version %s (%s) by %s", v.Provider, ch.Chart.Metadata.Version, v.Digest, v.Signer)
+}
+
+// checkVerified refuses a chart returned unverified for a Release whose
+// chart.spec asks for verification: a ChartGetter other than Charts, or
+// one over a resolver that does not verify, would otherwise install it
+// unchecked. (A chartRef's source objects are the ChartGetter's to read.)
+func checkVerified(rel *Release, ch *Chart) error {
+	if rel.Spec.Chart == nil || rel.Spec.Chart.Spec.Verify == nil || ch.Verified != nil {
+		return nil
+	}
+	return &source.VerifyError{Object: Kind + " " + rel.ref(), Field: "spec.chart.spec.verify", Digest: ch.Digest,
+		Reason: "the chart getter returned the chart without verifying it (use Charts over a source.OCIResolver with OCIOptions.Secrets): refusing rather than installing it unverified"}
+}
