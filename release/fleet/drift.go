@@ -88,7 +88,7 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 		g.Go(func() error {
 			// One list cache per identity: what one service account may
 			// list is not another's.
-			caches := map[release.Cluster]*release.ListCache{}
+			caches := map[string]*release.ListCache{} // by user
 			for _, k := range keys {
 				item := DriftItem{Key: k}
 				c, err := f.releaseCluster(cluster, rels[k])
@@ -97,10 +97,11 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 					results <- item
 					continue
 				}
-				if caches[c] == nil {
-					caches[c] = release.NewListCache()
+				_, user, _ := f.serviceAccount(rels[k])
+				if caches[user] == nil {
+					caches[user] = release.NewListCache()
 				}
-				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[c]})
+				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[user]})
 				results <- item
 			}
 			return nil
