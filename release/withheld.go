@@ -139,11 +139,15 @@ func (ru *run) origin(err error) string {
 	} else if ru.res != nil && ru.res.Helm != nil {
 		ch = ru.res.Helm.Chart
 	}
-	if ch != nil && ch.Metadata != nil {
+	switch cur := ru.rel.Status.History.Latest(); {
+	case ch != nil && ch.Metadata != nil:
 		parts = append(parts, "chart "+ch.Metadata.Name+" "+ch.Metadata.Version)
 		if loc, ok := parseTemplateLocation(err.Error(), chartFiles(ch)); ok {
 			parts = append(parts, loc.String())
 		}
+	case cur != nil && cur.ChartName != "":
+		// An uninstall, a health check: the chart the history records.
+		parts = append(parts, "chart "+cur.ChartName+" "+cur.ChartVersion)
 	}
 	var nr *NotReadyError
 	if errors.As(err, &nr) {

@@ -127,4 +127,13 @@
 // hand. Fleet.Drift checks every applied release on its member under the
 // release's ignore rules, listing each kind once per member, and with
 // correct patches drift back.
+//
+// # Secret values
+//
+// A plan's table, diff, JSON and errors, the apply's error, report and
+// events, and the releases' status hold no Secret value: the values are
+// redacted, the objects and diffs masked, and Helm's error text for a
+// release with Secret-derived values is withheld by package release,
+// which names the release, the chart and the template file and line
+// instead (see "Secret values in errors and plans" there).
 package fleet
