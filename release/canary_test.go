@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
@@ -117,6 +118,61 @@ func TestHelmErrorTextKeptWithoutSecretValues(t *testing.T) {
 				assert.Contains(t, e.Error(), "execution error at ("+fixture.CanaryFile+":5:")
 				assert.True(t, strings.Contains(e.Error(), want), "Helm's text: %v", e)
 			}
+		})
+	}
+}
+
+// A readiness wait and a health check report what the cluster says of
+// the objects, which may quote a rendered Secret value: for a release
+// with Secret-derived values both are withheld, naming the chart and
+// the wait (an upgrade's here); without, the objects' messages show.
+func TestSecretCanaryReadinessWithheld(t *testing.T) {
+	cases := []struct {
+		name   string
+		secret bool
+	}{
+		{name: "Secret values", secret: true},
+		{name: "inline values"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			reader := valuestest.NewReader().Secret("apps", "ui", map[string][]byte{"values.yaml": []byte("ui:\n  message: x\n")})
+			rec := fixture.Reconciler(t, reader)
+			broken := false
+			c := memory.New("dev-1", memory.WithHealth(func(u *unstructured.Unstructured) memory.Health {
+				if broken && u.GetKind() == "Deployment" {
+					return memory.Health{Failed: true, Message: "crash: bad config " + fixture.Canary}
+				}
+				return memory.Health{Ready: true}
+			}))
+			rel := fixture.Release()
+			if tc.secret {
+				rel.Spec.ValuesFrom = []release.ValuesReference{{Kind: "Secret", Name: "ui"}}
+			}
+			_, err := rec.Reconcile(ctx, c, rel)
+			require.NoError(t, err)
+			broken = true
+			health := rec.Health(ctx, c, rel)
+			require.Error(t, health)
+			rel.Spec.Values["replicaCount"] = 3
+			rel.Generation++
+			_, err = rec.Reconcile(ctx, c, rel)
+			require.Error(t, err)
+			if !tc.secret {
+				assert.Contains(t, err.Error(), fixture.Canary, "a release without Secret values keeps the text")
+				var nr *release.NotReadyError
+				assert.ErrorAs(t, health, &nr)
+				assert.Contains(t, health.Error(), fixture.Canary)
+				return
+			}
+			outputs := map[string]string{"reconcile": err.Error(), "health": health.Error(), "status": fmt.Sprintf("%+v", rel.Status)}
+			for _, cond := range rel.Status.Conditions {
+				outputs["condition "+cond.Type] = cond.Message
+			}
+			fixture.AssertNoCanary(t, fixture.Canary, outputs)
+			assert.Contains(t, err.Error(), "HelmRelease apps/podinfo: upgrade failed at chart podinfo 6.5.0, while waiting for readiness (5m0s)")
+			assert.Contains(t, health.Error(), "HelmRelease apps/podinfo: health failed at chart podinfo 6.5.0, while checking readiness")
 		})
 	}
 }
