@@ -137,7 +137,7 @@ func (ru *run) install() error {
 		}
 	}
 	_, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
-	return ru.released(ActionInstall, ru.latestVersion() > before, err)
+	return ru.released(ActionInstall, ru.latestVersion() > before, ru.helmErr("install", err))
 }
 
 func (ru *run) upgrade() error {
@@ -166,7 +166,7 @@ func (ru *run) upgrade() error {
 		}
 	}
 	_, err := u.Run(rel.GetReleaseName(), ru.d.chart.Chart, ru.d.values.Values)
-	return ru.released(ActionUpgrade, ru.latestVersion() > before, err)
+	return ru.released(ActionUpgrade, ru.latestVersion() > before, ru.helmErr("upgrade", err))
 }
 
 // applyCRDs creates the chart's CRDs that are missing and, with replace,
@@ -180,7 +180,7 @@ func (ru *run) applyCRDs(replace bool) error {
 	// CRDs, and so does this, with Helm's own function, which Helm's
 	// action runs on the same chart right after.
 	if err := chartutil.ProcessDependenciesWithMerge(ru.d.chart.Chart, ru.d.values.Values); err != nil {
-		return fmt.Errorf("crds: dependencies: %w", err)
+		return fmt.Errorf("crds: dependencies: %w", ru.helmErr("crds", err))
 	}
 	for _, crd := range ru.d.chart.Chart.CRDObjects() {
 		rl, err := kc.Build(bytes.NewReader(crd.File.Data), false)
@@ -215,6 +215,7 @@ func (ru *run) test() error {
 	setFilters(t, spec.Filters)
 	defer rel.SummarizeReady()
 	_, err := t.Run(rel.GetReleaseName())
+	err = ru.helmErr("test", err)
 	ru.observeLatest()
 	cur := st.History.Latest()
 	if err != nil {
@@ -277,7 +278,7 @@ func (ru *run) rollback() error {
 	rb.CleanupOnFail = spec.CleanupOnFail
 	rb.MaxHistory = rel.GetMaxHistory()
 	defer rel.SummarizeReady()
-	err := rb.Run(rel.GetReleaseName())
+	err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
 	ru.observeLatest()
 	why := ""
 	if ru.safeRollback != nil {
@@ -343,11 +344,12 @@ func (ru *run) uninstall(cfg *action.Configuration, name string) error {
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
-	return err
+	return ru.helmErr("uninstall", err)
 }
 
 // helmUninstall runs Helm's uninstall of name with spec.uninstall's
-// settings and returns Helm's error as it is.
+// settings and returns Helm's error as it is (callers that do not
+// withhold it only match it).
 func (ru *run) helmUninstall(cfg *action.Configuration, name string) error {
 	spec := ru.rel.GetUninstall()
 	u := action.NewUninstall(cfg)
@@ -490,7 +492,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	if dd, ok := ru.cluster.(DriftDetector); ok {
 		report, err := dd.DetectDrift(ru.ctx, last.Manifest, rules, drift.Mode(ru.rel.GetDriftDetection().GetMode()))
 		if err != nil {
-			return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), err)
+			return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), ru.helmErr("drift", err))
 		}
 		return report, nil
 	}
@@ -507,7 +509,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	}
 	desired, err := objectsOf(ru.cfg.KubeClient, last.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", ru.rel.ref(), fullName(last), err)
+		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", ru.rel.ref(), fullName(last), ru.helmErr("drift", err))
 	}
 	lists := ru.lists
 	if lists == nil {
@@ -520,7 +522,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		if !ok {
 			items, err := ru.cluster.List(ru.ctx, k.gvk, k.ns, nil)
 			if err != nil {
-				return nil, fmt.Errorf("release %s: drift: list %s in %q: %w", ru.rel.ref(), k.gvk.Kind, k.ns, err)
+				return nil, fmt.Errorf("release %s: drift: list %s in %q: %w", ru.rel.ref(), k.gvk.Kind, k.ns, ru.helmErr("drift", err))
 			}
 			byName = make(map[string]*unstructured.Unstructured, len(items))
 			for _, it := range items {
@@ -534,7 +536,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	}
 	report, err := drift.Detect(desired, live, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), err)
+		return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), ru.helmErr("drift", err))
 	}
 	return report, nil
 }
@@ -566,7 +568,7 @@ type PatchOptions struct {
 // leaving ignored paths alone.
 func (ru *run) correctDrift(report *drift.Report) error {
 	if dd, ok := ru.cluster.(DriftDetector); ok {
-		if err := dd.CorrectDrift(ru.ctx, report, ru.r.fieldManager); err != nil {
+		if err := ru.helmErr("drift correction", dd.CorrectDrift(ru.ctx, report, ru.r.fieldManager)); err != nil {
 			msg := fmt.Sprintf("drift correction of %s failed: %v", fullName(ru.res.Helm), err)
 			ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
 			ru.markReady(metav1.ConditionFalse, ReasonDriftDetected, msg)
@@ -605,7 +607,8 @@ func (ru *run) correctDrift(report *drift.Report) error {
 		}
 		fixed++
 	}
-	if err := errors.Join(errs...); err != nil {
+	// An object's writes may be refused with a message that quotes it.
+	if err := ru.helmErr("drift correction", errors.Join(errs...)); err != nil {
 		msg := fmt.Sprintf("drift correction of %s: %d object(s) corrected, %d failed: %v", fullName(ru.res.Helm), fixed, len(errs), err)
 		ru.setCondition(ConditionDrifted, metav1.ConditionTrue, ReasonDriftDetected, msg)
 		ru.markReady(metav1.ConditionFalse, ReasonDriftDetected, msg)
@@ -654,6 +657,8 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster Cluster, rel *Releas
 			return res, nil
 		case err == nil:
 			err = ru.uninstallRecorded()
+		default:
+			err = ru.helmErr("uninstall", err)
 		}
 		ru.observeUninstalled(err == nil)
 	}

@@ -104,6 +104,64 @@
 // namespace and revision alone, as Flux treats its legacy snapshots,
 // rather than counted as a release someone else changed.
 //
+// # Secret values in errors and plans
+//
+// A release whose composed values hold data read from a Secret (through
+// spec.valuesFrom; values.Result knows which leaves), or whose
+// spec.valuesFrom names a Secret, gets no error text from Helm in any
+// output. Helm's messages quote values in any form a chart gives them: a
+// fail or required message, %q, quote, toJson, upper, b64enc, the text
+// of a broken tpl fragment, a YAML parser's "unknown anchor" naming a
+// value that starts with '*', an API server refusing a rendered object,
+// a readiness wait quoting an object's conditions. So every error Helm
+// returns for such a release (render, install, upgrade, test, rollback,
+// uninstall, drift detection and correction, health, including
+// post-renderer and hook failures) is replaced where it leaves Helm, before
+// anything wraps or formats it, by a *WithheldError (errors.Is
+// ErrWithheld) that names the HelmRelease, the step, the chart and
+// version and, when Helm's message begins with a template location
+// ("template: NAME:LINE:COL:", "execution error at (NAME:LINE:COL)",
+// "parse error at (NAME:LINE)", "YAML parse error on NAME"), the template
+// file and line; only that location prefix is read, and only a file of
+// the chart is accepted. A withheld readiness wait says it was one. For
+// example:
+//
+//	release apps/app on cluster dev-1: helm install failed: HelmRelease apps/app:
+//	install failed at chart app 1.2.0, template app/templates/secret.yaml line 12:
+//	the error text is withheld because it may contain Secret values
+//
+// That is what the Reconcile and Plan errors, the Released, Ready,
+// TestSuccess, Remediated, Drifted and Stalled conditions, and every layer
+// above (fleet plans, reports and events; controller events and logs)
+// show. Nothing filters the text: it is never kept (WithheldError keeps
+// only whether the cause was a cancellation or a deadline, for
+// errors.Is). Releases without Secret-derived values keep Helm's full
+// text, for debugging.
+//
+// Errors of helmfleet's own pass unchanged, because their text is fixed
+// or made of names from the spec and the cluster, never of values: the
+// chart, values and post-renderer stage errors (*StageError; package
+// values withholds Secret text itself), *StalledError, the cancellation
+// of a reconcile, Helm storage errors (release records are read whole,
+// never quoted), the configuration and kubeVersion checks, and drift
+// detection's ignore rules (spec.driftDetection).
+//
+// Plans and results show no Secret data either. ReleasePlan's
+// MarshalJSON, String and Format (every fmt verb) show its objects
+// masked (MaskedObjects): the data and stringData of every Secret the
+// chart renders, whatever the values it was given, replaced by digests,
+// and every value that came from a Secret, with its upper-case, quoted
+// and base64 forms, replaced by "(secret sha256:<12 hex>)" wherever it
+// was rendered; Diff is masked the same way. Result shows Helm's release
+// record by name, revision, status and chart only. The objects applied
+// (ReleasePlan.Objects, the cluster's) keep the real values.
+//
+// To debug a withheld error, render the chart where the Secret may be
+// read: helm template with the same values, or Plan on a Reconciler made
+// with ReconcilerConfig.InsecureHelmErrorText, an explicit opt-out that is
+// off by default and insecure: with it, Helm's text, Secret values
+// included, reaches every output of that Reconciler.
+//
 // # The layers above
 //
 // This package is one release on one cluster. These packages build on it

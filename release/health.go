@@ -31,7 +31,7 @@ func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) 
 	}
 	objs, err := objectsOf(cfg.KubeClient, last.Manifest)
 	if err != nil {
-		return err
+		return ru.helmErr("health", err)
 	}
 	refs := make([]ObjectRef, len(objs))
 	for i, o := range objs {
@@ -40,10 +40,12 @@ func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) 
 	cc := cfg.KubeClient.(*contextClient)
 	pending, failed, err := cc.pending(ctx, refs)
 	if err != nil {
-		return err
+		return ru.helmErr("health", err)
 	}
 	if len(pending)+len(failed) > 0 {
-		return &NotReadyError{Cluster: cluster.Name(), Objects: append(failed, pending...)}
+		// The objects' names and condition messages come from the
+		// rendered manifest and the cluster.
+		return ru.helmErr("health", &NotReadyError{Cluster: cluster.Name(), Objects: append(failed, pending...)})
 	}
 	return nil
 }
@@ -67,7 +69,7 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster Cluster, re
 	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
 	rb.Wait = !rel.GetRollback().DisableWait
 	rb.MaxHistory = rel.GetMaxHistory()
-	if err := rb.Run(rel.GetReleaseName()); err != nil {
+	if err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName())); err != nil {
 		return ru.actionErr(ActionRollback, err)
 	}
 	if last, err := lastRelease(cfg.Releases, rel.GetReleaseName()); err == nil && last != nil {

@@ -2,9 +2,12 @@ package release
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,14 +35,50 @@ func newSecretMask(res *values.Result) *secretMask {
 	if len(secrets) == 0 {
 		return nil
 	}
-	// Longest first: the replacer tries its pairs in order at each
-	// position, so a value that contains another is masked whole.
-	sort.SliceStable(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	pairs := make([]string, 0, 2*len(secrets))
+	// The forms a chart commonly gives a value are masked too (a
+	// b64enc'd value in a ConfigMap, an upper-cased one, one escaped by
+	// quote or toJson), each by the digest of the value itself.
+	forms := map[string]string{}
 	for _, s := range secrets {
-		pairs = append(pairs, s, maskedText(s))
+		for _, f := range secretForms(s) {
+			if len(f) >= values.MinSecretValueLength {
+				if _, ok := forms[f]; !ok || f == s {
+					forms[f] = maskedText(s)
+				}
+			}
+		}
+	}
+	texts := make([]string, 0, len(forms))
+	for f := range forms {
+		texts = append(texts, f)
+	}
+	// Longest first (then in order, for determinism): the replacer tries
+	// its pairs in order at each position, so a value that contains
+	// another is masked whole.
+	sort.Slice(texts, func(i, j int) bool {
+		if len(texts[i]) != len(texts[j]) {
+			return len(texts[i]) > len(texts[j])
+		}
+		return texts[i] < texts[j]
+	})
+	pairs := make([]string, 0, 2*len(texts))
+	for _, f := range texts {
+		pairs = append(pairs, f, forms[f])
 	}
 	return &secretMask{replacer: strings.NewReplacer(pairs...)}
+}
+
+// secretForms are s and the forms templates commonly turn it into:
+// upper and lower case, escaped as by quote, %q and toJson, and base64
+// (standard and URL alphabets, padded or not).
+func secretForms(s string) []string {
+	quoted := strconv.Quote(s)
+	js, _ := json.Marshal(s)
+	forms := []string{s, strings.ToUpper(s), strings.ToLower(s), quoted[1 : len(quoted)-1], string(js[1 : len(js)-1])}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding, base64.RawURLEncoding} {
+		forms = append(forms, enc.EncodeToString([]byte(s)))
+	}
+	return forms
 }
 
 // maskedText is what stands for a hidden text.
@@ -105,28 +144,6 @@ func (m *secretMask) walk(v any, path string, paths, hide map[string]bool) any {
 		}
 		return t
 	}
-}
-
-// maskedError shows err's message with the Secret values masked; the
-// error itself stays reachable with errors.Is and errors.As.
-type maskedError struct {
-	err error
-	msg string
-}
-
-func (e *maskedError) Error() string { return e.msg }
-func (e *maskedError) Unwrap() error { return e.err }
-
-// err masks err's message.
-func (m *secretMask) err(err error) error {
-	if m == nil || err == nil {
-		return err
-	}
-	msg := err.Error()
-	if masked := m.text(msg); masked != msg {
-		return &maskedError{err: err, msg: masked}
-	}
-	return err
 }
 
 // secretMask returns the mask of the run's Secret values: those of the

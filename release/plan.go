@@ -84,8 +84,6 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	}
 	ru.d, p.Values = d, d.values
 	mask := newSecretMask(d.values)
-	// A render error may quote a value (a template's fail or required).
-	defer func() { p.Err = mask.err(p.Err) }()
 	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
 	ru.handleRequests()
 	ru.resetFailuresOnChange()
@@ -124,7 +122,8 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	}
 	crds := chartCRDs(d.chart.Chart)
 	if p.Objects, err = planObjects(ru.cfg.KubeClient, manifest, rel.GetTargetNamespace(), crds); err != nil {
-		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
+		// A manifest Helm rendered but the cluster's types do not read.
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), ru.helmErr("render", err))
 		return p
 	}
 	sortObjects(p.Objects)
@@ -133,7 +132,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	}
 	p.Diff, err = manifestDiff(ru.cfg, current, manifest, rel.GetTargetNamespace(), crds, mask)
 	if err != nil && p.Err == nil {
-		p.Err = err
+		p.Err = ru.helmErr("diff", err)
 	}
 	return p
 }
@@ -171,7 +170,7 @@ func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
 	i.SkipSchemaValidation = rel.GetInstall().DisableSchemaValidation
 	h, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
 	if err != nil {
-		return "", err
+		return "", ru.helmErr("render", err)
 	}
 	return h.Manifest, nil
 }

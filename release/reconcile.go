@@ -74,6 +74,14 @@ type ReconcilerConfig struct {
 	// by default: it runs a kustomize pass over every manifest, which
 	// costs milliseconds per install or upgrade.
 	OriginLabels bool
+	// InsecureHelmErrorText keeps Helm's full error text for releases
+	// whose values hold Secret data, where by default it is withheld (see
+	// "Secret values in errors" in the package doc). The text may then
+	// quote a Secret value, in any form, in every output: errors, status
+	// conditions, events, logs, plans. Insecure: set it only in a trusted
+	// context, such as a one-off Plan run by someone who may read the
+	// Secrets, never in a controller whose status others can read.
+	InsecureHelmErrorText bool
 }
 
 // Reconciler brings one Release on one cluster to its desired state with
@@ -90,6 +98,8 @@ type Reconciler struct {
 	fieldManager string
 	uninstallOK  bool
 	originLabels bool
+	// insecureErrors is ReconcilerConfig.InsecureHelmErrorText.
+	insecureErrors bool
 }
 
 // NewReconciler returns a Reconciler for cfg.
@@ -98,7 +108,8 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 		return nil, errors.New("release: reconciler config: Charts is required")
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
-		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease, originLabels: cfg.OriginLabels}
+		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease, originLabels: cfg.OriginLabels,
+		insecureErrors: cfg.InsecureHelmErrorText}
 	if r.now == nil {
 		r.now = time.Now
 	}

@@ -105,6 +105,13 @@
 // gotk_reconcile_condition) and
 // helmfleet_release_actions_total{cluster,action}.
 //
+// None of them carries a Secret value: for a HelmRelease whose values
+// come from a Secret, Helm's error text is withheld by package release
+// before it reaches the status, the events or the logs, which show a
+// message naming the release, the chart and the template file and line
+// instead (see "Secret values in errors and plans" in package release).
+// Metric labels are names, never messages.
+//
 // # A fleet
 //
 // FleetReconciler (SetupFleet) keeps HelmReleases and Karmada

@@ -109,3 +109,100 @@ func TestSecretCanaryReachesNoOutput(t *testing.T) {
 		})
 	}
 }
+
+const canaryFleetYAML = `
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: canary, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: canary
+      version: "1.0.0"
+      sourceRef: {kind: HelmRepository, name: canary}
+  valuesFrom:
+    - {kind: Secret, name: canary-values}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: canary, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: canary}
+  placement:
+    clusterAffinity:
+      labelSelector:
+        matchLabels: {tier: apps}
+`
+
+// The canary suite of a fleet: a chart uses a valuesFrom Secret's value
+// in each way that leaks it into Helm's errors (fail, required, %q,
+// quote, toJson, upper, b64enc, a broken tpl fragment, a YAML anchor) or
+// renders it into a Secret. Neither the value nor a form of it reaches
+// the fleet plan (table, diff, JSON, errors, items in fmt and JSON), the
+// apply's error, report (table, JSON, items), events, or the releases'
+// status; the withheld error names the release, the chart and the
+// template file and line.
+func TestSecretCanaryHelmErrorsReachNoFleetOutput(t *testing.T) {
+	for _, tc := range fixture.CanaryCases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			ctx := context.Background()
+			reader := valuestest.NewReader().Secret("apps", "canary-values", map[string][]byte{"values.yaml": tc.SecretValues()})
+			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), Values: reader, PollInterval: time.Millisecond})
+			require.NoError(t, err)
+			var events []fleet.Event
+			fl, err := fleet.New(fleet.Config{
+				Members:    []release.Member{{Cluster: memory.New("dev-1"), Facts: policy.Cluster{Labels: map[string]string{"tier": "apps"}}}},
+				Reconciler: rec,
+				Events:     func(e fleet.Event) { events = append(events, e) },
+			})
+			require.NoError(t, err)
+			outputs := map[string]string{}
+			show := func(what string, v any) {
+				outputs[what] = fmt.Sprintf("%v | %+v | %#v | %s", v, v, v, v)
+				if data, err := json.Marshal(v); err == nil {
+					outputs[what+" JSON"] = string(data)
+				}
+			}
+
+			plan, err := fl.Plan(ctx, decodeInputs(t, canaryFleetYAML))
+			require.NoError(t, err)
+			require.Len(t, plan.Items, 1)
+			outputs["plan table"], outputs["plan diff"] = plan.Table(), plan.Diff()
+			show("plan", plan)
+			show("plan errors", plan.Errors)
+			show("plan item", plan.Items[0])
+			show("plan item value", *plan.Items[0])
+			rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{})
+			show("apply error", applyErr)
+			require.NotNil(t, rep)
+			outputs["report table"], outputs["report mermaid"] = rep.Table(), rep.Mermaid()
+			show("report", rep)
+			for i, it := range rep.Items {
+				show(fmt.Sprintf("report item %d", i), it)
+				st, _ := fl.Status(it.Key)
+				show(fmt.Sprintf("status %d", i), st)
+				for _, c := range st.Conditions {
+					outputs["condition "+c.Type] = c.Reason + ": " + c.Message
+				}
+			}
+			for i, e := range events {
+				show(fmt.Sprintf("event %d", i), e)
+			}
+			fixture.AssertNoCanary(t, tc.Secret, outputs)
+
+			if !tc.Fails() {
+				require.NoError(t, applyErr)
+				return
+			}
+			require.Error(t, applyErr)
+			for what, e := range map[string]error{"plan": plan.Items[0].Err, "apply": applyErr, "report": rep.Items[0].Err} {
+				assert.ErrorIs(t, e, release.ErrWithheld, what)
+				for _, want := range tc.Withheld() {
+					assert.Contains(t, e.Error(), want, what)
+				}
+			}
+		})
+	}
+}

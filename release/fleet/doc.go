@@ -167,4 +167,13 @@
 // units that name none (DefaultServiceAccount) and keeps the refusal of
 // kubeconfigs that run exec plugins or read local files, opting in only
 // for members it trusts.
+//
+// # Secret values
+//
+// A plan's table, diff, JSON and errors, the apply's error, report and
+// events, and the releases' status hold no Secret value: the values are
+// redacted, the objects and diffs masked, and Helm's error text for a
+// release with Secret-derived values is withheld by package release,
+// which names the release, the chart and the template file and line
+// instead (see "Secret values in errors and plans" there).
 package fleet
