@@ -138,7 +138,7 @@ type Result struct {
 	// Revision is the source's revision, set by Reconciler.Build.
 	Revision string
 
-	secrets []string // values substituted from Secrets, masked in plans
+	marks *secretMarks // what came from Secret variables, masked in plans
 }
 
 // Origin names one object of the output and the file it came from.
@@ -190,6 +190,10 @@ func Build(ctx context.Context, fsys fs.FS, dir string, opts Options) (*Result, 
 type hooks struct {
 	prepare func(w *walker, dir string) error
 	post    func(m resmap.ResMap, files []string) error
+	// marks are the objects post substituted Secret values into; an
+	// error decoding one of them is replaced by withhold's.
+	marks    *secretMarks
+	withhold func(err error, step, origin string) error
 }
 
 func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (*Result, error) {
@@ -248,7 +252,37 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 			files = again
 		}
 	}
-	return res, decodeError(err, decoded, res.Origins, files)
+	return res, h.withheldDecode(decodeError(err, decoded, res.Origins, files))
+}
+
+// withheldDecode replaces a decode error about an object post put a
+// Secret's value in (its field values and messages may quote it) by
+// withhold's error, naming the objects.
+func (h hooks) withheldDecode(err error) error {
+	if h.marks == nil || len(h.marks.objects) == 0 || h.withhold == nil {
+		return err
+	}
+	de, ok := errors.AsType[*DecodeError](err)
+	if !ok {
+		return h.withhold(err, "decode", "") // not one of Load's: it may quote anything
+	}
+	var origins []string
+	for _, p := range de.Problems {
+		if !h.marks.named(p.Kind, p.Namespace, p.Name) {
+			continue
+		}
+		o := strings.TrimSpace(p.Kind + " " + strings.TrimPrefix(p.Namespace+"/"+p.Name, "/"))
+		if p.Origin != "" {
+			o = p.Origin + ", " + o
+		}
+		if !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	if len(origins) == 0 {
+		return err
+	}
+	return h.withhold(err, "decode", strings.Join(origins, "; "))
 }
 
 // run runs krusty over the files the walk read (a vetted file system). With origins, it asks kustomize for origin
