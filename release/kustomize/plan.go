@@ -160,4 +160,3 @@ func (r *Reconciler) planOne(ctx context.Context, cluster release.ObjectClient, 
 	})
 	return op, err
 }
-
