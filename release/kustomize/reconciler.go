@@ -221,7 +221,7 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 		}
 		return nil, "", &SourceError{Kustomization: name, Source: SourceKey(ref), Err: err}
 	}
-	h := hooks{prepare: generate(k)}
+	h := hooks{prepare: generate(k), withhold: func(err error, step, origin string) error { return withheld(k, err, step, origin) }}
 	var marks *secretMarks
 	if k.Spec.PostBuild != nil {
 		vars, err := LoadVariables(ctx, reader, k)
@@ -233,7 +233,6 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 			marks.values[v] = true
 		}
 		h.post = substituteAll(k, vars, k.GetSubstituteStrategy() == release.SubstituteStrategyAlways, !r.cfg.LenientSubstitution, marks)
-		h.withhold = func(err error, step, origin string) error { return withheld(k, err, step, origin) }
 		h.marks = marks
 	}
 	dir := strings.TrimPrefix(path.Clean("/"+k.Spec.Path), "/")

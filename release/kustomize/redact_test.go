@@ -251,3 +251,46 @@ spec:
 		})
 	}
 }
+
+// TestBuildErrorsWithheldWithSecretData: kustomize quotes the nodes it
+// fails on, so its error is withheld when the tree holds a Secret object
+// or a secretGenerator's data, and keeps its text otherwise.
+func TestBuildErrorsWithheldWithSecretData(t *testing.T) {
+	// A patch of an object that does not exist: kustomize quotes the
+	// patch, which here holds the Secret's data.
+	patch := "patches:\n- patch: |\n    apiVersion: v1\n    kind: Secret\n    metadata: {name: missing}\n    stringData: {token: " + strings.ReplaceAll(oldCanary, "\t", " ") + "}\n"
+	for _, tc := range []struct {
+		name     string
+		files    fstest.MapFS
+		withheld bool
+	}{
+		{name: "Secret object", files: fstest.MapFS{
+			"app/kustomization.yaml": file("resources: [secret.yaml]\n" + patch),
+			"app/secret.yaml":        file("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: apps}\nstringData: {token: x}\n"),
+		}, withheld: true},
+		{name: "secretGenerator", files: fstest.MapFS{
+			"app/kustomization.yaml": file("secretGenerator:\n- name: g\n  literals: [token=x]\n" + patch),
+		}, withheld: true},
+		{name: "no Secret data", files: fstest.MapFS{
+			"app/kustomization.yaml": file("resources: [cm.yaml]\n" + strings.ReplaceAll(patch, "kind: Secret", "kind: ConfigMap")),
+			"app/cm.yaml":            file(configMap("c")),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &changingTree{}
+			src.set("1", tc.files)
+			r := newReconciler(t, src)
+			k := ks("./app")
+			_, err := r.Build(t.Context(), k)
+			require.Error(t, err)
+			assert.Equal(t, tc.withheld, errors.Is(err, release.ErrWithheld), "%v", err)
+			if tc.withheld {
+				assert.Equal(t, "Kustomization apps/app: kustomize build failed at app: the error text is withheld because it may contain Secret values", err.Error())
+				return
+			}
+			_, ok := errors.AsType[*kustomize.BuildError](err)
+			assert.True(t, ok, "%T %v", err, err)
+			assert.Contains(t, err.Error(), "missing", "kustomize's text is kept")
+		})
+	}
+}
