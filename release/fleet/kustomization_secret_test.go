@@ -1,0 +1,188 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/kustomize"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// The canaries: a member's Secret value before and after a rotation,
+// with a tab (escaped as \t in YAML and JSON) and a space (where YAML
+// folds); ${TOKEN:9:10} cuts the ten bytes after the tab.
+const (
+	oldSecretCanary = "oldCANRY\tq7Z9wX4kP2 mN8vR5tY3u"
+	newSecretCanary = "newCANRY\tb6H1jL0sD4 fG7hK2pQ9e"
+)
+
+var secretCanaryPieces = []string{
+	"oldCANRY", "q7Z9wX4kP2", "mN8vR5tY3u", "q7Z9wX",
+	"newCANRY", "b6H1jL0sD4", "fG7hK2pQ9e", "b6H1jL",
+}
+
+func assertNoSecretCanary(t *testing.T, what, text string) {
+	t.Helper()
+	for _, p := range secretCanaryPieces {
+		if strings.Contains(text, p) {
+			t.Errorf("%s holds %q, a piece of a Secret value:\n%s", what, p, text)
+		}
+	}
+}
+
+// secretRepo uses ${TOKEN} plain, sliced, folded, escaped, quoted, in a
+// key and in a Secret object.
+var secretRepo = fstest.MapFS{
+	"app/kustomization.yaml": {Data: []byte("resources: [cm.yaml, secret.yaml]\n")},
+	"app/cm.yaml": {Data: []byte(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: canary, namespace: apps}
+data:
+  plain: ${TOKEN}
+  sliced: ${TOKEN:9:10}
+  folded: >-
+    ` + strings.Repeat("lorem ipsum dolor ", 6) + `${TOKEN} ` + strings.Repeat("lorem ipsum dolor ", 6) + `
+  escaped: "line one\nline two\t${TOKEN}\\end"
+  quoted: '"${TOKEN}"'
+  ${TOKEN:0:8}-key: literal
+`)},
+	"app/secret.yaml": {Data: []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: canary, namespace: apps}\nstringData:\n  token: ${TOKEN}\n")},
+}
+
+// refusingCluster is a member whose API server, once refuse is set,
+// refuses the ConfigMap canary with a message that quotes the object,
+// as validation does ("Invalid value: …").
+type refusingCluster struct {
+	*memory.Cluster
+	mu     sync.Mutex
+	refuse bool
+}
+
+func (c *refusingCluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
+	c.mu.Lock()
+	refuse := c.refuse
+	c.mu.Unlock()
+	if refuse && !opts.DryRun && obj.GetKind() == "ConfigMap" && obj.GetName() == "canary" {
+		j, _ := json.Marshal(obj.Object)
+		return nil, fmt.Errorf("ConfigMap %q is invalid: Invalid value: %s", obj.GetName(), j)
+	}
+	return c.Cluster.Apply(ctx, obj, opts)
+}
+
+func setSecret(t *testing.T, c *memory.Cluster, token string) {
+	t.Helper()
+	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "creds", "namespace": "flux-system"},
+		"stringData": map[string]any{"TOKEN": token}}}
+	_, err := c.Apply(t.Context(), s, release.ApplyOptions{FieldManager: "test", Force: true})
+	require.NoError(t, err)
+}
+
+// TestFleetKustomizationMasksSecretVariables: no piece of a
+// substituteFrom Secret's value, before or after the Secret is rotated
+// on the member, shows in the fleet's plan (table, diff, JSON, errors),
+// its apply report, its events or the Kustomization's status, also when
+// the member refuses an object that holds the value.
+func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
+	ctx := t.Context()
+	member := &refusingCluster{Cluster: memory.New("dev-1")}
+	setSecret(t, member.Cluster, oldSecretCanary)
+	var mu sync.Mutex
+	var events []string
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	f, err := fleet.New(fleet.Config{
+		Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
+		Reconciler: rec,
+		KustomizeConfig: &kustomize.ReconcilerConfig{
+			Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: secretRepo, Revision: "main@sha1:0123abc"}},
+			PollInterval: time.Millisecond,
+		},
+		Events: func(e fleet.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, fmt.Sprintf("%+v", e))
+			if e.Err != nil {
+				events = append(events, e.Err.Error())
+			}
+		},
+	})
+	require.NoError(t, err)
+	in := decodeInputs(t, kustomizationYAML("canary", "./app", "  postBuild:\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
+		placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+	key := kkey("dev-1", "canary")
+
+	planOutputs := func(what string) *fleet.Plan {
+		t.Helper()
+		plan, err := f.Plan(ctx, in)
+		require.NoError(t, err)
+		j, err := json.Marshal(plan)
+		require.NoError(t, err)
+		out := plan.Table() + plan.Diff() + string(j)
+		for _, e := range plan.Errors {
+			out += e.Error()
+		}
+		assertNoSecretCanary(t, what, out)
+		return plan
+	}
+	applyOutputs := func(what string, plan *fleet.Plan) error {
+		t.Helper()
+		rep, err := f.Apply(ctx, plan, fleet.ApplyOptions{})
+		out := rep.Table()
+		for _, it := range rep.Items {
+			if it.Err != nil {
+				out += it.Err.Error()
+			}
+		}
+		if err != nil {
+			out += err.Error()
+		}
+		mu.Lock()
+		out += strings.Join(events, "\n")
+		mu.Unlock()
+		st, ok := f.KustomizationStatus(key)
+		require.True(t, ok)
+		j, jerr := json.Marshal(st)
+		require.NoError(t, jerr)
+		assertNoSecretCanary(t, what, out+string(j))
+		return err
+	}
+
+	plan := planOutputs("the first plan")
+	assert.Contains(t, plan.Diff(), "plain: (secret value)")
+	require.NoError(t, applyOutputs("the first apply", plan))
+	cm, err := member.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "canary"})
+	require.NoError(t, err)
+	assert.Equal(t, oldSecretCanary, cm.Object["data"].(map[string]any)["plain"], "what is applied is real")
+
+	setSecret(t, member.Cluster, newSecretCanary)
+	plan = planOutputs("the plan after the rotation")
+	kp, ok := plan.Kustomization(key)
+	require.True(t, ok)
+	assert.Equal(t, release.StateOutOfSync, kp.State)
+	assert.Contains(t, plan.Diff(), "-  plain: (secret value, old)")
+	assert.Contains(t, plan.Diff(), "+  plain: (secret value, new)")
+
+	member.mu.Lock()
+	member.refuse = true
+	member.mu.Unlock()
+	err = applyOutputs("the refused apply", plan)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, release.ErrWithheld)
+	assert.Contains(t, err.Error(), "Kustomization flux-system/canary: apply failed at ConfigMap apps/canary")
+}
