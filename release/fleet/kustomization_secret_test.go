@@ -61,6 +61,17 @@ data:
   quoted: '"${TOKEN}"'
   ${TOKEN:0:8}-key: literal
 `)},
+	"parent/kustomization.yaml": {Data: []byte("resources: [child.yaml]\n")},
+	"parent/child.yaml": {Data: []byte(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: child, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./app
+  sourceRef: {kind: GitRepository, name: fleet}
+  postBuild:
+    substitute: {TOKEN: "${TOKEN}"}
+`)},
 	"app/secret.yaml": {Data: []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: canary, namespace: apps}\nstringData:\n  token: ${TOKEN}\n")},
 }
 
@@ -93,17 +104,32 @@ func setSecret(t *testing.T, c *memory.Cluster, token string) {
 	require.NoError(t, err)
 }
 
-// TestFleetKustomizationMasksSecretVariables: no piece of a
-// substituteFrom Secret's value, before or after the Secret is rotated
-// on the member, shows in the fleet's plan (table, diff, JSON, errors),
-// its apply report, its events or the Kustomization's status, also when
-// the member refuses an object that holds the value.
-func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
-	ctx := t.Context()
-	member := &refusingCluster{Cluster: memory.New("dev-1")}
-	setSecret(t, member.Cluster, oldSecretCanary)
-	var mu sync.Mutex
-	var events []string
+// events records a fleet's events as text.
+type events struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (e *events) add(ev fleet.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines = append(e.lines, fmt.Sprintf("%+v", ev))
+	if ev.Err != nil {
+		e.lines = append(e.lines, ev.Err.Error())
+	}
+}
+
+func (e *events) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.lines, "\n")
+}
+
+// secretFleet is a fleet of one member, dev-1, whose Kustomizations
+// read secretRepo.
+func secretFleet(t *testing.T, member release.Cluster) (*fleet.Fleet, *events) {
+	t.Helper()
+	ev := &events{}
 	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{
@@ -113,16 +139,22 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 			Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: secretRepo, Revision: "main@sha1:0123abc"}},
 			PollInterval: time.Millisecond,
 		},
-		Events: func(e fleet.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			events = append(events, fmt.Sprintf("%+v", e))
-			if e.Err != nil {
-				events = append(events, e.Err.Error())
-			}
-		},
+		Events: ev.add,
 	})
 	require.NoError(t, err)
+	return f, ev
+}
+
+// TestFleetKustomizationMasksSecretVariables: no piece of a
+// substituteFrom Secret's value, before or after the Secret is rotated
+// on the member, shows in the fleet's plan (table, diff, JSON, errors),
+// its apply report, its events or the Kustomization's status, also when
+// the member refuses an object that holds the value.
+func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
+	ctx := t.Context()
+	member := &refusingCluster{Cluster: memory.New("dev-1")}
+	setSecret(t, member.Cluster, oldSecretCanary)
+	f, ev := secretFleet(t, member)
 	in := decodeInputs(t, kustomizationYAML("canary", "./app", "  postBuild:\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
 		placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
 	key := kkey("dev-1", "canary")
@@ -152,9 +184,7 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 		if err != nil {
 			out += err.Error()
 		}
-		mu.Lock()
-		out += strings.Join(events, "\n")
-		mu.Unlock()
+		out += ev.String()
 		st, ok := f.KustomizationStatus(key)
 		require.True(t, ok)
 		j, jerr := json.Marshal(st)
@@ -185,4 +215,31 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, release.ErrWithheld)
 	assert.Contains(t, err.Error(), "Kustomization flux-system/canary: apply failed at ConfigMap apps/canary")
+}
+
+// TestFleetKustomizationMasksPassedOnSecretVariables: a parent
+// Kustomization that substitutes a Secret's value into the
+// postBuild.substitute of a child it produces (as a cluster's variables
+// are passed on) makes the child's plan mask it too.
+func TestFleetKustomizationMasksPassedOnSecretVariables(t *testing.T) {
+	ctx := t.Context()
+	member := memory.New("dev-1")
+	setSecret(t, member, oldSecretCanary)
+	f, _ := secretFleet(t, member)
+	in := decodeInputs(t, kustomizationYAML("parent", "./parent", "  postBuild:\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
+		placeOn("parent", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
+	child, ok := plan.Kustomization(kkey("dev-1", "child"))
+	require.True(t, ok, "the parent produces the child")
+	assert.Contains(t, child.Diff, "plain: (secret value)")
+	j, err := json.Marshal(plan)
+	require.NoError(t, err)
+	assertNoSecretCanary(t, "the plan", plan.Table()+plan.Diff()+string(j))
+	_, err = f.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+	cm, err := member.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "canary"})
+	require.NoError(t, err)
+	assert.Equal(t, oldSecretCanary, cm.Object["data"].(map[string]any)["plain"], "what is applied is real")
 }

@@ -240,6 +240,7 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 	}
 	res := &Result{Files: slices.Sorted(maps.Keys(w.files)), Warnings: w.warnings}
 	decoded, err := split(m, shown, opts.Manifests, res)
+	h.marks.annotate(res.Objects)
 	if _, ok := errors.AsType[*outputError](err); ok {
 		return nil, h.withheldBuild(w, dir, &BuildError{Dir: dir, Message: err.Error()})
 	}

@@ -145,6 +145,13 @@
 //     variable's value or a masked value (a value the manifest has moved
 //     since the last apply).
 //
+// A Kustomization the build produces whose spec.postBuild.substitute
+// got a Secret's value (a parent passing a cluster's variables on to its
+// children) carries SecretSubstitutesAnnotation naming those variables,
+// and its own plans mask them as a Secret's. A HelmRelease the build
+// produces carries substituted values in its spec as they are: what
+// shows them is the HelmRelease's plan.
+//
 // No hash of a value is shown: a short secret's hash is found by trying
 // every value. A live value that came from a Secret at a place the build
 // no longer substitutes, and that equals none of the current values (the

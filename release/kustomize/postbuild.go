@@ -62,7 +62,9 @@ func (e *VariablesError) Unwrap() error { return e.Err }
 // all; newlines are removed from every value. An optional object that is
 // absent counts as empty; any other read error, or a name that is not a
 // variable name (release.VariableNameRe), is a *VariablesError. A nil
-// reader is an error only when substituteFrom names something.
+// reader is an error only when substituteFrom names something. The
+// variables of spec.postBuild.substitute that SecretSubstitutesAnnotation
+// lists count as a Secret's, as those of substituteFrom Secrets do.
 func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomization) (*Variables, error) {
 	vars := &Variables{Values: map[string]string{}, secretVars: map[string]bool{}}
 	pb := k.Spec.PostBuild
@@ -103,6 +105,14 @@ func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomi
 		}
 		vars.Values[key] = strings.ReplaceAll(pb.Substitute[key], "\n", "")
 		delete(vars.secretVars, key)
+	}
+	for name := range strings.SplitSeq(k.Annotations[SecretSubstitutesAnnotation], ",") {
+		if v, ok := pb.Substitute[name]; ok {
+			vars.secretVars[name] = true
+			if v = strings.ReplaceAll(v, "\n", ""); v != "" {
+				vars.Secret = append(vars.Secret, v)
+			}
+		}
 	}
 	return vars, nil
 }

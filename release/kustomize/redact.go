@@ -31,6 +31,15 @@ const (
 	lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
+// SecretSubstitutesAnnotation, on a Flux Kustomization, lists (comma
+// separated) the variables of its spec.postBuild.substitute whose values
+// are a Secret's. A Reconciler sets it on the Kustomizations a build
+// produces (Result.Objects) when their substitute values were
+// substituted from a Secret, as a parent Kustomization passes a
+// cluster's variables on to its children; LoadVariables then treats
+// those variables as a Secret's, so the child's plans mask them too.
+const SecretSubstitutesAnnotation = "kustomize.helmfleet.io/secret-substitutes"
+
 // leaves marks what, in one value of a built object, came from Secret
 // variables: all of it, or some map entries, map keys and list elements.
 type leaves struct {
@@ -595,4 +604,54 @@ func withheldMessages(objs []release.ObjectStatus, sensitive map[release.ObjectR
 		}
 	}
 	return objs
+}
+
+// annotate sets SecretSubstitutesAnnotation on the decoded Kustomizations
+// whose spec.postBuild.substitute values came from Secrets.
+func (s *secretMarks) annotate(objs *release.Objects) {
+	if s == nil || objs == nil {
+		return
+	}
+	for _, k := range objs.Kustomizations {
+		n := s.objects[objectKey(release.KustomizationGroup, release.KustomizationKind, k.Namespace, k.Name)]
+		if n == nil || k.Spec.PostBuild == nil {
+			continue
+		}
+		var names []string
+		for _, name := range slices.Sorted(maps.Keys(k.Spec.PostBuild.Substitute)) {
+			if n.under("spec", "postBuild", "substitute", name) {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		if k.Annotations == nil {
+			k.Annotations = map[string]string{}
+		}
+		if prev := k.Annotations[SecretSubstitutesAnnotation]; prev != "" {
+			names = append(strings.Split(prev, ","), names...)
+			slices.Sort(names)
+			names = slices.Compact(names)
+		}
+		k.Annotations[SecretSubstitutesAnnotation] = strings.Join(names, ",")
+	}
+}
+
+// under reports whether anything at path (map keys) came from a Secret:
+// the value there or any part of it, its key, or a value that holds it.
+func (n *leaves) under(path ...string) bool {
+	for _, p := range path {
+		if n == nil {
+			return false
+		}
+		if n.all {
+			return true
+		}
+		if n.keys[p] {
+			return true
+		}
+		n = n.fields[p]
+	}
+	return n != nil
 }
