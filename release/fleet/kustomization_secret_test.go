@@ -23,25 +23,15 @@ import (
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// The canaries: a member's Secret value before and after a rotation,
-// with a tab (escaped as \t in YAML and JSON) and a space (where YAML
-// folds); ${TOKEN:9:10} cuts the ten bytes after the tab.
 const (
-	oldSecretCanary = "oldCANRY\tq7Z9wX4kP2 mN8vR5tY3u"
-	newSecretCanary = "newCANRY\tb6H1jL0sD4 fG7hK2pQ9e"
+	oldSecretCanary = fixture.SecretCanaryOld
+	newSecretCanary = fixture.SecretCanaryNew
 )
-
-var secretCanaryPieces = []string{
-	"oldCANRY", "q7Z9wX4kP2", "mN8vR5tY3u", "q7Z9wX",
-	"newCANRY", "b6H1jL0sD4", "fG7hK2pQ9e", "b6H1jL",
-}
 
 func assertNoSecretCanary(t *testing.T, what, text string) {
 	t.Helper()
-	for _, p := range secretCanaryPieces {
-		if strings.Contains(text, p) {
-			t.Errorf("%s holds %q, a piece of a Secret value:\n%s", what, p, text)
-		}
+	if leaks := fixture.SecretCanaryLeaks(text); len(leaks) > 0 {
+		t.Errorf("%s holds %q, pieces of a Secret value:\n%s", what, leaks, text)
 	}
 }
 

@@ -405,30 +405,27 @@ func equalTo(v any, values map[string]bool) {
 	if len(values) == 0 {
 		return
 	}
+	// masked is e, or the marker when e is a scalar to mask.
+	masked := func(e any) any {
+		switch e.(type) {
+		case map[string]any, []any:
+			equalTo(e, values)
+		case nil, bool:
+		default:
+			if values[scalarText(e)] {
+				return secretValue
+			}
+		}
+		return e
+	}
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			switch e.(type) {
-			case map[string]any, []any:
-				equalTo(e, values)
-			case nil, bool:
-			default:
-				if values[scalarText(e)] {
-					t[k] = secretValue
-				}
-			}
+			t[k] = masked(e)
 		}
 	case []any:
 		for i, e := range t {
-			switch e.(type) {
-			case map[string]any, []any:
-				equalTo(e, values)
-			case nil, bool:
-			default:
-				if values[scalarText(e)] {
-					t[i] = secretValue
-				}
-			}
+			t[i] = masked(e)
 		}
 	}
 }

@@ -13,33 +13,22 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
-// The canaries: a Secret's value before and after a rotation. Each has
-// a tab (YAML output escapes it as \t) and a space (where YAML may fold
-// a long line), and ${TOKEN:9:10} cuts the ten bytes after the tab.
 const (
-	oldCanary = "oldCANRY\tq7Z9wX4kP2 mN8vR5tY3u"
-	newCanary = "newCANRY\tb6H1jL0sD4 fG7hK2pQ9e"
+	oldCanary = fixture.SecretCanaryOld
+	newCanary = fixture.SecretCanaryNew
 )
-
-// canaryPieces are texts of either canary that no output may hold: the
-// parts on each side of the tab and the space, and the slice.
-var canaryPieces = []string{
-	"oldCANRY", "q7Z9wX4kP2", "mN8vR5tY3u", "q7Z9wX",
-	"newCANRY", "b6H1jL0sD4", "fG7hK2pQ9e", "b6H1jL",
-}
 
 // assertNoCanary fails when text holds any piece of either canary.
 func assertNoCanary(t *testing.T, what, text string) {
 	t.Helper()
-	for _, p := range canaryPieces {
-		if strings.Contains(text, p) {
-			t.Errorf("%s holds %q, a piece of a Secret value:\n%s", what, p, text)
-		}
+	if leaks := fixture.SecretCanaryLeaks(text); len(leaks) > 0 {
+		t.Errorf("%s holds %q, pieces of a Secret value:\n%s", what, leaks, text)
 	}
 }
 
