@@ -270,7 +270,11 @@ func (h *hider) pair(live, after *unstructured.Unstructured, built *unstructured
 	secret := isSecret(built) || isSecret(live) || isSecret(after)
 	if n != nil || secret {
 		lm, am := objectMap(l), objectMap(a)
-		if n != nil {
+		if n != nil && n.all {
+			// The object's shape came from a Secret: show its identity.
+			l, a = wholly(l, a)
+			lm, am = objectMap(l), objectMap(a)
+		} else if n != nil {
 			values := map[string]bool{}
 			collect(builtMap(built), n, values)
 			maskPair(lm, am, lm != nil, am != nil, n)
@@ -313,6 +317,31 @@ func (h *hider) pair(live, after *unstructured.Unstructured, built *unstructured
 	}
 	text, err := render(a)
 	return before, text, err
+}
+
+// wholly replaces what live and after hold but their identity by one
+// masked value.
+func wholly(live, after *unstructured.Unstructured) (*unstructured.Unstructured, *unstructured.Unstructured) {
+	var lv, av any
+	if live != nil {
+		lv = live.Object
+	}
+	if after != nil {
+		av = after.Object
+	}
+	lm, am := markers(lv, av, live != nil, after != nil)
+	only := func(o *unstructured.Unstructured, m any) *unstructured.Unstructured {
+		if o == nil {
+			return nil
+		}
+		c := &unstructured.Unstructured{Object: map[string]any{"content": m}}
+		c.SetAPIVersion(o.GetAPIVersion())
+		c.SetKind(o.GetKind())
+		c.SetNamespace(o.GetNamespace())
+		c.SetName(o.GetName())
+		return c
+	}
+	return only(live, lm), only(after, am)
 }
 
 func objectMap(o *unstructured.Unstructured) map[string]any {

@@ -94,13 +94,18 @@ func TestSecretLeaves(t *testing.T) {
 		live:     head + "data:\n  oldSECRETvalue: v\n  lit: ok\n  other: x\n",
 		want:     []string{"(secret key 1): (secret value)", "(secret key 2): (secret value)", "(secret key 3): (secret value)", " lit: ok"},
 	}, {
+		name:     "an object that reads only with the Secret's value",
+		template: head + "data:\n  a: '${Q}\n  b: ok\n",
+		live:     head + "data:\n  a: oldSECRETvalue\n  b: ok\n",
+		want:     []string{"-content: (secret value, old)", "+content: (secret value, new)", " kind: ConfigMap", " name: c"},
+	}, {
 		name:     "kubectl's last-applied copy",
 		template: meta + "data:\n  a: ${S}\n",
 		live:     meta + "  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: '{\"data\":{\"a\":\"oldSECRETvalue-and-more\"}}'\ndata:\n  a: oldSECRETvalue\n",
 		want:     []string{"last-applied-configuration: (secret value)"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			built, h := marked(t, tc.template, map[string]string{"S": cur, "P": "8080", "L": "x, " + cur}, nil)
+			built, h := marked(t, tc.template, map[string]string{"S": cur, "P": "8080", "L": "x, " + cur, "Q": cur + "'"}, nil)
 			live := object(t, tc.live)
 			kept := built.DeepCopy()
 			before, after, err := h.pair(live, built, built)
