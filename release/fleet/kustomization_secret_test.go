@@ -28,13 +28,6 @@ const (
 	newSecretCanary = fixture.SecretCanaryNew
 )
 
-func assertNoSecretCanary(t *testing.T, what, text string) {
-	t.Helper()
-	if leaks := fixture.SecretCanaryLeaks(text); len(leaks) > 0 {
-		t.Errorf("%s holds %q, pieces of a Secret value:\n%s", what, leaks, text)
-	}
-}
-
 // secretRepo uses ${TOKEN} plain, sliced, folded, escaped, quoted, in a
 // key and in a Secret object.
 var secretRepo = fstest.MapFS{
@@ -159,7 +152,7 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 		for _, e := range plan.Errors {
 			out += e.Error()
 		}
-		assertNoSecretCanary(t, what, out)
+		fixture.AssertNoSecretCanary(t, what, out)
 		return plan
 	}
 	applyOutputs := func(what string, plan *fleet.Plan) error {
@@ -179,7 +172,7 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 		require.True(t, ok)
 		j, jerr := json.Marshal(st)
 		require.NoError(t, jerr)
-		assertNoSecretCanary(t, what, out+string(j))
+		fixture.AssertNoSecretCanary(t, what, out+string(j))
 		return err
 	}
 
@@ -226,7 +219,7 @@ func TestFleetKustomizationMasksPassedOnSecretVariables(t *testing.T) {
 	assert.Contains(t, child.Diff, "plain: (secret value)")
 	j, err := json.Marshal(plan)
 	require.NoError(t, err)
-	assertNoSecretCanary(t, "the plan", plan.Table()+plan.Diff()+string(j))
+	fixture.AssertNoSecretCanary(t, "the plan", plan.Table()+plan.Diff()+string(j))
 	_, err = f.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	cm, err := member.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "canary"})

@@ -24,14 +24,6 @@ const (
 	newCanary = fixture.SecretCanaryNew
 )
 
-// assertNoCanary fails when text holds any piece of either canary.
-func assertNoCanary(t *testing.T, what, text string) {
-	t.Helper()
-	if leaks := fixture.SecretCanaryLeaks(text); len(leaks) > 0 {
-		t.Errorf("%s holds %q, pieces of a Secret value:\n%s", what, leaks, text)
-	}
-}
-
 // canaryTree uses ${TOKEN} plain, sliced, in a long string that YAML
 // folds, in an escaped (double-quoted) string, quoted, with a default,
 // in a map key, in an environment variable, and in a Secret object.
@@ -118,7 +110,7 @@ func TestPlanMasksSecretVariables(t *testing.T) {
 	p, err := r.Plan(t.Context(), c, k)
 	require.NoError(t, err)
 	out := planOutputs(t, p)
-	assertNoCanary(t, "the first plan", out)
+	fixture.AssertNoSecretCanary(t, "the first plan", out)
 	assert.Contains(t, out, "(secret value)")
 	assert.Contains(t, out, "literal: unchanged", "literal values are shown")
 	assert.Contains(t, out, "(secret key 1): (secret value)", "a key from a Secret is masked, with its value")
@@ -132,14 +124,14 @@ func TestPlanMasksSecretVariables(t *testing.T) {
 
 	p, err = r.Plan(t.Context(), c, k)
 	require.NoError(t, err)
-	assertNoCanary(t, "the plan after apply", planOutputs(t, p))
+	fixture.AssertNoSecretCanary(t, "the plan after apply", planOutputs(t, p))
 	assert.False(t, p.Changed(), "%+v", p.Objects)
 
 	vars["Secret/creds"]["TOKEN"] = newCanary // rotated
 	p, err = r.Plan(t.Context(), c, k)
 	require.NoError(t, err)
 	out = planOutputs(t, p)
-	assertNoCanary(t, "the plan after the rotation", out)
+	fixture.AssertNoSecretCanary(t, "the plan after the rotation", out)
 	assert.True(t, p.Changed())
 	for _, o := range p.Objects {
 		assert.Equal(t, kustomize.PlanUpdate, o.Action, o.Object.String())
@@ -226,7 +218,7 @@ spec:
 			_, err := r.Reconcile(t.Context(), c, k)
 			for _, e := range []error{perr, err} {
 				require.Error(t, e)
-				assertNoCanary(t, "the error", e.Error())
+				fixture.AssertNoSecretCanary(t, "the error", e.Error())
 				assert.Equal(t, tc.withheld, errors.Is(e, release.ErrWithheld), "%v", e)
 				if tc.withheld {
 					assert.Contains(t, e.Error(), "Kustomization apps/app")
@@ -235,7 +227,7 @@ spec:
 			}
 			ready := k.Status.GetCondition(release.ConditionReady)
 			require.NotNil(t, ready)
-			assertNoCanary(t, "the Ready condition", ready.Message)
+			fixture.AssertNoSecretCanary(t, "the Ready condition", ready.Message)
 			if !tc.withheld {
 				assert.Contains(t, err.Error(), "Invalid value", "an error without Secret values keeps its text")
 			}
@@ -309,8 +301,8 @@ func TestHealthMessagesWithheld(t *testing.T) {
 	})
 	_, err := r.Reconcile(t.Context(), c, k)
 	require.Error(t, err)
-	assertNoCanary(t, "the health error", err.Error())
-	assertNoCanary(t, "the Ready condition", k.Status.GetCondition(release.ConditionReady).Message)
+	fixture.AssertNoSecretCanary(t, "the health error", err.Error())
+	fixture.AssertNoSecretCanary(t, "the Ready condition", k.Status.GetCondition(release.ConditionReady).Message)
 	assert.Contains(t, err.Error(), "ConfigMap apps/canary")
 	assert.Contains(t, err.Error(), "status message withheld")
 	assert.Contains(t, err.Error(), `rejected {"k":"v"}`, "the message of an object without Secret values is kept")
