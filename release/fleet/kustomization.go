@@ -59,7 +59,9 @@ type KustomizationPlan struct {
 	// (Produced).
 	Objects []kustomize.ObjectPlan
 	// Diff is the objects' diffs, from what the member holds to what
-	// would be applied, with Secret data masked.
+	// would be applied, with Secret data and the values substituted from
+	// Secrets masked on both sides (see release/kustomize, "Secret
+	// values").
 	Diff string
 	// Prune are the objects of its inventory an apply would delete (they
 	// left the build and spec.prune is set); Orphan those it would

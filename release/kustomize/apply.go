@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 	res.Excluded = excluded
 
 	r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Applying revision "+built.Revision)
-	applied, err := r.applyStaged(ctx, cluster, k, objs)
+	applied, err := r.applyStaged(ctx, cluster, k, objs, built.marks)
 	res.Applied = applied
 	if err != nil {
 		r.fail(k, release.ReasonReconciliationFailed, err)
@@ -156,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		return res, err
 	} else if len(refs) > 0 {
 		r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Running health checks with a timeout of "+k.GetTimeout().String())
-		if err := r.wait(ctx, cluster, "health check", refs, k.GetTimeout()); err != nil {
+		if err := r.wait(ctx, cluster, "health check", refs, k.GetTimeout(), sensitiveRefs(objs, built.marks)); err != nil {
 			r.set(k, release.ConditionHealthy, metav1.ConditionFalse, release.ReasonHealthCheckFailed, err.Error())
 			r.fail(k, release.ReasonHealthCheckFailed, err)
 			return res, err
@@ -284,7 +284,7 @@ func stage(o *unstructured.Unstructured) int {
 
 // applyStaged applies objs stage by stage, waiting for the first two
 // stages to be Current before the next.
-func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, objs []*unstructured.Unstructured) ([]ObjectAction, error) {
+func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, objs []*unstructured.Unstructured, marks *secretMarks) ([]ObjectAction, error) {
 	var done []ObjectAction
 	for st := range 3 {
 		var refs []release.ObjectRef
@@ -292,7 +292,7 @@ func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClie
 			if stage(o) != st {
 				continue
 			}
-			action, err := r.applyOne(ctx, cluster, k, o)
+			action, err := r.applyOne(ctx, cluster, k, o, marks.sensitive(o))
 			if err != nil {
 				return done, err
 			}
@@ -303,7 +303,7 @@ func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClie
 		}
 		if st < 2 && len(refs) > 0 {
 			what := []string{"cluster definitions (CRDs, Namespaces, ClusterRoles)", "class definitions"}[st]
-			if err := r.wait(ctx, cluster, what, refs, k.GetTimeout()); err != nil {
+			if err := r.wait(ctx, cluster, what, refs, k.GetTimeout(), sensitiveRefs(objs, marks)); err != nil {
 				return done, err
 			}
 		}
@@ -311,7 +311,10 @@ func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClie
 	return done, nil
 }
 
-// ApplyError is an object the cluster refused.
+// ApplyError is an object the cluster refused. An object that holds
+// values substituted from Secrets, or is a Secret, is refused with a
+// *release.WithheldError instead: the cluster's message may quote the
+// object's values.
 type ApplyError struct {
 	// Kustomization is namespace/name.
 	Kustomization string
@@ -327,10 +330,14 @@ func (e *ApplyError) Error() string {
 
 func (e *ApplyError) Unwrap() error { return e.Err }
 
-// applyOne applies one object and says what happened to it.
-func (r *Reconciler) applyOne(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, o *unstructured.Unstructured) (string, error) {
+// applyOne applies one object and says what happened to it. The
+// cluster's error about a sensitive object is withheld.
+func (r *Reconciler) applyOne(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, o *unstructured.Unstructured, sensitive bool) (string, error) {
 	ref := release.RefOf(o)
 	fail := func(err error) (string, error) {
+		if sensitive {
+			return "", withheld(k, err, "apply", objectName(ref))
+		}
 		return "", &ApplyError{Kustomization: k.Namespace + "/" + k.Name, Object: ref, Err: err}
 	}
 	live, skip, err := liveFor(ctx, cluster, o)
@@ -357,9 +364,8 @@ func (r *Reconciler) applyOne(ctx context.Context, cluster release.ObjectClient,
 	}
 	// Compared without the server's bookkeeping: a backend may bump the
 	// resourceVersion of a no-op apply (managedFields timestamps).
-	plain := newHider(nil)
-	before, err1 := plain.render(live)
-	after, err2 := plain.render(out)
+	before, err1 := render(bare(live))
+	after, err2 := render(bare(out))
 	if err1 != nil || err2 != nil || before != after {
 		return ActionConfigured, nil
 	}
@@ -598,8 +604,9 @@ func (e *HealthError) Error() string {
 func (e *HealthError) Unwrap() error { return e.Err }
 
 // wait polls refs until all are Current by kstatus, one Failed, or
-// timeout.
-func (r *Reconciler) wait(ctx context.Context, cluster release.ObjectReader, what string, refs []release.ObjectRef, timeout time.Duration) error {
+// timeout. The status messages of the sensitive objects are withheld
+// from the error: a controller may echo the object's values in them.
+func (r *Reconciler) wait(ctx context.Context, cluster release.ObjectReader, what string, refs []release.ObjectRef, timeout time.Duration, sensitive map[release.ObjectRef]bool) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(r.cfg.PollInterval)
@@ -610,14 +617,14 @@ func (r *Reconciler) wait(ctx context.Context, cluster release.ObjectReader, wha
 			return err
 		}
 		if len(failed) > 0 {
-			return &HealthError{What: what, Timeout: timeout, Objects: append(failed, pending...)}
+			return &HealthError{What: what, Timeout: timeout, Objects: withheldMessages(append(failed, pending...), sensitive)}
 		}
 		if len(pending) == 0 {
 			return nil
 		}
 		select {
 		case <-wctx.Done():
-			e := &HealthError{What: what, Timeout: timeout, Objects: pending}
+			e := &HealthError{What: what, Timeout: timeout, Objects: withheldMessages(pending, sensitive)}
 			if ctx.Err() != nil {
 				e.Err = ctx.Err()
 			}

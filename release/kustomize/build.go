@@ -3,13 +3,13 @@ package kustomize
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -138,7 +138,7 @@ type Result struct {
 	// Revision is the source's revision, set by Reconciler.Build.
 	Revision string
 
-	secrets []string // values substituted from Secrets, masked in plans
+	marks *secretMarks // what came from Secret variables, masked in plans
 }
 
 // Origin names one object of the output and the file it came from.
@@ -170,8 +170,9 @@ type Origin struct {
 // state (ErrUnsupported: helmCharts, non-builtin plugins, KRM functions,
 // openapi). kustomize then runs over a read-only view of exactly the
 // files Build read, with plugins and Helm disabled, so it can
-// reach nothing else. An error of kustomize's own is a *BuildError, with the
-// data of Secret generators masked out; an object that does not decode or
+// reach nothing else. An error of kustomize's own is a *BuildError, or a
+// *release.WithheldError when the tree holds Secret data (a
+// secretGenerator's, or a file with a Secret object); an object that does not decode or
 // validate is a *DecodeError naming its file (kustomize builds once more,
 // tracking origins, to find it), the object and the field, returned
 // beside the Result.
@@ -190,6 +191,10 @@ func Build(ctx context.Context, fsys fs.FS, dir string, opts Options) (*Result, 
 type hooks struct {
 	prepare func(w *walker, dir string) error
 	post    func(m resmap.ResMap, files []string) error
+	// marks are the objects post substituted Secret values into; an
+	// error decoding one of them is replaced by withhold's.
+	marks    *secretMarks
+	withhold func(err error, step, origin string) error
 }
 
 func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (*Result, error) {
@@ -213,7 +218,7 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 	}
 	m, files, err := run(w, dir, opts, opts.Origins)
 	if err != nil {
-		return nil, err
+		return nil, h.withheldBuild(w, dir, err)
 	}
 	if h.post != nil {
 		if err := h.post(m, files); err != nil {
@@ -235,8 +240,9 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 	}
 	res := &Result{Files: slices.Sorted(maps.Keys(w.files)), Warnings: w.warnings}
 	decoded, err := split(m, shown, opts.Manifests, res)
+	h.marks.annotate(res.Objects)
 	if _, ok := errors.AsType[*outputError](err); ok {
-		return nil, &BuildError{Dir: dir, Message: mask(err.Error(), w.secrets)}
+		return nil, h.withheldBuild(w, dir, &BuildError{Dir: dir, Message: err.Error()})
 	}
 	if err == nil {
 		return res, nil
@@ -248,7 +254,37 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 			files = again
 		}
 	}
-	return res, decodeError(err, decoded, res.Origins, files)
+	return res, h.withheldDecode(decodeError(err, decoded, res.Origins, files))
+}
+
+// withheldDecode replaces a decode error about an object post put a
+// Secret's value in (its field values and messages may quote it) by
+// withhold's error, naming the objects.
+func (h hooks) withheldDecode(err error) error {
+	if h.marks == nil || len(h.marks.objects) == 0 || h.withhold == nil {
+		return err
+	}
+	de, ok := errors.AsType[*DecodeError](err)
+	if !ok {
+		return h.withhold(err, "decode", "") // not one of Load's: it may quote anything
+	}
+	var origins []string
+	for _, p := range de.Problems {
+		if !h.marks.named(p.Kind, p.Namespace, p.Name) {
+			continue
+		}
+		o := strings.TrimSpace(p.Kind + " " + strings.TrimPrefix(p.Namespace+"/"+p.Name, "/"))
+		if p.Origin != "" {
+			o = p.Origin + ", " + o
+		}
+		if !slices.Contains(origins, o) {
+			origins = append(origins, o)
+		}
+	}
+	if len(origins) == 0 {
+		return err
+	}
+	return h.withhold(err, "decode", strings.Join(origins, "; "))
 }
 
 // run runs krusty over the files the walk read (a vetted file system). With origins, it asks kustomize for origin
@@ -257,7 +293,7 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 func run(w *walker, dir string, opts Options, origins bool) (m resmap.ResMap, _ []string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			m, err = nil, &BuildError{Dir: dir, Message: mask(fmt.Sprintf("kustomize panicked: %v", p), w.secrets)}
+			m, err = nil, &BuildError{Dir: dir, Message: fmt.Sprintf("kustomize panicked: %v", p)}
 		}
 	}()
 	files := w.files
@@ -280,7 +316,7 @@ func run(w *walker, dir string, opts Options, origins bool) (m resmap.ResMap, _ 
 	})
 	m, err = k.Run(newVetted(files), "/"+dir)
 	if err != nil {
-		return nil, nil, &BuildError{Dir: dir, Message: mask(err.Error(), w.secrets)}
+		return nil, nil, &BuildError{Dir: dir, Message: err.Error()}
 	}
 	if !origins {
 		return m, nil, nil
@@ -291,7 +327,7 @@ func run(w *walker, dir string, opts Options, origins bool) (m resmap.ResMap, _ 
 	}
 	if !keepOrigins {
 		if err := m.RemoveOriginAnnotations(); err != nil {
-			return nil, nil, &BuildError{Dir: dir, Message: mask(err.Error(), w.secrets)}
+			return nil, nil, &BuildError{Dir: dir, Message: err.Error()}
 		}
 	}
 	return m, origin, nil
@@ -336,22 +372,35 @@ func originOf(r *resource.Resource, dir string) string {
 	return path.Join(dir, p)
 }
 
-// mask replaces every secret value in msg with "***". Values shorter than
-// four bytes would mask half the message, so a message that contains one
-// is withheld whole.
-func mask(msg string, secrets []string) string {
-	long := slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return len(s) < 4 })
-	slices.SortFunc(long, func(a, b string) int { return len(b) - len(a) }) // longest first
-	for _, s := range long {
-		msg = strings.ReplaceAll(msg, s, "***")
-		msg = strings.ReplaceAll(msg, base64.StdEncoding.EncodeToString([]byte(s)), "***")
+// withheldBuild replaces kustomize's own error (a *BuildError) by a
+// *release.WithheldError when the tree holds Secret data kustomize may
+// quote in it (it quotes the nodes it fails on): the data a
+// secretGenerator reads, or a file that holds a Secret object.
+func (h hooks) withheldBuild(w *walker, dir string, err error) error {
+	if _, ok := errors.AsType[*BuildError](err); !ok || !secretData(w) {
+		return err
 	}
-	for _, s := range secrets {
-		if s != "" && len(s) < 4 && strings.Contains(msg, s) {
-			return "kustomize failed; its message is withheld because it may contain the data of a secretGenerator"
+	if h.withhold != nil {
+		return h.withhold(err, "kustomize build", dir)
+	}
+	return release.Withhold(err, "kustomization "+dir, "kustomize build", "")
+}
+
+// secretKind matches a document's top-level "kind: Secret".
+var secretKind = regexp.MustCompile(`(?m)^kind:[ \t]*["']?Secret["']?[ \t]*(#.*)?\r?$`)
+
+// secretData reports whether the walk read Secret data: a
+// secretGenerator's, or a file with a Secret object.
+func secretData(w *walker) bool {
+	if len(w.secrets) > 0 {
+		return true
+	}
+	for _, data := range w.files {
+		if secretKind.Match(data) {
+			return true
 		}
 	}
-	return msg
+	return false
 }
 
 // split decodes the objects helmfleet knows and keeps the rest as they

@@ -47,9 +47,11 @@
 // # Errors
 //
 // kustomize's own errors (a strategic-merge patch of an object that does
-// not exist, conflicting generators) are a *BuildError, with every value a
-// secretGenerator reads (literals, files, env files, and their base64)
-// masked. An object that release.Load rejects is a Problem of a
+// not exist, conflicting generators) are a *BuildError. kustomize quotes
+// the nodes it fails on, so when the tree holds Secret data (values a
+// secretGenerator reads, or a file with a Secret object) its error is
+// replaced by a *release.WithheldError naming the directory, and its
+// text is not shown. An object that release.Load rejects is a Problem of a
 // *DecodeError that names the file the object came from, the object and
 // the field path. The file comes from kustomize's origin annotations:
 // Build asks for them (and removes them again unless the kustomization
@@ -100,7 +102,8 @@
 //     and objects keep the order of its entries.
 //   - Plan compares each object with the cluster by a server-side
 //     dry-run apply and lists what prune would delete, writing nothing;
-//     Secret data and values that came from Secrets are masked.
+//     Secret data and values that came from Secrets are masked (see
+//     "Secret values" below).
 //   - Reconcile applies server-side in Flux's stages (CRDs, Namespaces
 //     and ClusterRoles, waited for; then *Class kinds; then the rest),
 //     labels every object with its Kustomization, keeps the inventory
@@ -108,6 +111,70 @@
 //     (spec.prune), waits with kstatus (spec.wait, spec.healthChecks)
 //     and sets Flux's conditions Ready, Reconciling, Stalled, Healthy.
 //   - Delete deletes the inventory per spec.deletionPolicy.
+//
+// # Secret values
+//
+// Values of spec.postBuild.substituteFrom Secrets never show in what a
+// Reconciler returns: plans, errors, conditions. They are masked in the
+// object tree, before anything is written out as text, so no YAML
+// quoting, escaping or line folding and no slice of a value
+// (${VAR:9:10}) escapes it. What is applied keeps the real values.
+//
+// Which parts of an object came from a Secret is found by substituting
+// the object twice more, each time with a distinct placeholder for every
+// variable read from a Secret (two sets that differ in length, case and
+// first letter): every scalar, map key, list element or whole subtree
+// that differs between the real result and either placeholder result,
+// by value, type or shape, came from a Secret. A plan's diff then shows,
+// on both sides:
+//
+//   - (secret value) where such a value is the same live and as it
+//     would be applied, or exists on one side only;
+//   - (secret value, old) and (secret value, new) where it differs, as
+//     after the Secret was rotated: the live side is masked at the same
+//     places as the built side (a list element that has a name field is
+//     found by its name), so the old value does not show either;
+//   - (secret key N) for a map key that came from a Secret, with its
+//     value masked; on the live side every key of that map that the
+//     build does not write from literal text is masked the same way, the
+//     same N for the same key on both sides;
+//   - every value of a Secret object's data and stringData masked as
+//     above, and kubectl's last-applied-configuration annotation of a
+//     masked object;
+//   - any other scalar, on either side, whose text equals a Secret
+//     variable's value or a masked value (a value the manifest has moved
+//     since the last apply).
+//
+// A Kustomization the build produces whose spec.postBuild.substitute
+// got a Secret's value (a parent passing a cluster's variables on to its
+// children) carries SecretSubstitutesAnnotation naming those variables,
+// and its own plans mask them as a Secret's. A HelmRelease the build
+// produces carries substituted values in its spec as they are: what
+// shows them is the HelmRelease's plan.
+//
+// No hash of a value is shown: a short secret's hash is found by trying
+// every value. A live value that came from a Secret at a place the build
+// no longer substitutes, and that equals none of the current values (the
+// manifest moved it and the Secret was rotated since), is shown.
+// Object identities (kind, namespace, name) are shown as they are, even
+// when substituted from a Secret: they name the object in the plan, the
+// inventory and errors.
+//
+// Errors whose text may quote a Secret's value are replaced by a
+// *release.WithheldError that names the Kustomization, the step and the
+// file or object, and nothing of the text: a substituted object that no
+// longer reads as YAML or as an object (a *SubstituteError problem);
+// release.Load's error about a decoded object (a HelmRelease, a
+// Kustomization, a source, a policy) that holds substituted Secret
+// values; the cluster refusing, in a dry run or an apply, an object that
+// holds them or is a Secret; and, for those objects, the status message
+// of a failed health check is replaced by a note. Errors that cannot
+// contain a substituted value keep their text: an unset variable (it
+// names the variable), an expression that does not parse (substitution
+// is one pass over the source text), a missing source or path, the
+// errors of the tree walk and of kustomize itself (kustomize runs before
+// substitution; its errors are withheld when the tree holds Secret data,
+// see Errors).
 //
 // ReconcilerConfig.Exclude (FleetUnit) keeps HelmReleases, Flux
 // Kustomizations and sources and Karmada policies out of what is

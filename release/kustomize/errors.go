@@ -128,12 +128,14 @@ func (e *CycleError) Error() string {
 func (e *CycleError) Is(target error) bool { return target == ErrCycle }
 
 // BuildError is an error of kustomize itself while it built the tree (a
-// patch whose target is missing, a conflict between generated names),
-// with any Secret generator's data masked out of the message.
+// patch whose target is missing, a conflict between generated names).
+// When the tree holds Secret data (a secretGenerator's, or a file with a
+// Secret object), which kustomize may quote, Build returns a
+// *release.WithheldError in its place.
 type BuildError struct {
 	// Dir is the directory Build was given.
 	Dir string
-	// Message is kustomize's message, masked.
+	// Message is kustomize's message.
 	Message string
 }
 

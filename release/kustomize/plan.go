@@ -2,15 +2,11 @@ package kustomize
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/release"
 )
@@ -34,8 +30,8 @@ type ObjectPlan struct {
 	// stored (a server-side dry-run apply), without the server's
 	// bookkeeping (managedFields, resourceVersion, generation, uid,
 	// creationTimestamp) and status; Secret data and values substituted
-	// from Secrets are masked as "(secret sha256:<12 hex>)". Empty when
-	// unchanged.
+	// from Secrets are masked (see the package documentation, "Secret
+	// values"). Empty when unchanged.
 	Diff string
 }
 
@@ -92,7 +88,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.ObjectClient, k *
 	objs, excluded := r.prepare(k, built.Manifests)
 	p.Excluded = excluded
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return stage(a) - stage(b) })
-	hide := newHider(built.secrets)
+	hide := newHider(built.marks)
 	for _, o := range objs {
 		op, err := r.planOne(ctx, cluster, k, o, hide)
 		if err != nil {
@@ -135,15 +131,14 @@ func (r *Reconciler) planOne(ctx context.Context, cluster release.ObjectClient, 
 	after, err := cluster.Apply(ctx, o, release.ApplyOptions{FieldManager: r.cfg.FieldManager, Force: true, DryRun: true})
 	if err != nil {
 		if live != nil {
+			if hide.marks.sensitive(o) {
+				return op, withheld(k, err, "dry-run apply", objectName(ref))
+			}
 			return op, &ApplyError{Kustomization: k.Namespace + "/" + k.Name, Object: ref, Err: fmt.Errorf("dry-run: %w", err)}
 		}
 		after = o // e.g. the CRD of its kind is created in the same reconcile
 	}
-	before, err := hide.render(live)
-	if err != nil {
-		return op, err
-	}
-	text, err := hide.render(after)
+	before, text, err := hide.pair(live, after, o)
 	if err != nil {
 		return op, err
 	}
@@ -164,51 +159,4 @@ func (r *Reconciler) planOne(ctx context.Context, cluster release.ObjectClient, 
 		A: difflib.SplitLines(before), B: difflib.SplitLines(text), FromFile: from, ToFile: ref.String(), Context: 3,
 	})
 	return op, err
-}
-
-// hider masks Secret data and values substituted from Secrets.
-type hider struct {
-	replacer *strings.Replacer
-}
-
-func newHider(secrets []string) *hider {
-	long := slices.Clone(secrets)
-	slices.SortFunc(long, func(a, b string) int { return len(b) - len(a) })
-	var pairs []string
-	for _, s := range long {
-		pairs = append(pairs, s, masked(s))
-	}
-	return &hider{replacer: strings.NewReplacer(pairs...)}
-}
-
-func masked(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return "(secret sha256:" + hex.EncodeToString(sum[:])[:12] + ")"
-}
-
-// render is the YAML of o as a plan shows it: no server bookkeeping, no
-// status, Secret data masked.
-func (h *hider) render(o *unstructured.Unstructured) (string, error) {
-	if o == nil {
-		return "", nil
-	}
-	c := o.DeepCopy()
-	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp"} {
-		unstructured.RemoveNestedField(c.Object, "metadata", f)
-	}
-	delete(c.Object, "status")
-	if c.GetKind() == "Secret" && c.GroupVersionKind().Group == "" {
-		for _, field := range []string{"data", "stringData"} {
-			if m, ok := c.Object[field].(map[string]any); ok {
-				for key, v := range m {
-					m[key] = masked(fmt.Sprint(v))
-				}
-			}
-		}
-	}
-	data, err := yaml.Marshal(c.Object)
-	if err != nil {
-		return "", err
-	}
-	return h.replacer.Replace(string(data)), nil
 }

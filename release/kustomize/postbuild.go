@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,6 +27,8 @@ type Variables struct {
 	Values map[string]string
 	// Secret lists the values read from Secrets.
 	Secret []string
+
+	secretVars map[string]bool // the variables whose value is a Secret's
 }
 
 // VariablesError says why a Kustomization's variables could not be
@@ -59,9 +62,11 @@ func (e *VariablesError) Unwrap() error { return e.Err }
 // all; newlines are removed from every value. An optional object that is
 // absent counts as empty; any other read error, or a name that is not a
 // variable name (release.VariableNameRe), is a *VariablesError. A nil
-// reader is an error only when substituteFrom names something.
+// reader is an error only when substituteFrom names something. The
+// variables of spec.postBuild.substitute that SecretSubstitutesAnnotation
+// lists count as a Secret's, as those of substituteFrom Secrets do.
 func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomization) (*Variables, error) {
-	vars := &Variables{Values: map[string]string{}}
+	vars := &Variables{Values: map[string]string{}, secretVars: map[string]bool{}}
 	pb := k.Spec.PostBuild
 	if pb == nil {
 		return vars, nil
@@ -85,8 +90,12 @@ func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomi
 			}
 			v := strings.ReplaceAll(string(data[key]), "\n", "")
 			vars.Values[key] = v
-			if ref.Kind == string(values.KindSecret) && v != "" {
-				vars.Secret = append(vars.Secret, v)
+			delete(vars.secretVars, key)
+			if ref.Kind == string(values.KindSecret) {
+				vars.secretVars[key] = true
+				if v != "" {
+					vars.Secret = append(vars.Secret, v)
+				}
 			}
 		}
 	}
@@ -95,6 +104,15 @@ func LoadVariables(ctx context.Context, reader values.Reader, k *release.Kustomi
 			return nil, &VariablesError{Kustomization: name, Source: "spec.postBuild.substitute", Variable: key, Err: fmt.Errorf("invalid variable name: must match %s", release.VariableNameRe)}
 		}
 		vars.Values[key] = strings.ReplaceAll(pb.Substitute[key], "\n", "")
+		delete(vars.secretVars, key)
+	}
+	for name := range strings.SplitSeq(k.Annotations[SecretSubstitutesAnnotation], ",") {
+		if v, ok := pb.Substitute[name]; ok {
+			vars.secretVars[name] = true
+			if v = strings.ReplaceAll(v, "\n", ""); v != "" {
+				vars.Secret = append(vars.Secret, v)
+			}
+		}
 	}
 	return vars, nil
 }
@@ -120,6 +138,9 @@ func (p SubstituteProblem) Object() string {
 }
 
 func (p SubstituteProblem) String() string {
+	if _, ok := errors.AsType[*release.WithheldError](p.Err); ok {
+		return p.Err.Error() // it names the file and the object
+	}
 	where := p.Object()
 	if p.File != "" {
 		where = p.File + ": " + where
@@ -150,6 +171,15 @@ func (e *SubstituteError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the problems' errors, for errors.Is and errors.As.
+func (e *SubstituteError) Unwrap() []error {
+	out := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p.Err
+	}
+	return out
+}
+
 // substituteAll is the post hook of a Kustomization's build: it
 // substitutes vars in every object but those labelled or annotated
 // SubstituteKey: disabled, as Flux does (the object's YAML text, then
@@ -157,12 +187,20 @@ func (e *SubstituteError) Error() string {
 // (postBuild.substituteStrategy Always). strict makes an unset variable
 // without a default an error, as Flux's StrictPostBuildSubstitutions
 // (the default since kustomize-controller v1.9); otherwise it is empty.
-func substituteAll(k *release.Kustomization, vars *Variables, always, strict bool) func(resmap.ResMap, []string) error {
+//
+// An object that uses a Secret's variable is substituted twice more,
+// with placeholders for those variables, and whatever differs is marked
+// in marks (secretLeaves); an error about such an object once the
+// values are in (the text no longer reads as YAML or as an object) is
+// withheld.
+func substituteAll(k *release.Kustomization, vars *Variables, always, strict bool, marks *secretMarks) func(resmap.ResMap, []string) error {
 	return func(m resmap.ResMap, files []string) error {
 		if len(vars.Values) == 0 && !always {
 			return nil
 		}
+		used := false
 		lookup := func(name string) (string, bool) {
+			used = used || vars.secretVars[name]
 			v, ok := vars.Values[name]
 			return v, ok || !strict
 		}
@@ -171,35 +209,61 @@ func substituteAll(k *release.Kustomization, vars *Variables, always, strict boo
 			if r.GetLabels()[SubstituteKey] == "disabled" || r.GetAnnotations()[SubstituteKey] == "disabled" {
 				continue
 			}
+			p := SubstituteProblem{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName()}
+			if files != nil {
+				p.File = files[i]
+			}
 			fail := func(err error) {
-				p := SubstituteProblem{Kind: r.GetKind(), Namespace: r.GetNamespace(), Name: r.GetName(), Err: err}
-				if files != nil {
-					p.File = files[i]
-				}
+				p.Err = err
 				if ue, ok := errors.AsType[*UnsetError](err); ok {
 					p.Variable = ue.Variable
-				} else if len(vars.Secret) > 0 {
-					p.Err = errors.New(mask(err.Error(), vars.Secret)) // no Secret value in errors
 				}
 				serr.Problems = append(serr.Problems, p)
+			}
+			// withhold replaces an error about the substituted text
+			// when that text holds a Secret's value.
+			withhold := func(err error) error {
+				if !used {
+					return err
+				}
+				origin := p.Object()
+				if p.File != "" {
+					origin = p.File + ", " + origin
+				}
+				return withheld(k, err, "substitute", origin)
 			}
 			y, err := r.AsYAML()
 			if err != nil {
 				fail(err)
 				continue
 			}
+			used = false
 			out, err := substitute(string(y), lookup)
 			if err != nil {
-				fail(err)
+				fail(err) // an unset variable or a syntax error: no value in it
 				continue
 			}
 			j, err := yaml.YAMLToJSON([]byte(out))
 			if err != nil {
-				fail(fmt.Errorf("the substituted object is no YAML: %w", err))
+				fail(withhold(fmt.Errorf("the substituted object is no YAML: %w", err)))
 				continue
 			}
 			if err := r.UnmarshalJSON(j); err != nil {
-				fail(fmt.Errorf("the substituted object is no object: %w", err))
+				fail(withhold(fmt.Errorf("the substituted object is no object: %w", err)))
+				continue
+			}
+			if used && marks != nil {
+				var real any
+				if err := json.Unmarshal(j, &real); err != nil {
+					fail(withhold(fmt.Errorf("the substituted object is no object: %w", err)))
+					continue
+				}
+				a, b := placeholders(vars.secretVars, lookup)
+				n := secretLeaves(real, treeOf(string(y), a), treeOf(string(y), b))
+				if n != nil {
+					key := objectKey(r.GetGvk().Group, r.GetKind(), r.GetNamespace(), r.GetName())
+					marks.objects[key] = marks.objects[key].merge(n)
+				}
 			}
 		}
 		if len(serr.Problems) > 0 {

@@ -401,7 +401,7 @@ func TestPlan(t *testing.T) {
 	}
 	assert.Equal(t, []string{"Namespace create", "CustomResourceDefinition create", "Widget create", "ConfigMap create", "Secret create"}, kinds)
 	assert.Contains(t, p.Objects[3].Diff, "+  k: v")
-	assert.Contains(t, p.Objects[4].Diff, "(secret sha256:")
+	assert.Contains(t, p.Objects[4].Diff, "password: (secret value)")
 
 	_, err = r.Reconcile(t.Context(), c, k)
 	require.NoError(t, err)

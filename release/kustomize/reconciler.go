@@ -234,15 +234,19 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 		}
 		return nil, "", &SourceError{Kustomization: name, Source: SourceKey(ref), Err: err}
 	}
-	h := hooks{prepare: generate(k)}
-	var secrets []string
+	h := hooks{prepare: generate(k), withhold: func(err error, step, origin string) error { return withheld(k, err, step, origin) }}
+	var marks *secretMarks
 	if k.Spec.PostBuild != nil {
 		vars, err := LoadVariables(ctx, reader, k)
 		if err != nil {
 			return nil, rev, err
 		}
-		secrets = vars.Secret
-		h.post = substituteAll(k, vars, k.GetSubstituteStrategy() == release.SubstituteStrategyAlways, !r.cfg.LenientSubstitution)
+		marks = &secretMarks{objects: map[string]*leaves{}, values: map[string]bool{}}
+		for _, v := range vars.Secret {
+			marks.values[v] = true
+		}
+		h.post = substituteAll(k, vars, k.GetSubstituteStrategy() == release.SubstituteStrategyAlways, !r.cfg.LenientSubstitution, marks)
+		h.marks = marks
 	}
 	dir := strings.TrimPrefix(path.Clean("/"+k.Spec.Path), "/")
 	if dir == "" {
@@ -259,7 +263,7 @@ func (r *Reconciler) build(ctx context.Context, k *release.Kustomization, reader
 	res, err := build(ctx, fsys, dir, opts, h)
 	if res != nil {
 		res.Revision = rev
-		res.secrets = secrets
+		res.marks = marks
 	}
 	return res, rev, err
 }
