@@ -330,8 +330,8 @@ func cancelScenarios() []cancelScenario {
 		{
 			name:    "uninstall",
 			actions: []release.Action{release.ActionUninstall},
-			setup: installed,
-			run:   uninstallRun,
+			setup:   installed,
+			run:     uninstallRun,
 			converged: func(t *testing.T, c *memory.Cluster, rel *release.Release) {
 				t.Helper()
 				assert.Empty(t, c.Summary(), "the release's objects are gone")

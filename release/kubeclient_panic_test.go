@@ -33,7 +33,7 @@ func (b brokenKube) fail() error {
 }
 
 func (b brokenKube) Create(kube.ResourceList) (*kube.Result, error) { return nil, b.fail() }
-func (b brokenKube) Wait(kube.ResourceList, time.Duration) error   { return b.fail() }
+func (b brokenKube) Wait(kube.ResourceList, time.Duration) error    { return b.fail() }
 func (b brokenKube) WaitWithJobs(kube.ResourceList, time.Duration) error {
 	return b.fail()
 }
@@ -48,7 +48,7 @@ func (b brokenKube) Build(io.Reader, bool) (kube.ResourceList, error) { return n
 func (b brokenKube) WaitAndGetCompletedPodPhase(string, time.Duration) (corev1.PodPhase, error) {
 	return corev1.PodUnknown, b.fail()
 }
-func (b brokenKube) IsReachable() error                                  { return b.fail() }
+func (b brokenKube) IsReachable() error                                   { return b.fail() }
 func (b brokenKube) WaitForDelete(kube.ResourceList, time.Duration) error { return b.fail() }
 func (b brokenKube) DeleteWithPropagationPolicy(kube.ResourceList, metav1.DeletionPropagation) (*kube.Result, []error) {
 	return nil, []error{b.fail()}
