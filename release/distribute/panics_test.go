@@ -1,0 +1,72 @@
+package distribute_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/distribute"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// typoPolicy names a Deployment the chart does not have: every install
+// has placement warnings.
+const typoPolicy = `
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: podinfo-web}
+  placement:
+    clusterAffinity: {clusterNames: [m1]}
+`
+
+// A panic of OnWarning, which runs on Helm's goroutine, fails the action
+// before anything is written, through the Reconciler or through Helm
+// alone, and the process goes on.
+func TestDistributorOnWarningPanicFailsTheAction(t *testing.T) {
+	newDist := func(t *testing.T) (*distribute.Distributor, *memory.Cluster) {
+		m1 := memory.New("m1", memory.WithPollInterval(time.Millisecond))
+		d, err := distribute.New(distribute.Config{
+			Hub:          memory.New("hub", memory.WithPollInterval(time.Millisecond)),
+			Members:      []release.Member{{Cluster: m1, Facts: policy.Cluster{}}},
+			Policies:     fixture.PolicySet(t, typoPolicy),
+			PollInterval: time.Millisecond,
+			OnWarning:    func(w distribute.Warning) { panic("warning sink bug: " + w.String()) },
+		})
+		require.NoError(t, err)
+		return d, m1
+	}
+	check := func(t *testing.T, err error, m1 *memory.Cluster) {
+		t.Helper()
+		var pe *release.CallbackPanicError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "distribute.Config.OnWarning", pe.Callback)
+		assert.ErrorContains(t, err, "release apps/podinfo: distribute.Config.OnWarning panicked: warning sink bug: release apps/podinfo: ")
+		assert.Empty(t, m1.Objects(), "nothing is written")
+	}
+	t.Run("reconciler", func(t *testing.T) {
+		d, m1 := newDist(t)
+		var err error
+		require.NotPanics(t, func() { _, err = fixture.Reconciler(t, nil).Reconcile(context.Background(), d, fixture.Release()) })
+		check(t, err, m1)
+	})
+	t.Run("helm", func(t *testing.T) {
+		d, m1 := newDist(t)
+		cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+		require.NoError(t, err)
+		in := action.NewInstall(cfg)
+		in.ReleaseName, in.Namespace = "podinfo", "apps"
+		require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
+		check(t, err, m1)
+	})
+}
