@@ -558,8 +558,11 @@ func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx co
 				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
 				return nil
 			}
-			if err := fn(ctx, i); err != nil {
-				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
+			// The member's Cluster is the caller's code: its panic on
+			// this goroutine would end the process.
+			name := d.members[i].Facts.Name
+			if err := release.Contain("release.Cluster of member "+name, func() error { return fn(ctx, i) }); err != nil {
+				errs[i] = &MemberError{Member: name, Err: err}
 			}
 			return nil
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testchart"
@@ -69,4 +70,49 @@ func TestDistributorOnWarningPanicFailsTheAction(t *testing.T) {
 		require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
 		check(t, err, m1)
 	})
+}
+
+// onM1Policy places podinfo and what it uses on m1.
+const onM1Policy = `
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: podinfo, namespace: apps}
+spec:
+  propagateDeps: true
+  resourceSelectors:
+    - {apiVersion: apps/v1, kind: Deployment, name: podinfo}
+  placement:
+    clusterAffinity: {clusterNames: [m1]}
+`
+
+// applyPanics is a member backend whose Apply has a bug.
+type applyPanics struct{ *memory.Cluster }
+
+func (applyPanics) Apply(context.Context, *unstructured.Unstructured, release.ApplyOptions) (*unstructured.Unstructured, error) {
+	panic("member backend bug")
+}
+
+// The Distributor writes to members on goroutines of its own, under
+// Helm's: a panic of a member's backend fails that member, not the
+// process.
+func TestDistributorMemberPanicFailsTheMember(t *testing.T) {
+	m1 := memory.New("m1", memory.WithPollInterval(time.Millisecond))
+	d, err := distribute.New(distribute.Config{
+		Hub:          memory.New("hub", memory.WithPollInterval(time.Millisecond)),
+		Members:      []release.Member{{Cluster: applyPanics{m1}, Facts: policy.Cluster{}}},
+		Policies:     fixture.PolicySet(t, onM1Policy),
+		PollInterval: time.Millisecond,
+	})
+	require.NoError(t, err)
+	cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace = "podinfo", "apps"
+	require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
+	var me *distribute.MemberError
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, "m1", me.Member)
+	var pe *release.CallbackPanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "release.Cluster of member m1", pe.Callback)
 }

@@ -89,7 +89,12 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 			cache := release.NewListCache()
 			for _, k := range keys {
 				item := DriftItem{Key: k}
-				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, f.byName[cluster].Cluster, rels[k], release.DriftOptions{Correct: correct, Cache: cache})
+				if err := release.Contain("release.Cluster of member "+cluster, func() (err error) {
+					item.Report, item.Corrected, err = f.rec.Drift(gctx, f.byName[cluster].Cluster, rels[k], release.DriftOptions{Correct: correct, Cache: cache})
+					return err
+				}); err != nil {
+					item.Err = err
+				}
 				results <- item
 			}
 			return nil

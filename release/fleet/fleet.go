@@ -394,7 +394,13 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			continue
 		}
 		g.Go(func() error {
-			p := w.rec.Plan(gctx, f.byName[w.key.Cluster].Cluster, w.rel)
+			var p *release.ReleasePlan
+			if err := release.Contain("release.Cluster of member "+w.key.Cluster, func() error {
+				p = w.rec.Plan(gctx, f.byName[w.key.Cluster].Cluster, w.rel)
+				return nil
+			}); err != nil {
+				p = &release.ReleasePlan{Cluster: w.key.Cluster, Release: w.rel, Action: release.ActionNone, Err: err}
+			}
 			p.Err = nameValuesFrom(w.key, w.from, p.Err)
 			plan.Items[i] = p
 			return nil

@@ -3,11 +3,13 @@ package fleet_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
 
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/internal/fixture"
@@ -124,4 +126,63 @@ func TestFleetGatePanicHaltsRollout(t *testing.T) {
 	require.True(t, rep.Halted)
 	require.Len(t, rep.Waves, 1)
 	require.ErrorAs(t, rep.Waves[0].GateErr, &pe, "the wave report says why it halted")
+}
+
+// panicky is a member backend with a bug: once broken, every call of
+// Helm's configuration panics.
+type panicky struct {
+	*memory.Cluster
+	broken *atomic.Bool
+}
+
+func (p panicky) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
+	if p.broken.Load() {
+		panic("member backend bug")
+	}
+	return p.Cluster.HelmConfig(ctx, scope)
+}
+
+// Plan and Drift work on members on goroutines of their own: a panic of
+// a member's backend fails that member's items, and the process goes on.
+func TestFleetMemberPanicFailsItsItems(t *testing.T) {
+	ctx := context.Background()
+	var broken atomic.Bool
+	var members []release.Member
+	for _, m := range []struct{ name, env string }{{"dev-1", "dev"}, {"prod-eu-1", "prod"}} {
+		var c release.Cluster = memory.New(m.name)
+		if m.name == "prod-eu-1" {
+			c = panicky{Cluster: c.(*memory.Cluster), broken: &broken}
+		}
+		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env, "tier": "apps"}}})
+	}
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
+	require.NoError(t, err)
+	in := decodeInputs(t, fleetYAML)
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	_, err = f.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+
+	broken.Store(true)
+	check := func(t *testing.T, what string, err error) {
+		t.Helper()
+		var pe *release.CallbackPanicError
+		require.ErrorAs(t, err, &pe, what)
+		assert.Equal(t, "release.Cluster of member prod-eu-1", pe.Callback)
+		assert.ErrorContains(t, err, "member backend bug")
+	}
+	require.NotPanics(t, func() { plan, err = f.Plan(ctx, in) })
+	require.NoError(t, err)
+	require.Len(t, plan.Errors, 1)
+	check(t, "plan", plan.Errors[0])
+	var rep *fleet.DriftReport
+	require.NotPanics(t, func() { rep, err = f.Drift(ctx, false) })
+	check(t, "drift", err)
+	for _, it := range rep.Items {
+		if it.Key.Cluster == "dev-1" {
+			assert.NoError(t, it.Err, "the other member is checked")
+		}
+	}
 }
