@@ -31,21 +31,44 @@ spec:
     clusterAffinity: {clusterNames: [m1]}
 `
 
+// oneMember is a Distributor over a memory hub and member, as the
+// member's backend sees it through wrap (nil: the memory cluster itself).
+func oneMember(t *testing.T, policies string, wrap func(*memory.Cluster) release.Cluster, onWarning func(distribute.Warning)) (*distribute.Distributor, *memory.Cluster) {
+	t.Helper()
+	m1 := memory.New("m1", memory.WithPollInterval(time.Millisecond))
+	var member release.Cluster = m1
+	if wrap != nil {
+		member = wrap(m1)
+	}
+	d, err := distribute.New(distribute.Config{
+		Hub:          memory.New("hub", memory.WithPollInterval(time.Millisecond)),
+		Members:      []release.Member{{Cluster: member, Facts: policy.Cluster{}}},
+		Policies:     fixture.PolicySet(t, policies),
+		PollInterval: time.Millisecond,
+		OnWarning:    onWarning,
+	})
+	require.NoError(t, err)
+	return d, m1
+}
+
+// helmInstall installs podinfo with Helm alone on d's configuration, no
+// Reconciler around it.
+func helmInstall(t *testing.T, d *distribute.Distributor) error {
+	t.Helper()
+	cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace = "podinfo", "apps"
+	require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
+	return err
+}
+
 // A panic of OnWarning, which runs on Helm's goroutine, fails the action
 // before anything is written, through the Reconciler or through Helm
 // alone, and the process goes on.
 func TestDistributorOnWarningPanicFailsTheAction(t *testing.T) {
 	newDist := func(t *testing.T) (*distribute.Distributor, *memory.Cluster) {
-		m1 := memory.New("m1", memory.WithPollInterval(time.Millisecond))
-		d, err := distribute.New(distribute.Config{
-			Hub:          memory.New("hub", memory.WithPollInterval(time.Millisecond)),
-			Members:      []release.Member{{Cluster: m1, Facts: policy.Cluster{}}},
-			Policies:     fixture.PolicySet(t, typoPolicy),
-			PollInterval: time.Millisecond,
-			OnWarning:    func(w distribute.Warning) { panic("warning sink bug: " + w.String()) },
-		})
-		require.NoError(t, err)
-		return d, m1
+		return oneMember(t, typoPolicy, nil, func(w distribute.Warning) { panic("warning sink bug: " + w.String()) })
 	}
 	check := func(t *testing.T, err error, m1 *memory.Cluster) {
 		t.Helper()
@@ -63,12 +86,7 @@ func TestDistributorOnWarningPanicFailsTheAction(t *testing.T) {
 	})
 	t.Run("helm", func(t *testing.T) {
 		d, m1 := newDist(t)
-		cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
-		require.NoError(t, err)
-		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace = "podinfo", "apps"
-		require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
-		check(t, err, m1)
+		check(t, helmInstall(t, d), m1)
 	})
 }
 
@@ -96,19 +114,8 @@ func (applyPanics) Apply(context.Context, *unstructured.Unstructured, release.Ap
 // Helm's: a panic of a member's backend fails that member, not the
 // process.
 func TestDistributorMemberPanicFailsTheMember(t *testing.T) {
-	m1 := memory.New("m1", memory.WithPollInterval(time.Millisecond))
-	d, err := distribute.New(distribute.Config{
-		Hub:          memory.New("hub", memory.WithPollInterval(time.Millisecond)),
-		Members:      []release.Member{{Cluster: applyPanics{m1}, Facts: policy.Cluster{}}},
-		Policies:     fixture.PolicySet(t, onM1Policy),
-		PollInterval: time.Millisecond,
-	})
-	require.NoError(t, err)
-	cfg, err := d.HelmConfig(context.Background(), release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
-	require.NoError(t, err)
-	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace = "podinfo", "apps"
-	require.NotPanics(t, func() { _, err = in.RunWithContext(context.Background(), testchart.MustLoad("6.5.0"), nil) })
+	d, _ := oneMember(t, onM1Policy, func(m1 *memory.Cluster) release.Cluster { return applyPanics{m1} }, nil)
+	err := helmInstall(t, d)
 	var me *distribute.MemberError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, "m1", me.Member)
