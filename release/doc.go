@@ -84,7 +84,9 @@
 // ones included. The packages built on this one do the same for their
 // callbacks (distribute.Config.OnWarning, fleet.Config.Events,
 // fleet.Rollout.Gate, kube.Config.Log, memory's HealthFunc and Fault) and
-// say in each callback's documentation where its panic is reported.
+// say in each callback's documentation where its panic is reported; where
+// they work on a member on a goroutine of their own, a panic of that
+// member's backend fails that member's part.
 //
 // # Fidelity to Flux
 //
