@@ -78,6 +78,26 @@
 // the resolvers cannot check yet (notation, keyless cosign), rather than
 // accepting them unchecked.
 //
+// # Panics of the caller's code
+//
+// No panic of code the caller hands in ends the process or reaches the
+// caller as a panic: it becomes a *CallbackPanicError (errors.Is
+// ErrCallbackPanic) naming the callback and the panic's value, cut to a
+// few hundred bytes, returned where the caller reads that callback's
+// errors. The Reconciler's ChartGetter and values reader fail the
+// reconcile at their stage (ArtifactFailed, ValuesError). Helm calls its
+// kube client on goroutines of its own, where a panic cannot be
+// recovered by the caller: the Reconciler runs every call of a cluster's
+// Helm kube client, and the object reads of its waits, through Contain,
+// so a panic there fails the Helm action, which records the release as
+// failed, and it hands Helm a result on every path, failed and cancelled
+// ones included. The packages built on this one do the same for their
+// callbacks (distribute.Config.OnWarning, fleet.Config.Events,
+// fleet.Rollout.Gate, kube.Config.Log, memory's HealthFunc and Fault) and
+// say in each callback's documentation where its panic is reported; where
+// they work on a member on a goroutine of their own, a panic of that
+// member's backend fails that member's part.
+//
 // # Fidelity to Flux
 //
 // The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),

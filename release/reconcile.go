@@ -110,6 +110,10 @@ func NewReconciler(cfg ReconcilerConfig) (*Reconciler, error) {
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
 		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease, originLabels: cfg.OriginLabels,
 		insecureErrors: cfg.InsecureHelmErrorText}
+	r.charts = containedCharts{r.charts}
+	if r.values != nil {
+		r.values = containedValues{r.values}
+	}
 	if r.now == nil {
 		r.now = time.Now
 	}

@@ -89,7 +89,9 @@ type Config struct {
 	// install, upgrade and rollback (and of each hook run), in a
 	// deterministic order, before the objects are applied: objects that go
 	// to no member, dependencies that are not in the chart, policies that
-	// select nothing, overriders that do nothing. It must not block.
+	// select nothing, overriders that do nothing. It must not block. A
+	// panic of OnWarning fails the install, upgrade or rollback before
+	// anything is written, with a *release.CallbackPanicError.
 	OnWarning func(Warning)
 }
 
@@ -474,7 +476,15 @@ func (d *Distributor) warn(sp *spread, rel releaseID, only map[policy.ObjectKey]
 			continue
 		}
 		if d.onWarning != nil {
-			d.onWarning(Warning{Release: rel.String(), Warning: w})
+			// OnWarning runs on Helm's goroutine, where a panic would end
+			// the process: it fails the action instead.
+			warning := Warning{Release: rel.String(), Warning: w}
+			if err := release.Contain("distribute.Config.OnWarning", func() error {
+				d.onWarning(warning)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("release %s: %w", rel, err)
+			}
 		}
 		if w.Code == policy.WarnNotPlaced {
 			unplaced = append(unplaced, w)
@@ -548,8 +558,11 @@ func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx co
 				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
 				return nil
 			}
-			if err := fn(ctx, i); err != nil {
-				errs[i] = &MemberError{Member: d.members[i].Facts.Name, Err: err}
+			// The member's Cluster is the caller's code: its panic on
+			// this goroutine would end the process.
+			name := d.members[i].Facts.Name
+			if err := release.Contain("release.Cluster of member "+name, func() error { return fn(ctx, i) }); err != nil {
+				errs[i] = &MemberError{Member: name, Err: err}
 			}
 			return nil
 		})

@@ -93,7 +93,10 @@
 //     policies only, so it is the same on every call.
 //   - Config.OnWarning is told every placement warning of each install,
 //     upgrade, rollback and hook run, before anything is applied: the
-//     place to turn them into events or conditions.
+//     place to turn them into events or conditions. It runs on Helm's
+//     goroutine: a panic of it fails the action before anything is
+//     applied, with a *release.CallbackPanicError, instead of ending the
+//     process.
 //   - Config.Strict makes an object that goes nowhere fail the action
 //     with an error naming it (the Reconciler records it in the Release's
 //     Ready and Released conditions like any failed install or upgrade).

@@ -309,14 +309,14 @@ func isHook(rl kube.ResourceList) bool {
 // on, or runs hook objects on the members of the release's workloads.
 func (k *distClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 	if err := k.check(); err != nil {
-		return nil, err
+		return &kube.Result{}, err
 	}
 	if isHook(resources) {
 		return &kube.Result{Created: resources}, k.createHooks(resources)
 	}
 	objs, err := objectsOfList(resources)
 	if err != nil {
-		return nil, err
+		return &kube.Result{}, err
 	}
 	if !k.isRecorded() {
 		return &kube.Result{Created: resources}, k.beforeRecord(objs, false)
@@ -400,7 +400,7 @@ func (k *distClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 		owner = &rel
 	}
 	if err := k.d.deleteEverywhere(context.WithoutCancel(k.ctx), refs, release.DeleteOptions{Propagation: policy}, owner); err != nil {
-		return nil, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
+		return &kube.Result{}, []error{fmt.Errorf("distributor %s: %w", k.d.name, err)}
 	}
 	return &kube.Result{Deleted: resources}, nil
 }

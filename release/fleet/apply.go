@@ -34,7 +34,9 @@ type Rollout struct {
 	// their previous revision.
 	RollbackFailed bool
 	// Gate, if set, is asked after each wave's bake whether to go on (a
-	// metrics check, a human approval); an error halts the rollout.
+	// metrics check, a human approval); an error halts the rollout. A
+	// panic of Gate halts it too: the wave's GateErr is then a
+	// *release.CallbackPanicError, which Apply also returns.
 	Gate func(ctx context.Context, wave WaveReport) error
 }
 
@@ -162,9 +164,11 @@ type Event struct {
 // retries, and the inventory entries of what it changed are still saved
 // (Config.Store), each write bounded by a few seconds. A release whose
 // entry cannot be saved fails, with a *StoreError.
-func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*ApplyReport, error) {
+func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (rep *ApplyReport, err error) {
 	f.applyMu.Lock()
 	defer f.applyMu.Unlock()
+	f.callbacks.start()
+	defer func() { err = f.callbacks.finish(err) }()
 	if plan.graph == nil {
 		return nil, errors.New("fleet apply: plan was not made by Fleet.Plan")
 	}
@@ -178,7 +182,7 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*Appl
 	for _, k := range plan.keys() {
 		f.emit(Event{Kind: EventPlanned, Time: f.cfg.Clock.Now(), Key: k})
 	}
-	rep := &ApplyReport{graph: plan.graph}
+	rep = &ApplyReport{graph: plan.graph}
 	items := map[Key]*ItemReport{}
 	state := map[Key]depgraph.State{}
 	budget := 0
@@ -227,7 +231,7 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*Appl
 		}
 		failures += wr.Failed + len(wr.Unhealthy)
 		if opts.Rollout != nil && opts.Rollout.Gate != nil && !last && failures <= budget {
-			wr.GateErr = opts.Rollout.Gate(ctx, wr)
+			wr.GateErr = f.callbacks.gate(ctx, opts.Rollout.Gate, wr)
 		}
 		if opts.Rollout != nil && !last && (failures > budget || wr.GateErr != nil) {
 			wr.Halted, rep.Halted = true, true

@@ -28,7 +28,11 @@
 // over waves of members, each gated on the new revision's health after a
 // bake time, a caller's gate and a failure budget, optionally rolling
 // back the failed members. The ApplyReport says what happened per release
-// and wave (Table, Mermaid); Events report progress as it happens.
+// and wave (Table, Mermaid); Events report progress as it happens. A
+// panic of Config.Events or of the Rollout's Gate does not reach the
+// caller as a panic: Apply returns it as a *release.CallbackPanicError
+// (Events is called no more during that Apply; a panicking Gate halts the
+// rollout as a refusal does, and the wave report carries it as GateErr).
 //
 // # Kustomizations
 //

@@ -101,7 +101,12 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 				if caches[user] == nil {
 					caches[user] = release.NewListCache()
 				}
-				item.Report, item.Corrected, item.Err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[user]})
+				if err := release.Contain("release.Cluster of member "+cluster, func() (err error) {
+					item.Report, item.Corrected, err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[user]})
+					return err
+				}); err != nil {
+					item.Err = err
+				}
 				results <- item
 			}
 			return nil

@@ -100,7 +100,9 @@ type Config struct {
 	Concurrency int
 	// ClusterConcurrency bounds them per member; default 2.
 	ClusterConcurrency int
-	// Events receives progress events, one at a time; may be nil.
+	// Events receives progress events, one at a time; may be nil. A
+	// panic of Events is contained: Apply calls it no more and returns
+	// the panic as a *release.CallbackPanicError.
 	Events func(Event)
 	// Clock times events and bake times; default the system clock.
 	Clock depgraph.Clock
@@ -147,6 +149,7 @@ type Fleet struct {
 	memberRec map[string]*release.Reconciler
 	cfg       Config
 	applyMu   sync.Mutex
+	callbacks callbacks // of the Apply under way
 
 	loadMu sync.Mutex
 	loaded bool
@@ -408,7 +411,13 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			continue
 		}
 		g.Go(func() error {
-			p := w.rec.Plan(gctx, w.cluster, w.rel)
+			var p *release.ReleasePlan
+			if err := release.Contain("release.Cluster of member "+w.key.Cluster, func() error {
+				p = w.rec.Plan(gctx, w.cluster, w.rel)
+				return nil
+			}); err != nil {
+				p = &release.ReleasePlan{Cluster: w.key.Cluster, Release: w.rel, Action: release.ActionNone, Err: err}
+			}
 			p.Err = nameValuesFrom(w.key, w.from, p.Err)
 			plan.Items[i] = p
 			return nil
@@ -1033,11 +1042,7 @@ func (f *Fleet) Status(k Key) (release.Status, bool) {
 	return *r.Status.DeepCopy(), true
 }
 
-func (f *Fleet) emit(e Event) {
-	if f.cfg.Events != nil {
-		f.cfg.Events(e)
-	}
-}
+func (f *Fleet) emit(e Event) { f.callbacks.event(f.cfg.Events, e) }
 
 // refOf names a release as namespace/name.
 func refOf(r *release.Release) string { return r.Namespace + "/" + r.Name }

@@ -188,7 +188,11 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 			continue
 		}
 		g.Go(func() error {
-			out, err := f.kust.plan(gctx, k.Cluster, f.byName[k.Cluster].Cluster, it.Kustomization.DeepCopy())
+			var out *kustomizePlan
+			err := release.Contain("release.Cluster of member "+k.Cluster, func() (err error) {
+				out, err = f.kust.plan(gctx, k.Cluster, f.byName[k.Cluster].Cluster, it.Kustomization.DeepCopy())
+				return err
+			})
 			if err != nil {
 				it.Err = fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
 				return nil

@@ -50,7 +50,10 @@ type Config struct {
 	// FieldManager is used for applies whose options name none; empty
 	// means DefaultFieldManager.
 	FieldManager string
-	// Log receives Helm's debug messages; nil discards them.
+	// Log receives Helm's debug messages; nil discards them. Helm calls
+	// it on goroutines of its own: a panic of Log is contained, turns the
+	// log off, and the next HelmConfig fails once with it (a
+	// *release.CallbackPanicError).
 	Log func(format string, args ...any)
 	// QPS and Burst are the client-side rate limit of every client the
 	// Cluster builds, used when the caller's *rest.Config sets none (QPS,
@@ -102,6 +105,7 @@ type Cluster struct {
 	kubernetes   kubernetes.Interface
 	fieldManager string
 	log          func(format string, args ...any)
+	logs         *containedLog // log's panics; nil without Config.Log
 	caps         *capsCache
 	verifier     *sharedVerifier
 	as           *impersonations
@@ -153,6 +157,9 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if c.log == nil {
 		c.log = func(string, ...any) {}
+	} else {
+		c.logs = &containedLog{log: c.log}
+		c.log = c.logs.logf
 	}
 	if c.dynamic == nil || c.kubernetes == nil {
 		rc, err := getter.ToRESTConfig()
@@ -202,6 +209,11 @@ func (c *Cluster) HelmConfig(ctx context.Context, scope release.HelmScope) (*act
 	}
 	if scope.StorageNamespace == "" {
 		return nil, fmt.Errorf("cluster %s: helm config: HelmScope.StorageNamespace is empty", c.name)
+	}
+	if c.logs != nil {
+		if err := c.logs.take(); err != nil {
+			return nil, fmt.Errorf("cluster %s: helm config: %w", c.name, err)
+		}
 	}
 	ns := scope.Namespace
 	if ns == "" {

@@ -41,7 +41,9 @@ type Health struct {
 // ingress address, an APIService's Available condition, a Ready or Stalled
 // condition for other kinds), so kstatus reads it as on a real cluster —
 // which also means it judges a LoadBalancer by its cluster IP alone and an
-// APIService always Current, as it does there.
+// APIService always Current, as it does there. A panic of the func is
+// contained: the object reads as Failed, with the panic (a
+// *release.CallbackPanicError's text) as its message.
 type HealthFunc func(obj *unstructured.Unstructured) Health
 
 // AlwaysReady is the default HealthFunc: every object is ready at once.
@@ -157,7 +159,14 @@ func (c *Cluster) healthOf(obj *unstructured.Unstructured) Health {
 	c.mu.Lock()
 	h := c.health
 	c.mu.Unlock()
-	return h(obj)
+	var out Health
+	if err := release.Contain("memory.HealthFunc", func() error {
+		out = h(obj)
+		return nil
+	}); err != nil {
+		return Health{Failed: true, Message: err.Error()}
+	}
+	return out
 }
 
 // Storage returns Helm's storage of namespace, for tests that inspect or

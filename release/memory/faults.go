@@ -69,7 +69,8 @@ const (
 // Fault decides whether one call fails: it returns the error to inject,
 // or nil to let the call through. It is asked before the call touches
 // the cluster, so a failed call changes nothing, and it may be called
-// from many goroutines at once.
+// from many goroutines at once. A panic of the Fault fails the call: its
+// *FaultError wraps a *release.CallbackPanicError.
 type Fault func(op Operation, ref release.ObjectRef) error
 
 // FaultError is the error of a call that a Fault failed. It wraps the
@@ -117,7 +118,7 @@ func (c *Cluster) fault(op Operation, ref release.ObjectRef) error {
 	if f == nil {
 		return nil
 	}
-	if err := f(op, ref); err != nil {
+	if err := release.Contain("memory.Fault", func() error { return f(op, ref) }); err != nil {
 		return &FaultError{Cluster: c.name, Op: op, Object: ref, Err: err}
 	}
 	return nil

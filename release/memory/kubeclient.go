@@ -105,7 +105,7 @@ func object(info *resource.Info) (*unstructured.Unstructured, error) {
 // Create stores each resource; an existing one is an AlreadyExists error.
 func (k *kubeClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 	if err := k.c.reachable(); err != nil {
-		return nil, err
+		return &kube.Result{}, err
 	}
 	res := &kube.Result{}
 	for _, info := range resources {
@@ -133,7 +133,7 @@ func (k *kubeClient) Create(resources kube.ResourceList) (*kube.Result, error) {
 // original deleted unless annotated helm.sh/resource-policy: keep.
 func (k *kubeClient) Update(original, target kube.ResourceList, force bool) (*kube.Result, error) {
 	if err := k.c.reachable(); err != nil {
-		return nil, err
+		return &kube.Result{}, err
 	}
 	res := &kube.Result{}
 	for _, info := range target {
@@ -253,7 +253,7 @@ func (k *kubeClient) Delete(resources kube.ResourceList) (*kube.Result, []error)
 // DeleteWithPropagationPolicy deletes each resource with policy.
 func (k *kubeClient) DeleteWithPropagationPolicy(resources kube.ResourceList, policy metav1.DeletionPropagation) (*kube.Result, []error) {
 	if err := k.c.reachable(); err != nil {
-		return nil, []error{err}
+		return &kube.Result{}, []error{err}
 	}
 	res := &kube.Result{}
 	var errs []error
@@ -269,10 +269,7 @@ func (k *kubeClient) DeleteWithPropagationPolicy(resources kube.ResourceList, po
 		}
 		res.Deleted = append(res.Deleted, info)
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return res, nil
+	return res, errs
 }
 
 // WaitForDelete returns at once: deletes are synchronous in memory.
