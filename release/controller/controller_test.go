@@ -421,6 +421,14 @@ func TestValuesReader(t *testing.T) {
 	assert.Contains(t, err.Error(), "Secret apps/nope")
 	_, err = r.Read(t.Context(), values.KindConfigMap, "other", "cm")
 	assert.ErrorIs(t, err, values.ErrNotFound)
+
+	// The same reader hands a resolver the keys of spec.verify.secretRef.
+	var keys source.SecretReader = r
+	got, err = keys.SecretData(t.Context(), "apps", "s")
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"values.yaml": []byte("b: 2")}, got)
+	_, err = keys.SecretData(t.Context(), "apps", "cm")
+	assert.ErrorIs(t, err, values.ErrNotFound, "a ConfigMap is not a Secret of keys")
 }
 
 func TestResultMapping(t *testing.T) {

@@ -73,6 +73,17 @@
 // concern only the connection to a server the kubeconfig names anyway,
 // with credentials it carries itself.
 //
+// # Signed charts
+//
+// A chart whose source asks for verification (chart.spec.verify, or the
+// spec.verify of the OCIRepository or HelmChart) is installed only when
+// its cosign signature verifies against the public keys of
+// verify.secretRef; the release's SourceVerified condition names the
+// signer or the refusal. The keys are read by the resolver's
+// source.OCIOptions.Secrets: give it ValuesReader{Reader:
+// mgr.GetAPIReader()}; a resolver without one refuses every chart that
+// asks for verification.
+//
 // # Triggers and requeues
 //
 // A release is reconciled when its spec, labels or annotations change

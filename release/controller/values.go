@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -25,7 +26,19 @@ type ValuesReader struct {
 	Reader client.Reader
 }
 
-var _ values.Reader = ValuesReader{}
+var (
+	_ values.Reader       = ValuesReader{}
+	_ source.SecretReader = ValuesReader{}
+)
+
+// SecretData returns the data of the Secret namespace/name: the trusted
+// keys that a source's spec.verify.secretRef names. It makes a
+// ValuesReader the source.OCIOptions.Secrets of a resolver, so charts
+// that ask for signature verification can be verified (without one they
+// are refused).
+func (r ValuesReader) SecretData(ctx context.Context, namespace, name string) (map[string][]byte, error) {
+	return r.Read(ctx, values.KindSecret, namespace, name)
+}
 
 // Read returns the data of the ConfigMap or Secret namespace/name.
 func (r ValuesReader) Read(ctx context.Context, kind values.Kind, namespace, name string) (map[string][]byte, error) {
