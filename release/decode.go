@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/source"
@@ -430,15 +431,15 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 	}
 	gv, err := schema.ParseGroupVersion(h.apiVersion)
 	if err != nil {
-		d.add(doc, h, FieldError{Path: joinPath(prefix, "apiVersion"), Value: h.apiVersion, Message: "invalid apiVersion: " + err.Error()})
+		d.add(doc, h, FieldError{Path: joinPath(prefix, "apiVersion"), Value: shortValue(h.apiVersion), Message: "invalid apiVersion: " + redact.Text(err.Error())})
 		return
 	}
 	byVersion, ok := d.registry[gv.WithKind(h.kind).GroupKind()]
 	if !ok {
 		d.add(doc, h, FieldError{
 			Path:    joinPath(prefix, "kind"),
-			Value:   h.kind,
-			Message: fmt.Sprintf("unknown kind %q of apiVersion %q; accepted: %s", h.kind, h.apiVersion, d.accepted()),
+			Value:   shortValue(h.kind),
+			Message: fmt.Sprintf("unknown kind %q of apiVersion %q; accepted: %s", shortValue(h.kind), shortValue(h.apiVersion), d.accepted()),
 		})
 		return
 	}
@@ -451,8 +452,8 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		slices.Sort(accepted)
 		d.add(doc, h, FieldError{
 			Path:    joinPath(prefix, "apiVersion"),
-			Value:   h.apiVersion,
-			Message: fmt.Sprintf("unsupported apiVersion %q for kind %s; accepted: %s", h.apiVersion, h.kind, strings.Join(accepted, ", ")),
+			Value:   shortValue(h.apiVersion),
+			Message: fmt.Sprintf("unsupported apiVersion %q for kind %s; accepted: %s", shortValue(h.apiVersion), shortValue(h.kind), strings.Join(accepted, ", ")),
 		})
 		return
 	}
@@ -527,7 +528,7 @@ func dotted(prefix string) string {
 	return prefix + "."
 }
 
-func shortValue(s string) string { return strictyaml.Shorten(s, 80) }
+func shortValue(s string) string { return strictyaml.Value(s) }
 
 // objectName renders "Kind namespace/name", leaving out what is empty.
 func objectName(kind, namespace, name string) string {

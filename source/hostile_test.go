@@ -147,6 +147,26 @@ func TestHTTPResolverErrorsRedactCredentials(t *testing.T) {
 				tr.serve(w, r)
 			}
 		}, wantErr: ErrUnreachable},
+		{name: "relative redirect loop", handler: func(tr *testRepo, _ string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, ".tgz") {
+					w.Header().Set("Location", "/loop.tgz?sig=SECRET3")
+					w.WriteHeader(http.StatusFound)
+					return
+				}
+				tr.serve(w, r)
+			}
+		}, wantErr: ErrUnreachable},
+		{name: "unparsable relative redirect", handler: func(tr *testRepo, _ string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, ".tgz") {
+					w.Header().Set("Location", "/%zz.tgz?sig=SECRET3")
+					w.WriteHeader(http.StatusFound)
+					return
+				}
+				tr.serve(w, r)
+			}
+		}, wantErr: ErrUnreachable},
 		{name: "archive timeout", timeout: 300 * time.Millisecond, handler: func(tr *testRepo, _ string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, ".tgz") {

@@ -14,6 +14,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // FindChartVersion resolves one chart version from the raw bytes of a Helm
@@ -52,6 +54,8 @@ type chartEntries struct {
 	decoded []*repo.ChartVersion // memo; set for every item when format is formatDecoded
 	invalid []bool
 	chosen  map[string]int // memo: constraint -> selected valid item
+
+	dup string // scanDuplicate only: the path of the key found twice
 }
 
 // maxChosen bounds the per-chart memo of constraint selections.
@@ -136,6 +140,9 @@ func (e *chartEntries) item(i int) (*repo.ChartVersion, error) {
 			cv = list[0]
 		}
 	case formatJSON:
+		if err := strictyaml.StrictJSON(raw); err != nil {
+			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
+		}
 		if err := json.Unmarshal(raw, &cv); err != nil {
 			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
 		}
@@ -216,6 +223,8 @@ func settle(e *chartEntries, res scanResult, chartName string, full func() ([]by
 		return e, nil
 	case scanNotFound:
 		return nil, fmt.Errorf("%w: no entry %q in the index", ErrChartNotFound, chartName)
+	case scanDuplicate:
+		return nil, fmt.Errorf("%w: duplicate key %s", ErrInvalidIndex, e.dup)
 	default:
 		return parseFull(chartName, full)
 	}
@@ -234,7 +243,9 @@ func fullParse(index []byte, chartName string) (*chartEntries, error) {
 	var f repo.IndexFile
 	var err error
 	if json.Valid(index) {
-		err = json.Unmarshal(index, &f)
+		if err = strictyaml.StrictJSON(index); err == nil {
+			err = json.Unmarshal(index, &f)
+		}
 	} else {
 		err = yaml.UnmarshalStrict(index, &f)
 	}
@@ -278,6 +289,7 @@ const (
 	scanUnsafe   scanResult = iota // not a form the scanner reads safely: parse it whole
 	scanFound                      // the chart's block was found
 	scanNotFound                   // the document is scannable and has no such chart
+	scanDuplicate                  // a key is twice in one object: refused (e.dup names it)
 )
 
 // complexValue marks a candidate whose version or created field was not a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -60,7 +61,7 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 			msg = "invalid JSON: a second JSON value after the object; separate documents with --- lines or put them in a v1 List"
 		}
 		extra, _, _ := bytes.Cut(data[off:], []byte("\n"))
-		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Shorten(string(bytes.TrimSpace(extra)), maxValueLen), Message: msg}})
+		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Value(string(bytes.TrimSpace(extra))), Message: msg}})
 	}
 	return obj, problems, true
 }
@@ -147,6 +148,29 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 		return err
 	case json.Delim('}'), json.Delim(']'):
 		return errNotJSON
+	}
+	return nil
+}
+
+// StrictJSON checks that data is exactly one JSON value with no key twice
+// in one object (encoding/json would keep the last) and nothing but white
+// space after it. The error names the first duplicate key's path; it is
+// nil for a document that passes. It does not report every problem (see
+// CheckJSON for that) and costs time linear in len(data).
+func StrictJSON(data []byte) error {
+	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
+	c.dec.UseNumber()
+	if err := c.value(""); err != nil {
+		if err == errNotJSON {
+			return errors.New("invalid JSON (or nested more than 10000 deep)")
+		}
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if len(c.dups) > 0 {
+		return fmt.Errorf("duplicate key %s", c.dups[0].path)
+	}
+	if rest := bytes.TrimLeft(data[c.dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("data after the JSON value at byte %d: %s", len(data)-len(rest), Value(string(rest)))
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // Document is one document of a YAML stream.
@@ -534,7 +536,7 @@ func jsonType(v any) string {
 const maxValueLen = 80
 
 // render returns a string as it is and anything else as compact JSON,
-// shortened to maxValueLen bytes.
+// redacted and shortened (see Value).
 func render(v any) string {
 	s, ok := v.(string)
 	if !ok {
@@ -544,7 +546,16 @@ func render(v any) string {
 		}
 		s = string(b)
 	}
-	return Shorten(s, maxValueLen)
+	return Value(s)
+}
+
+// Value returns s as a FieldError.Value: every URL in it with its user
+// information, query values and fragment masked (a value is quoted in
+// messages and logs, and a repository URL may carry a password or a
+// signed token), then shortened to 80 bytes. Redacting first means a cut
+// never leaves half a secret that no longer reads as a URL.
+func Value(s string) string {
+	return Shorten(redact.Text(s), maxValueLen)
 }
 
 // Shorten cuts s to at most n bytes (n ≥ 4), ending it with "..." when cut,
