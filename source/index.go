@@ -286,10 +286,10 @@ func firstNonSpace(b []byte) byte {
 type scanResult uint8
 
 const (
-	scanUnsafe   scanResult = iota // not a form the scanner reads safely: parse it whole
-	scanFound                      // the chart's block was found
-	scanNotFound                   // the document is scannable and has no such chart
-	scanDuplicate                  // a key is twice in one object: refused (e.dup names it)
+	scanUnsafe    scanResult = iota // not a form the scanner reads safely: parse it whole
+	scanFound                       // the chart's block was found
+	scanNotFound                    // the document is scannable and has no such chart
+	scanDuplicate                   // a key is twice in one object: refused (e.dup names it)
 )
 
 // complexValue marks a candidate whose version or created field was not a
