@@ -43,7 +43,7 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 	}
 	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
 	c.dec.UseNumber()
-	if err := c.value(""); err != nil {
+	if err := c.value(); err != nil {
 		return nil, nil, false // not JSON: leave it to the YAML parser
 	}
 	end := int(c.dec.InputOffset())
@@ -89,10 +89,34 @@ type duplicate struct {
 }
 
 // jsonChecker walks one JSON value token by token, noting duplicate keys.
+// It keeps the path to the current value as a stack of segments and
+// renders it only for a duplicate, so that deep nesting costs time linear
+// in the document rather than in the sum of its paths' lengths.
 type jsonChecker struct {
 	dec   *json.Decoder
 	dups  []duplicate
 	depth int
+	segs  []segment
+}
+
+// segment is one step of a path: an object key or an array index.
+type segment struct {
+	key   string
+	index int // when key is unset (isIndex)
+	isIdx bool
+}
+
+// path renders the stack of segments as FieldError.Path writes paths.
+func (c *jsonChecker) path() string {
+	p := ""
+	for _, s := range c.segs {
+		if s.isIdx {
+			p += "[" + strconv.Itoa(s.index) + "]"
+		} else {
+			p = JoinPath(p, s.key)
+		}
+	}
+	return p
 }
 
 var errNotJSON = errors.New("not JSON")
@@ -101,7 +125,7 @@ var errNotJSON = errors.New("not JSON")
 // the recursion of value off the end of the stack.
 const maxJSONDepth = 10000
 
-func (c *jsonChecker) value(path string) error {
+func (c *jsonChecker) value() error {
 	if c.depth++; c.depth > maxJSONDepth {
 		return errNotJSON
 	}
@@ -110,11 +134,12 @@ func (c *jsonChecker) value(path string) error {
 	if err != nil {
 		return err
 	}
-	return c.rest(path, tok)
+	return c.rest(tok)
 }
 
-// rest reads what follows tok, the first token of a value at path.
-func (c *jsonChecker) rest(path string, tok json.Token) error {
+// rest reads what follows tok, the first token of the value at the
+// current path.
+func (c *jsonChecker) rest(tok json.Token) error {
 	switch tok {
 	case json.Delim('{'):
 		seen := map[string]bool{}
@@ -127,12 +152,14 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 			if !ok {
 				return errNotJSON
 			}
-			p := JoinPath(path, k)
+			c.segs = append(c.segs, segment{key: k})
 			if seen[k] {
-				c.dups = append(c.dups, duplicate{path: p, off: int(c.dec.InputOffset())})
+				c.dups = append(c.dups, duplicate{path: c.path(), off: int(c.dec.InputOffset())})
 			}
 			seen[k] = true
-			if err := c.value(p); err != nil {
+			err = c.value()
+			c.segs = c.segs[:len(c.segs)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -140,7 +167,10 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 		return err
 	case json.Delim('['):
 		for i := 0; c.dec.More(); i++ {
-			if err := c.value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+			c.segs = append(c.segs, segment{index: i, isIdx: true})
+			err := c.value()
+			c.segs = c.segs[:len(c.segs)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -160,7 +190,7 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 func StrictJSON(data []byte) error {
 	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
 	c.dec.UseNumber()
-	if err := c.value(""); err != nil {
+	if err := c.value(); err != nil {
 		if err == errNotJSON {
 			return errors.New("invalid JSON (or nested more than 10000 deep)")
 		}

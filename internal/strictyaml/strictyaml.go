@@ -85,8 +85,14 @@ func isSeparator(line []byte) bool {
 }
 
 // maxLineNodes bounds the nodes Lines visits, so that aliases cannot make
-// it expand a small document into a huge one.
-const maxLineNodes = 100000
+// it expand a small document into a huge one; maxLinePathBytes bounds the
+// bytes of the paths it keeps, which deep nesting makes grow with the
+// square of the depth. A path past either is found at its nearest
+// ancestor's line (LineOf).
+const (
+	maxLineNodes     = 100000
+	maxLinePathBytes = 4 << 20
+)
 
 // Lines maps the field paths of a document (as FieldError.Path writes them)
 // to the lines of the stream where their keys or list items are. It
@@ -98,13 +104,14 @@ func Lines(doc Document) map[string]int {
 	}
 	offset := max(doc.start, 1) - 1
 	lines := map[string]int{}
-	budget := maxLineNodes
+	budget, pathBytes := maxLineNodes, maxLinePathBytes
 	var walk func(path string, n *yamlv3.Node)
 	walk = func(path string, n *yamlv3.Node) {
-		if n == nil || budget <= 0 {
+		if n == nil || budget <= 0 || pathBytes <= 0 {
 			return
 		}
 		budget--
+		pathBytes -= len(path)
 		switch n.Kind {
 		case yamlv3.DocumentNode:
 			for _, c := range n.Content {
