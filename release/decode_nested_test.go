@@ -1,6 +1,7 @@
 package release
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -76,4 +77,31 @@ func TestDecodeNestedLists(t *testing.T) {
 			t.Logf("%d bytes in, %d bytes allocated", len(stream), n)
 		})
 	}
+}
+
+// TestDecodeAliasBudget: a document whose YAML aliases expand past
+// strictyaml's budget is refused, naming the document, and the others
+// still decode.
+func TestDecodeAliasBudget(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: x, namespace: apps}\nspec:\n  interval: 1m\n  chartRef: {kind: HelmChart, name: c}\n  values:\n    big: &big\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "    - v%d\n", i)
+	}
+	for i := range 15 {
+		fmt.Fprintf(&b, "    c%d: *big\n", i)
+	}
+	stream := strings.TrimSuffix(nestedLists(0, false), "\n") + "\n---\n" + b.String()
+	var (
+		objs *Objects
+		err  error
+	)
+	n := allocated(func() { objs, err = Decode(strings.NewReader(stream)) })
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	require.Len(t, de.Problems, 1)
+	assert.Equal(t, 2, de.Problems[0].Document)
+	assert.Contains(t, de.Problems[0].Error(), "document 2 (line 3): invalid YAML: YAML aliases expand the document past")
+	require.Len(t, objs.Releases, 1, "the first document still decodes")
+	assert.Less(t, n, uint64(100*len(stream)), "allocated %d bytes for %d", n, len(stream))
 }

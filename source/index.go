@@ -133,6 +133,9 @@ func (e *chartEntries) item(i int) (*repo.ChartVersion, error) {
 	switch e.format {
 	case formatYAML:
 		var list []*repo.ChartVersion
+		if err := strictyaml.CheckAliases(raw); err != nil {
+			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
+		}
 		if err := yaml.UnmarshalStrict(raw, &list); err != nil {
 			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
 		}
@@ -246,7 +249,7 @@ func fullParse(index []byte, chartName string) (*chartEntries, error) {
 		if err = strictyaml.StrictJSON(index); err == nil {
 			err = json.Unmarshal(index, &f)
 		}
-	} else {
+	} else if err = strictyaml.CheckAliases(index); err == nil {
 		err = yaml.UnmarshalStrict(index, &f)
 	}
 	if err != nil {

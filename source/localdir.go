@@ -32,7 +32,9 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 //   - a device, FIFO, socket or other non-regular file is an error naming
 //     it (Helm refuses them too, but reads through a link first);
 //   - at most MaxChartEntries entries (files and directories, as often as
-//     links make the walk visit them) are visited and limit bytes read.
+//     links make the walk visit them) are visited and limit bytes read,
+//     the entries and bytes of the subchart archives among the files
+//     (charts/*.tgz, which Helm's loader expands) counted in.
 //
 // Files that .helmignore excludes are neither checked nor read.
 func loadDir(dir string, limit int64) (*chart.Chart, error) {
@@ -56,6 +58,13 @@ func loadDir(dir string, limit int64) (*chart.Chart, error) {
 	}
 	w.rules.AddDefaults()
 	if err := w.walk(root, "", []string{root}); err != nil {
+		return nil, err
+	}
+	// Helm's loader expands the subchart archives among the files (what
+	// they expand to counts against the same caps) and the aliases of the
+	// YAML files it parses.
+	b := &budget{chart: w.name, limit: w.limit, size: w.size, entries: w.entries}
+	if err := b.checkFiles(w.files); err != nil {
 		return nil, err
 	}
 	c, err := loader.LoadFiles(w.files)

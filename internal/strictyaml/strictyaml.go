@@ -166,9 +166,14 @@ func (e *SyntaxError) Error() string { return e.Msg }
 
 var lineRe = regexp.MustCompile(`line (\d+)`)
 
-// ToJSON converts one document to JSON. Duplicate keys are an error.
-// Errors are *SyntaxError with line numbers of the stream.
+// ToJSON converts one document to JSON. Duplicate keys are an error, and
+// so is a document whose aliases expand past the budget (an *AliasError,
+// see CheckAliases). Other errors are *SyntaxError with line numbers of
+// the stream.
 func ToJSON(doc Document) ([]byte, error) {
+	if err := CheckAliases(doc.Data); err != nil {
+		return nil, err
+	}
 	out, err := yaml.YAMLToJSONStrict(doc.Data)
 	if err == nil {
 		return out, nil
