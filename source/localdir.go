@@ -95,12 +95,12 @@ type dirWalker struct {
 	root       string   // resolved
 	fs         *os.Root // at root: every listing and read goes through it
 	beforeOpen func(rel string)
-	name    string // for LimitError
-	limit   int64
-	rules   *ignore.Rules
-	files   []*loader.BufferedFile
-	size    int64
-	entries int // files and directories visited
+	name       string // for LimitError
+	limit      int64
+	rules      *ignore.Rules
+	files      []*loader.BufferedFile
+	size       int64
+	entries    int // files and directories visited
 }
 
 // readIgnoreFile reads .helmignore with the same checks as any file.
