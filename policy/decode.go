@@ -1,13 +1,15 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // IsPolicyKind reports whether apiVersion and kind name one of the four policy
@@ -26,9 +28,24 @@ func IsPolicyKind(apiVersion, kind string) bool {
 // Decode strictly decodes one YAML or JSON document holding a policy and
 // returns a pointer to its typed value (*PropagationPolicy,
 // *ClusterPropagationPolicy, *OverridePolicy or *ClusterOverridePolicy).
-// Unknown fields are errors. Decode does not validate; call Validate or
-// NewEngine. Errors wrap ErrDecode.
+// Unknown fields, duplicate keys, a second document ("---") and anything
+// after a JSON object are errors. Decode does not validate; call Validate
+// or NewEngine. Errors wrap ErrDecode.
 func Decode(doc []byte) (any, error) {
+	docs := strictyaml.Split(doc)
+	if len(docs) != 1 {
+		if len(docs) == 0 {
+			return nil, fmt.Errorf("%w: no document", ErrDecode)
+		}
+		return nil, fmt.Errorf("%w: %d documents; Decode takes one", ErrDecode, len(docs))
+	}
+	raw, problems, isJSON := strictyaml.CheckJSON(docs[0])
+	if !isJSON {
+		var err error
+		if raw, err = strictyaml.ToJSON(docs[0]); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+		}
+	}
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -36,8 +53,15 @@ func Decode(doc []byte) (any, error) {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if err := yaml.Unmarshal(doc, &head); err != nil {
+	if err := json.Unmarshal(raw, &head); err != nil && len(problems) == 0 {
 		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.FieldError.Error()
+		}
+		return nil, fmt.Errorf("%w: %s %q: %s", ErrDecode, head.Kind, head.Metadata.Name, strings.Join(msgs, "; "))
 	}
 	if !IsPolicyKind(head.APIVersion, head.Kind) {
 		return nil, fmt.Errorf("%w: apiVersion %q kind %q is not a %s policy", ErrDecode, head.APIVersion, head.Kind, GroupVersion)
@@ -52,10 +76,6 @@ func Decode(doc []byte) (any, error) {
 		out = &OverridePolicy{}
 	default:
 		out = &ClusterOverridePolicy{}
-	}
-	raw, err := yaml.YAMLToJSONStrict(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s %q: %v", ErrDecode, head.Kind, head.Metadata.Name, err)
 	}
 	strict, err := kjson.UnmarshalStrict(raw, out, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err == nil && len(strict) > 0 {

@@ -50,6 +50,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"wrong version", "apiVersion: policy.karmada.io/v1beta1\nkind: PropagationPolicy\n", `is not a policy.karmada.io/v1alpha1 policy`},
 		{"bad yaml", "a: [", "did not find expected"},
 		{"bad type", "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p}\nspec:\n  priority: high\n", `PropagationPolicy "p"`},
+		{"JSON with trailing data", `{"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "p"}} x`, `PropagationPolicy "p": invalid JSON: data after the object (value: x)`},
+		{"JSON with a second object", `{"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "p"}}{"spec": {"priority": 1}}`, `PropagationPolicy "p": invalid JSON: a second JSON value after the object`},
+		{"JSON with a second document", "{\"apiVersion\": \"policy.karmada.io/v1alpha1\", \"kind\": \"PropagationPolicy\", \"metadata\": {\"name\": \"p\"}}\n---\n{\"kind\": \"x\"}\n", "2 documents; Decode takes one"},
+		{"YAML with a second document", "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: p}\n---\nspec: {}\n", "2 documents; Decode takes one"},
+		{"JSON duplicate key", `{"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "p"}, "spec": {"priority": 1, "priority": 2}}`, `PropagationPolicy "p": spec.priority: invalid JSON: duplicate key`},
+		{"JSON duplicate kind", `{"apiVersion": "policy.karmada.io/v1alpha1", "kind": "Deployment", "kind": "PropagationPolicy", "metadata": {"name": "p"}}`, `kind: invalid JSON: duplicate key`},
+		{"empty", "# nothing\n", "no document"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/source"
@@ -374,7 +375,7 @@ func (d *decoder) document(doc strictyaml.Document) {
 		}
 	}
 	first := len(d.problems)
-	d.object(doc, "", data)
+	d.object(doc, "", data, nil, 0)
 	if len(d.problems) > first {
 		// Point each problem at its field's line; parsing the document
 		// again is paid only by documents with problems.
@@ -404,18 +405,32 @@ func readHeader(obj map[string]any) header {
 	return h
 }
 
-// object decodes one object (a document, or an item of a List at prefix).
-func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
-	raw, err := strictyaml.ParseJSON(data)
-	if err != nil {
-		d.add(doc, header{}, FieldError{Path: prefix, Message: "invalid JSON: " + err.Error()})
-		return
-	}
+// MaxListDepth is how deep Decode reads v1 Lists inside v1 Lists: 8
+// levels, where kubectl writes one. A deeper List is refused with a
+// Problem at its path.
+const MaxListDepth = 8
+
+// object decodes one object (a document, or an item of a List at prefix)
+// from data, or from raw when raw is not nil (an item of a List, already
+// parsed; data is then encoded from it only if it is not a List itself,
+// so that nested Lists cost no more than their size). depth counts the
+// Lists around it.
+func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte, raw any, depth int) {
 	if raw == nil {
-		return // "~" or "null": nothing to decode
+		var err error
+		if raw, err = strictyaml.ParseJSON(data); err != nil {
+			d.add(doc, header{}, FieldError{Path: prefix, Message: "invalid JSON: " + err.Error()})
+			return
+		}
+		if raw == nil {
+			return // "~" or "null": nothing to decode
+		}
 	}
 	obj, ok := raw.(map[string]any)
 	if !ok {
+		if data == nil {
+			data, _ = json.Marshal(raw)
+		}
 		d.add(doc, header{}, FieldError{Path: prefix, Value: shortValue(string(data)), Message: "expected an object with apiVersion and kind"})
 		return
 	}
@@ -425,20 +440,31 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		d.add(doc, h, FieldError{Path: prefix, Message: "apiVersion and kind are required"})
 		return
 	case h.apiVersion == "v1" && h.kind == "List":
-		d.list(doc, prefix, h, obj)
+		if depth >= MaxListDepth {
+			d.add(doc, h, FieldError{Path: prefix, Message: fmt.Sprintf("Lists nested more than %d deep (release.MaxListDepth); put the objects in one List", MaxListDepth)})
+			return
+		}
+		d.list(doc, prefix, h, obj, depth+1)
 		return
+	}
+	if data == nil {
+		var err error
+		if data, err = json.Marshal(obj); err != nil {
+			d.add(doc, h, FieldError{Path: prefix, Message: "cannot encode the item: " + err.Error()})
+			return
+		}
 	}
 	gv, err := schema.ParseGroupVersion(h.apiVersion)
 	if err != nil {
-		d.add(doc, h, FieldError{Path: joinPath(prefix, "apiVersion"), Value: h.apiVersion, Message: "invalid apiVersion: " + err.Error()})
+		d.add(doc, h, FieldError{Path: joinPath(prefix, "apiVersion"), Value: shortValue(h.apiVersion), Message: "invalid apiVersion: " + redact.Text(err.Error())})
 		return
 	}
 	byVersion, ok := d.registry[gv.WithKind(h.kind).GroupKind()]
 	if !ok {
 		d.add(doc, h, FieldError{
 			Path:    joinPath(prefix, "kind"),
-			Value:   h.kind,
-			Message: fmt.Sprintf("unknown kind %q of apiVersion %q; accepted: %s", h.kind, h.apiVersion, d.accepted()),
+			Value:   shortValue(h.kind),
+			Message: fmt.Sprintf("unknown kind %q of apiVersion %q; accepted: %s", shortValue(h.kind), shortValue(h.apiVersion), d.accepted()),
 		})
 		return
 	}
@@ -451,8 +477,8 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 		slices.Sort(accepted)
 		d.add(doc, h, FieldError{
 			Path:    joinPath(prefix, "apiVersion"),
-			Value:   h.apiVersion,
-			Message: fmt.Sprintf("unsupported apiVersion %q for kind %s; accepted: %s", h.apiVersion, h.kind, strings.Join(accepted, ", ")),
+			Value:   shortValue(h.apiVersion),
+			Message: fmt.Sprintf("unsupported apiVersion %q for kind %s; accepted: %s", shortValue(h.apiVersion), shortValue(h.kind), strings.Join(accepted, ", ")),
 		})
 		return
 	}
@@ -469,8 +495,8 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte) {
 	}
 }
 
-// list decodes the items of a v1 List.
-func (d *decoder) list(doc strictyaml.Document, prefix string, h header, obj map[string]any) {
+// list decodes the items of a v1 List, the depth-th around them.
+func (d *decoder) list(doc strictyaml.Document, prefix string, h header, obj map[string]any, depth int) {
 	for k := range obj {
 		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "items" {
 			d.add(doc, h, FieldError{Path: joinPath(prefix, k), Message: "unknown field"})
@@ -482,8 +508,12 @@ func (d *decoder) list(doc strictyaml.Document, prefix string, h header, obj map
 		return
 	}
 	for i, item := range items {
-		data, _ := json.Marshal(item)
-		d.object(doc, fmt.Sprintf("%sitems[%d]", dotted(prefix), i), data)
+		p := fmt.Sprintf("%sitems[%d]", dotted(prefix), i)
+		if item == nil {
+			d.object(doc, p, []byte("null"), nil, depth)
+			continue
+		}
+		d.object(doc, p, nil, item, depth)
 	}
 }
 
@@ -527,7 +557,7 @@ func dotted(prefix string) string {
 	return prefix + "."
 }
 
-func shortValue(s string) string { return strictyaml.Shorten(s, 80) }
+func shortValue(s string) string { return strictyaml.Value(s) }
 
 // objectName renders "Kind namespace/name", leaving out what is empty.
 func objectName(kind, namespace, name string) string {

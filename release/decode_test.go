@@ -461,6 +461,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("# c\n{\"kind\": \"HelmRelease\"} garbage\n---\n{\"x\": [1, {\"y\": null, \"y\": 2}]}"))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [1, {apiVersion: v1, kind: List, items: [[]]}]\n"))
 	f.Add([]byte("{\"apiVersion\": 3}"))
+	f.Add([]byte(nestedLists(MaxListDepth, false)))
+	f.Add([]byte(nestedLists(MaxListDepth+1, true)))
 	f.Add([]byte("---\n- a\n---\n~\n---\na: &x [*x]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		objs, err := Decode(bytes.NewReader(data))

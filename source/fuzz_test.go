@@ -7,6 +7,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
 )
 
 // FuzzLoadArchive feeds arbitrary bytes to the archive checks and Helm's
@@ -17,6 +19,8 @@ func FuzzLoadArchive(f *testing.F) {
 	f.Add(tarball(f, "evil/Chart.yaml", "apiVersion: v2\nname: evil\nversion: 1.0.0\n", "evil/../../escape.txt", "x"))
 	f.Add(tarball(f, "/etc/passwd", "x"))
 	f.Add(manyEntries(f, 3))
+	f.Add(nestedBomb(f, 2, 100))
+	f.Add(subchartBomb(f, 2, 1000, 0))
 	f.Add([]byte("not gzip"))
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
@@ -37,6 +41,21 @@ func FuzzLoadArchive(f *testing.F) {
 		}
 		if n > MaxChartEntries {
 			t.Fatalf("loaded %d files, over the cap", n)
+		}
+		// Subcharts count against the same caps as their parent.
+		var size int64
+		var count func(c *chart.Chart)
+		count = func(c *chart.Chart) {
+			for _, fl := range append(append(c.Raw, c.Templates...), c.Files...) {
+				size += int64(len(fl.Data))
+			}
+			for _, d := range c.Dependencies() {
+				count(d)
+			}
+		}
+		count(la.chart)
+		if size > 1<<20 {
+			t.Fatalf("loaded %d bytes with the subcharts, over the cap", size)
 		}
 		_ = checkChart(la.chart, "app", "1.0.0")
 	})

@@ -147,6 +147,26 @@ func TestHTTPResolverErrorsRedactCredentials(t *testing.T) {
 				tr.serve(w, r)
 			}
 		}, wantErr: ErrUnreachable},
+		{name: "relative redirect loop", handler: func(tr *testRepo, _ string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, ".tgz") {
+					w.Header().Set("Location", "/loop.tgz?sig=SECRET3")
+					w.WriteHeader(http.StatusFound)
+					return
+				}
+				tr.serve(w, r)
+			}
+		}, wantErr: ErrUnreachable},
+		{name: "unparsable relative redirect", handler: func(tr *testRepo, _ string) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, ".tgz") {
+					w.Header().Set("Location", "/%zz.tgz?sig=SECRET3")
+					w.WriteHeader(http.StatusFound)
+					return
+				}
+				tr.serve(w, r)
+			}
+		}, wantErr: ErrUnreachable},
 		{name: "archive timeout", timeout: 300 * time.Millisecond, handler: func(tr *testRepo, _ string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				if strings.HasSuffix(r.URL.Path, ".tgz") {
@@ -493,4 +513,44 @@ func TestLocalDirectoryCaps(t *testing.T) {
 	got, err := NewLocalResolver(0).Resolve(context.Background(), Ref{Path: dir})
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0", got.Version)
+}
+
+// TestLocalDirectorySwappedFile: a file swapped for a link to outside the
+// chart directory (or for a FIFO) after the walk checked it and before it
+// is read is not followed: the read goes through the directory's root.
+func TestLocalDirectorySwappedFile(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "hostname")
+	require.NoError(t, os.WriteFile(outside, []byte("secret-host\n"), 0o600))
+	tests := []struct {
+		name string
+		swap func(t *testing.T, p string)
+		want string
+	}{
+		{name: "link to outside", swap: func(t *testing.T, p string) {
+			require.NoError(t, os.Symlink(outside, p))
+		}, want: "templates/x.yaml"},
+		{name: "fifo", swap: func(t *testing.T, p string) { mkfifo(t, p) }, want: "templates/x.yaml changed while it was read"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "app")
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "templates"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "Chart.yaml"), []byte("apiVersion: v2\nname: app\nversion: 1.0.0\n"), 0o600))
+			target := filepath.Join(dir, "templates", "x.yaml")
+			require.NoError(t, os.WriteFile(target, []byte("kind: ConfigMap\n"), 0o600))
+			c, err := loadDirHooked(dir, DefaultMaxChartSize, func(rel string) {
+				if rel == "templates/x.yaml" {
+					require.NoError(t, os.Remove(target))
+					tt.swap(t, target)
+				}
+			})
+			if err == nil {
+				for _, f := range c.Templates {
+					assert.NotContains(t, string(f.Data), "secret-host", "read through the swapped link")
+				}
+			}
+			require.ErrorIs(t, err, ErrInvalidArchive)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
 }

@@ -400,12 +400,17 @@ func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limi
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	resp, err := r.client.Do(req)
+	// The client follows redirects itself, and its errors quote a
+	// Location as the server sent it: a relative one ("/a.tgz?sig=…") has
+	// no scheme for redact.Text to find, so every Location seen is
+	// recorded and redacted by name.
+	client, locations := recordLocations(r.client)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, 0, ctxErr
 		}
-		return nil, 0, fmt.Errorf("%w: %w", ErrUnreachable, redact.Error(err, u))
+		return nil, 0, fmt.Errorf("%w: %w", ErrUnreachable, redact.Error(err, append([]string{u}, *locations...)...))
 	}
 	if resp.StatusCode == http.StatusOK && resp.ContentLength <= limit {
 		return resp, resp.StatusCode, nil
@@ -418,4 +423,36 @@ func (r *HTTPResolver) open(ctx context.Context, u string, hdr http.Header, limi
 		return nil, resp.StatusCode, statusError(resp.StatusCode)
 	}
 	return nil, resp.StatusCode, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, resp.ContentLength, limit)
+}
+
+// recordLocations returns a copy of c (sharing its transport, so its
+// connections) that records the Location header of every response it
+// receives, and where they are recorded.
+func recordLocations(c *http.Client) (*http.Client, *[]string) {
+	seen := new([]string)
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	cc := *c
+	cc.Transport = locationRecorder{rt: rt, seen: seen}
+	return &cc, seen
+}
+
+// locationRecorder is an http.RoundTripper that records the Location
+// headers of the responses of rt. A client follows redirects one at a time,
+// so it needs no lock.
+type locationRecorder struct {
+	rt   http.RoundTripper
+	seen *[]string
+}
+
+func (l locationRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.rt.RoundTrip(req)
+	if resp != nil {
+		if loc := resp.Header.Get("Location"); loc != "" {
+			*l.seen = append(*l.seen, loc)
+		}
+	}
+	return resp, err
 }

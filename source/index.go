@@ -14,6 +14,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // FindChartVersion resolves one chart version from the raw bytes of a Helm
@@ -52,6 +54,8 @@ type chartEntries struct {
 	decoded []*repo.ChartVersion // memo; set for every item when format is formatDecoded
 	invalid []bool
 	chosen  map[string]int // memo: constraint -> selected valid item
+
+	dup string // scanDuplicate only: the path of the key found twice
 }
 
 // maxChosen bounds the per-chart memo of constraint selections.
@@ -129,6 +133,9 @@ func (e *chartEntries) item(i int) (*repo.ChartVersion, error) {
 	switch e.format {
 	case formatYAML:
 		var list []*repo.ChartVersion
+		if err := strictyaml.CheckAliases(raw); err != nil {
+			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
+		}
 		if err := yaml.UnmarshalStrict(raw, &list); err != nil {
 			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
 		}
@@ -136,6 +143,9 @@ func (e *chartEntries) item(i int) (*repo.ChartVersion, error) {
 			cv = list[0]
 		}
 	case formatJSON:
+		if err := strictyaml.StrictJSON(raw); err != nil {
+			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
+		}
 		if err := json.Unmarshal(raw, &cv); err != nil {
 			return nil, fmt.Errorf("%w: entries.%s[%d]: %v", ErrInvalidIndex, e.name, i, err)
 		}
@@ -216,6 +226,8 @@ func settle(e *chartEntries, res scanResult, chartName string, full func() ([]by
 		return e, nil
 	case scanNotFound:
 		return nil, fmt.Errorf("%w: no entry %q in the index", ErrChartNotFound, chartName)
+	case scanDuplicate:
+		return nil, fmt.Errorf("%w: duplicate key %s", ErrInvalidIndex, e.dup)
 	default:
 		return parseFull(chartName, full)
 	}
@@ -234,8 +246,10 @@ func fullParse(index []byte, chartName string) (*chartEntries, error) {
 	var f repo.IndexFile
 	var err error
 	if json.Valid(index) {
-		err = json.Unmarshal(index, &f)
-	} else {
+		if err = strictyaml.StrictJSON(index); err == nil {
+			err = json.Unmarshal(index, &f)
+		}
+	} else if err = strictyaml.CheckAliases(index); err == nil {
 		err = yaml.UnmarshalStrict(index, &f)
 	}
 	if err != nil {
@@ -275,9 +289,10 @@ func firstNonSpace(b []byte) byte {
 type scanResult uint8
 
 const (
-	scanUnsafe   scanResult = iota // not a form the scanner reads safely: parse it whole
-	scanFound                      // the chart's block was found
-	scanNotFound                   // the document is scannable and has no such chart
+	scanUnsafe    scanResult = iota // not a form the scanner reads safely: parse it whole
+	scanFound                       // the chart's block was found
+	scanNotFound                    // the document is scannable and has no such chart
+	scanDuplicate                   // a key is twice in one object: refused (e.dup names it)
 )
 
 // complexValue marks a candidate whose version or created field was not a

@@ -179,3 +179,37 @@ func FuzzFindChartVersionEdits(f *testing.F) {
 		agreesWithFullParse(t, []byte(strings.Join(lines, "\n")), chartName, constraint)
 	})
 }
+
+// TestJSONIndexDuplicateKeys: a JSON index with a key twice in one object
+// is refused, naming the key, rather than read as Helm's json.Unmarshal
+// reads it (the last one wins); whether the scan or the full parse reads
+// it, and whether it is in memory or streamed.
+func TestJSONIndexDuplicateKeys(t *testing.T) {
+	entry := func(v string) string {
+		return `{"apiVersion": "v2", "name": "nginx", "version": "` + v + `", "urls": ["nginx-` + v + `.tgz"]}`
+	}
+	tests := []struct {
+		name, doc, path string
+		scanOnly        bool // the full parse compares keys exactly
+	}{
+		{name: "entries twice", doc: `{"apiVersion": "v1", "entries": {"nginx": [` + entry("1.0.0") + `]}, "entries": {"nginx": [` + entry("6.6.6") + `]}}`, path: "entries"},
+		{name: "entries twice, folded", doc: `{"apiVersion": "v1", "entries": {"nginx": [` + entry("1.0.0") + `]}, "Entries": {"nginx": [` + entry("6.6.6") + `]}}`, path: "Entries", scanOnly: true},
+		{name: "apiVersion twice", doc: `{"apiVersion": "v1", "apiVersion": "v2", "entries": {"nginx": [` + entry("1.0.0") + `]}}`, path: "apiVersion"},
+		{name: "chart twice", doc: `{"apiVersion": "v1", "entries": {"nginx": [` + entry("1.0.0") + `], "nginx": [` + entry("6.6.6") + `]}}`, path: "entries.nginx"},
+		{name: "version twice in an entry", doc: `{"apiVersion": "v1", "entries": {"nginx": [{"apiVersion": "v2", "name": "nginx", "version": "1.0.0", "version": "6.6.6", "urls": ["a.tgz"]}]}}`, path: "entries.nginx[0].version"},
+		{name: "urls twice in an entry", doc: `{"apiVersion": "v1", "entries": {"nginx": [{"apiVersion": "v2", "name": "nginx", "version": "1.0.0", "urls": ["a.tgz"], "urls": ["https://evil/a.tgz"]}]}}`, path: "entries.nginx[0]: duplicate key urls"},
+		{name: "deep duplicate, full parse", doc: `{"apiVersion": "v1", "entries": {"nginx": [{"apiVersion": "v2", "name": "nginx", "version": "1.0.0", "urls": ["a.tgz"], "annotations": {"a": "1", "a": "2"}}]}}`, path: "entries.nginx[0]: duplicate key annotations.a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FindChartVersion([]byte(tt.doc), "nginx", "*")
+			require.ErrorIs(t, err, ErrInvalidIndex)
+			assert.Contains(t, err.Error(), "duplicate key")
+			assert.Contains(t, err.Error(), tt.path)
+			if !tt.scanOnly {
+				_, err = fullParse([]byte(tt.doc), "nginx")
+				require.ErrorIs(t, err, ErrInvalidIndex, "full parse")
+			}
+		})
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/bits"
 	"strings"
 	"time"
+
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // jscan is a validating walk over a JSON document. It checks the grammar
@@ -34,6 +37,35 @@ type jscan struct {
 	limit int64      // cap on total; 0 means none
 	eof   bool
 	err   error // a read error, or ErrTooLarge
+
+	dup string // the path of the first key found twice in one object
+}
+
+// seenKey records key (raw, esc as object hands it) among the keys of one
+// object, folded when fold; a key already there is a duplicate, noted in
+// s.dup at path and reported true.
+func (s *jscan) seenKey(keys map[string]bool, key []byte, esc, fold bool, path string) bool {
+	k := string(key)
+	if esc {
+		q := make([]byte, 0, len(key)+2)
+		q = append(append(append(q, '"'), key...), '"')
+		if err := json.Unmarshal(q, &k); err != nil {
+			s.bad = true
+			return false
+		}
+	}
+	name := k
+	if fold {
+		k = strings.ToLower(k)
+	}
+	if keys[k] {
+		if s.dup == "" {
+			s.dup = strictyaml.JoinPath(path, name)
+		}
+		return true
+	}
+	keys[k] = true
+	return false
 }
 
 // newJSONScan returns a scanner over an in-memory document.
@@ -470,7 +502,12 @@ func scanJSON(s *jscan, chartName string) (*chartEntries, scanResult) {
 		found   bool
 		typeErr bool
 	)
+	top := map[string]bool{}
 	s.object(func(key []byte, esc bool) {
+		if s.seenKey(top, key, esc, true, "") {
+			s.bad = true // stop: the document is refused
+			return
+		}
 		switch {
 		case s.keyIs(key, esc, "apiVersion", true):
 			v := s.capture()
@@ -488,7 +525,12 @@ func scanJSON(s *jscan, chartName string) (*chartEntries, scanResult) {
 		case s.keyIs(key, esc, "entries", true):
 			s.ws()
 			if c, ok := s.peek(); ok && c == '{' {
+				charts := map[string]bool{}
 				s.object(func(key []byte, esc bool) {
+					if s.seenKey(charts, key, esc, false, "entries") {
+						s.bad = true
+						return
+					}
 					if s.keyIs(key, esc, chartName, false) {
 						v := s.capture()
 						block, found = append(block[:0], v...), true
@@ -507,6 +549,9 @@ func scanJSON(s *jscan, chartName string) (*chartEntries, scanResult) {
 		}
 	})
 	s.ws()
+	if s.dup != "" {
+		return &chartEntries{dup: s.dup}, scanDuplicate
+	}
 	if s.bad || s.err != nil || s.i != len(s.b) {
 		return nil, scanUnsafe
 	}
@@ -532,9 +577,21 @@ func scanJSONEntries(block []byte, chartName string) (*chartEntries, scanResult)
 		start := s.i
 		c := Candidate{}
 		if s.i < len(s.b) && s.b[s.i] == '{' {
+			var seenVersion, seenCreated bool
 			s.object(func(key []byte, esc bool) {
 				isVersion := s.keyIs(key, esc, "version", true)
 				isCreated := !isVersion && s.keyIs(key, esc, "created", true)
+				if (isVersion && seenVersion) || (isCreated && seenCreated) {
+					// The entry's own decode would keep the last: refuse.
+					field := "created"
+					if isVersion {
+						field = "version"
+					}
+					s.dup = fmt.Sprintf("%s[%d].%s", strictyaml.JoinPath("entries", chartName), len(e.items), field)
+					s.bad = true
+					return
+				}
+				seenVersion, seenCreated = seenVersion || isVersion, seenCreated || isCreated
 				v := s.capture()
 				if s.bad || c.Version == complexValue {
 					return
@@ -559,6 +616,9 @@ func scanJSONEntries(block []byte, chartName string) (*chartEntries, scanResult)
 		e.items = append(e.items, [2]int{start, s.i})
 		e.cands = append(e.cands, c)
 	})
+	if s.dup != "" {
+		return &chartEntries{dup: s.dup}, scanDuplicate
+	}
 	if s.bad {
 		return nil, scanUnsafe
 	}

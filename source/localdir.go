@@ -8,7 +8,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -32,10 +34,22 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 //   - a device, FIFO, socket or other non-regular file is an error naming
 //     it (Helm refuses them too, but reads through a link first);
 //   - at most MaxChartEntries entries (files and directories, as often as
-//     links make the walk visit them) are visited and limit bytes read.
+//     links make the walk visit them) are visited and limit bytes read,
+//     the entries and bytes of the subchart archives among the files
+//     (charts/*.tgz, which Helm's loader expands) counted in.
 //
 // Files that .helmignore excludes are neither checked nor read.
+//
+// Every directory is listed and every file opened through an os.Root at
+// the chart directory, so a file swapped for a link between the checks
+// and the read cannot make it read anything outside the directory.
 func loadDir(dir string, limit int64) (*chart.Chart, error) {
+	return loadDirHooked(dir, limit, nil)
+}
+
+// loadDirHooked is loadDir, calling beforeOpen (when not nil) with each
+// file's path in the chart after its checks and before it is opened.
+func loadDirHooked(dir string, limit int64, beforeOpen func(rel string)) (*chart.Chart, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrChartNotFound, err)
@@ -44,7 +58,12 @@ func loadDir(dir string, limit int64) (*chart.Chart, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrChartNotFound, err)
 	}
-	w := &dirWalker{root: root, limit: limit, name: filepath.Base(root), rules: ignore.Empty()}
+	fsroot, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrChartNotFound, err)
+	}
+	defer fsroot.Close()
+	w := &dirWalker{root: root, fs: fsroot, beforeOpen: beforeOpen, limit: limit, name: filepath.Base(root), rules: ignore.Empty()}
 	if data, ok, err := w.readIgnoreFile(); err != nil {
 		return nil, err
 	} else if ok {
@@ -58,6 +77,13 @@ func loadDir(dir string, limit int64) (*chart.Chart, error) {
 	if err := w.walk(root, "", []string{root}); err != nil {
 		return nil, err
 	}
+	// Helm's loader expands the subchart archives among the files (what
+	// they expand to counts against the same caps) and the aliases of the
+	// YAML files it parses.
+	b := &budget{chart: w.name, limit: w.limit, size: w.size, entries: w.entries}
+	if err := b.checkFiles(w.files); err != nil {
+		return nil, err
+	}
 	c, err := loader.LoadFiles(w.files)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidArchive, err)
@@ -66,19 +92,21 @@ func loadDir(dir string, limit int64) (*chart.Chart, error) {
 }
 
 type dirWalker struct {
-	root    string // resolved
-	name    string // for LimitError
-	limit   int64
-	rules   *ignore.Rules
-	files   []*loader.BufferedFile
-	size    int64
-	entries int // files and directories visited
+	root       string   // resolved
+	fs         *os.Root // at root: every listing and read goes through it
+	beforeOpen func(rel string)
+	name       string // for LimitError
+	limit      int64
+	rules      *ignore.Rules
+	files      []*loader.BufferedFile
+	size       int64
+	entries    int // files and directories visited
 }
 
 // readIgnoreFile reads .helmignore with the same checks as any file.
 func (w *dirWalker) readIgnoreFile() ([]byte, bool, error) {
 	full := filepath.Join(w.root, ignore.HelmIgnore)
-	fi, err := os.Lstat(full)
+	fi, err := w.fs.Lstat(ignore.HelmIgnore)
 	if err != nil {
 		return nil, false, nil // no .helmignore
 	}
@@ -116,17 +144,33 @@ func within(root, p string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
+// inRoot returns the path of full (a resolved path within w.root) relative
+// to w.root, for w.fs.
+func (w *dirWalker) inRoot(full string) string {
+	rel, err := filepath.Rel(w.root, full)
+	if err != nil {
+		return full // not within: w.fs refuses it
+	}
+	return rel
+}
+
 // walk reads the directory real (resolved), known in the chart as rel;
 // ancestors are the resolved directories on the way from the root.
 func (w *dirWalker) walk(real, rel string, ancestors []string) error {
-	entries, err := os.ReadDir(real)
+	d, err := w.fs.Open(w.inRoot(real))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArchive, err)
+		return fmt.Errorf("%w: %s: %v", ErrInvalidArchive, rel, err)
 	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidArchive, rel, err)
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, de := range entries {
 		name := path.Join(rel, de.Name())
 		full := filepath.Join(real, de.Name())
-		fi, err := os.Lstat(full)
+		fi, err := w.fs.Lstat(w.inRoot(full))
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrInvalidArchive, name, err)
 		}
@@ -176,11 +220,20 @@ func (w *dirWalker) read(name, target string, fi fs.FileInfo) ([]byte, error) {
 	if w.size+fi.Size() > w.limit {
 		return nil, &LimitError{Chart: w.name, What: LimitSize, Limit: w.limit}
 	}
-	f, err := os.Open(target)
+	if w.beforeOpen != nil {
+		w.beforeOpen(name)
+	}
+	// Through the root, a link swapped in since the checks cannot lead
+	// out of it; without blocking, a FIFO swapped in is found by the
+	// check of what was opened.
+	f, err := w.fs.OpenFile(w.inRoot(target), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArchive, name, err)
 	}
 	defer f.Close()
+	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s changed while it was read: it is no longer a regular file", ErrInvalidArchive, name)
+	}
 	data, err := readCapped(f, w.limit-w.size)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {

@@ -14,7 +14,7 @@ import (
 // net.Error, a cancelled request still context.Canceled), with one
 // exception: errors.As(result, &urlErr), for a chain holding a *url.Error
 // (as net/http and net/url return), gives a copy of it whose URL field is
-// redacted with URL. Other errors of the chain keep their own text: a
+// redacted with URL and whose Err is redacted with Error(Err, known...). Other errors of the chain keep their own text: a
 // caller that unwraps a cause and prints it on its own must redact it
 // again.
 func Error(err error, known ...string) error {
@@ -23,8 +23,10 @@ func Error(err error, known ...string) error {
 	}
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) {
-		if red := URL(urlErr.URL); red != urlErr.URL {
-			urlErr = &url.Error{Op: urlErr.Op, URL: red, Err: urlErr.Err}
+		red, inner := URL(urlErr.URL), Error(urlErr.Err, known...)
+		_, innerRedacted := inner.(*redactedError)
+		if red != urlErr.URL || innerRedacted {
+			urlErr = &url.Error{Op: urlErr.Op, URL: red, Err: inner}
 		} else {
 			urlErr = nil
 		}

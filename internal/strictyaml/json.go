@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -42,7 +43,7 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 	}
 	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
 	c.dec.UseNumber()
-	if err := c.value(""); err != nil {
+	if err := c.value(); err != nil {
 		return nil, nil, false // not JSON: leave it to the YAML parser
 	}
 	end := int(c.dec.InputOffset())
@@ -60,7 +61,7 @@ func CheckJSON(doc Document) (obj []byte, problems []JSONProblem, isJSON bool) {
 			msg = "invalid JSON: a second JSON value after the object; separate documents with --- lines or put them in a v1 List"
 		}
 		extra, _, _ := bytes.Cut(data[off:], []byte("\n"))
-		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Shorten(string(bytes.TrimSpace(extra)), maxValueLen), Message: msg}})
+		problems = append(problems, JSONProblem{Line: lineAt(off), FieldError: FieldError{Value: Value(string(bytes.TrimSpace(extra))), Message: msg}})
 	}
 	return obj, problems, true
 }
@@ -88,10 +89,34 @@ type duplicate struct {
 }
 
 // jsonChecker walks one JSON value token by token, noting duplicate keys.
+// It keeps the path to the current value as a stack of segments and
+// renders it only for a duplicate, so that deep nesting costs time linear
+// in the document rather than in the sum of its paths' lengths.
 type jsonChecker struct {
 	dec   *json.Decoder
 	dups  []duplicate
 	depth int
+	segs  []segment
+}
+
+// segment is one step of a path: an object key or an array index.
+type segment struct {
+	key   string
+	index int // when key is unset (isIndex)
+	isIdx bool
+}
+
+// path renders the stack of segments as FieldError.Path writes paths.
+func (c *jsonChecker) path() string {
+	p := ""
+	for _, s := range c.segs {
+		if s.isIdx {
+			p += "[" + strconv.Itoa(s.index) + "]"
+		} else {
+			p = JoinPath(p, s.key)
+		}
+	}
+	return p
 }
 
 var errNotJSON = errors.New("not JSON")
@@ -100,7 +125,7 @@ var errNotJSON = errors.New("not JSON")
 // the recursion of value off the end of the stack.
 const maxJSONDepth = 10000
 
-func (c *jsonChecker) value(path string) error {
+func (c *jsonChecker) value() error {
 	if c.depth++; c.depth > maxJSONDepth {
 		return errNotJSON
 	}
@@ -109,11 +134,12 @@ func (c *jsonChecker) value(path string) error {
 	if err != nil {
 		return err
 	}
-	return c.rest(path, tok)
+	return c.rest(tok)
 }
 
-// rest reads what follows tok, the first token of a value at path.
-func (c *jsonChecker) rest(path string, tok json.Token) error {
+// rest reads what follows tok, the first token of the value at the
+// current path.
+func (c *jsonChecker) rest(tok json.Token) error {
 	switch tok {
 	case json.Delim('{'):
 		seen := map[string]bool{}
@@ -126,12 +152,14 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 			if !ok {
 				return errNotJSON
 			}
-			p := JoinPath(path, k)
+			c.segs = append(c.segs, segment{key: k})
 			if seen[k] {
-				c.dups = append(c.dups, duplicate{path: p, off: int(c.dec.InputOffset())})
+				c.dups = append(c.dups, duplicate{path: c.path(), off: int(c.dec.InputOffset())})
 			}
 			seen[k] = true
-			if err := c.value(p); err != nil {
+			err = c.value()
+			c.segs = c.segs[:len(c.segs)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -139,7 +167,10 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 		return err
 	case json.Delim('['):
 		for i := 0; c.dec.More(); i++ {
-			if err := c.value(path + "[" + strconv.Itoa(i) + "]"); err != nil {
+			c.segs = append(c.segs, segment{index: i, isIdx: true})
+			err := c.value()
+			c.segs = c.segs[:len(c.segs)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -147,6 +178,29 @@ func (c *jsonChecker) rest(path string, tok json.Token) error {
 		return err
 	case json.Delim('}'), json.Delim(']'):
 		return errNotJSON
+	}
+	return nil
+}
+
+// StrictJSON checks that data is exactly one JSON value with no key twice
+// in one object (encoding/json would keep the last) and nothing but white
+// space after it. The error names the first duplicate key's path; it is
+// nil for a document that passes. It does not report every problem (see
+// CheckJSON for that) and costs time linear in len(data).
+func StrictJSON(data []byte) error {
+	c := jsonChecker{dec: json.NewDecoder(bytes.NewReader(data))}
+	c.dec.UseNumber()
+	if err := c.value(); err != nil {
+		if err == errNotJSON {
+			return errors.New("invalid JSON (or nested more than 10000 deep)")
+		}
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	if len(c.dups) > 0 {
+		return fmt.Errorf("duplicate key %s", c.dups[0].path)
+	}
+	if rest := bytes.TrimLeft(data[c.dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return fmt.Errorf("data after the JSON value at byte %d: %s", len(data)-len(rest), Value(string(rest)))
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
 // Document is one document of a YAML stream.
@@ -83,8 +85,14 @@ func isSeparator(line []byte) bool {
 }
 
 // maxLineNodes bounds the nodes Lines visits, so that aliases cannot make
-// it expand a small document into a huge one.
-const maxLineNodes = 100000
+// it expand a small document into a huge one; maxLinePathBytes bounds the
+// bytes of the paths it keeps, which deep nesting makes grow with the
+// square of the depth. A path past either is found at its nearest
+// ancestor's line (LineOf).
+const (
+	maxLineNodes     = 100000
+	maxLinePathBytes = 4 << 20
+)
 
 // Lines maps the field paths of a document (as FieldError.Path writes them)
 // to the lines of the stream where their keys or list items are. It
@@ -96,13 +104,14 @@ func Lines(doc Document) map[string]int {
 	}
 	offset := max(doc.start, 1) - 1
 	lines := map[string]int{}
-	budget := maxLineNodes
+	budget, pathBytes := maxLineNodes, maxLinePathBytes
 	var walk func(path string, n *yamlv3.Node)
 	walk = func(path string, n *yamlv3.Node) {
-		if n == nil || budget <= 0 {
+		if n == nil || budget <= 0 || pathBytes <= 0 {
 			return
 		}
 		budget--
+		pathBytes -= len(path)
 		switch n.Kind {
 		case yamlv3.DocumentNode:
 			for _, c := range n.Content {
@@ -157,9 +166,14 @@ func (e *SyntaxError) Error() string { return e.Msg }
 
 var lineRe = regexp.MustCompile(`line (\d+)`)
 
-// ToJSON converts one document to JSON. Duplicate keys are an error.
-// Errors are *SyntaxError with line numbers of the stream.
+// ToJSON converts one document to JSON. Duplicate keys are an error, and
+// so is a document whose aliases expand past the budget (an *AliasError,
+// see CheckAliases). Other errors are *SyntaxError with line numbers of
+// the stream.
 func ToJSON(doc Document) ([]byte, error) {
+	if err := CheckAliases(doc.Data); err != nil {
+		return nil, err
+	}
 	out, err := yaml.YAMLToJSONStrict(doc.Data)
 	if err == nil {
 		return out, nil
@@ -534,7 +548,7 @@ func jsonType(v any) string {
 const maxValueLen = 80
 
 // render returns a string as it is and anything else as compact JSON,
-// shortened to maxValueLen bytes.
+// redacted and shortened (see Value).
 func render(v any) string {
 	s, ok := v.(string)
 	if !ok {
@@ -544,7 +558,16 @@ func render(v any) string {
 		}
 		s = string(b)
 	}
-	return Shorten(s, maxValueLen)
+	return Value(s)
+}
+
+// Value returns s as a FieldError.Value: every URL in it with its user
+// information, query values and fragment masked (a value is quoted in
+// messages and logs, and a repository URL may carry a password or a
+// signed token), then shortened to 80 bytes. Redacting first means a cut
+// never leaves half a secret that no longer reads as a URL.
+func Value(s string) string {
+	return Shorten(redact.Text(s), maxValueLen)
 }
 
 // Shorten cuts s to at most n bytes (n ≥ 4), ending it with "..." when cut,

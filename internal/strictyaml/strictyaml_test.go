@@ -296,3 +296,30 @@ func FuzzCheckJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStrictJSON: StrictJSON accepts exactly what encoding/json decodes
+// as one value with no key twice in one object, and CheckJSON agrees with
+// it on objects.
+func FuzzStrictJSON(f *testing.F) {
+	f.Add([]byte(`{"a": {"b": 1, "b": [2, {"c": null}]}, "a": 3}`))
+	f.Add([]byte(`{"a": 1} {"b": 2}`))
+	f.Add([]byte(`[1, {"x": {"x": {"x": 1}}}]` + "\n\t "))
+	f.Add([]byte(`{"k": "https://u:p@h/?token=t"} https://u:p@h/?token=t`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := StrictJSON(data)
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			require.Error(t, err, "%q is not JSON", data)
+			return
+		}
+		if err != nil {
+			require.Contains(t, err.Error(), "duplicate key")
+			require.NotContains(t, err.Error(), "token=t")
+		}
+		if len(data) > 0 && data[0] == '{' {
+			_, problems, isJSON := CheckJSON(Document{Data: data})
+			require.True(t, isJSON)
+			assert.Equal(t, err == nil, len(problems) == 0, "%q: %v, %v", data, err, problems)
+		}
+	})
+}

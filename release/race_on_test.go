@@ -1,0 +1,7 @@
+//go:build race
+
+package release
+
+// allocFactor scales the allocation bounds of the hostile-input tests:
+// the race detector allocates beside every allocation it watches.
+const allocFactor = 12
