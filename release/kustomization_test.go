@@ -106,7 +106,6 @@ func TestLoadKustomization(t *testing.T) {
 	assert.True(t, k.DeletesInventory())
 	assert.Equal(t, []release.SubstituteReference{{Kind: "ConfigMap", Name: "cluster-vars"}, {Kind: "Secret", Name: "cluster-secrets", Optional: true}}, k.Spec.PostBuild.SubstituteFrom)
 	assert.Equal(t, []release.ResourceRef{{ID: "apps_web_apps_Deployment", Version: "v1"}}, k.Status.Inventory.Entries)
-	assert.Empty(t, k.Warnings())
 
 	cp := k.DeepCopy()
 	cp.Spec.PostBuild.Substitute["cluster_env"] = "prod"
@@ -209,14 +208,6 @@ func TestKustomizationDecodeStrict(t *testing.T) {
 	_, err = release.Decode(strings.NewReader(strings.Replace(fluxKustomization, "kustomize.toolkit.fluxcd.io/v1", "kustomize.toolkit.fluxcd.io/v1beta2", 1)))
 	require.ErrorAs(t, err, &de)
 	assert.Contains(t, de.Error(), "v1beta2")
-}
-
-func TestKustomizationWarnings(t *testing.T) {
-	k := &release.Kustomization{Spec: release.KustomizationSpec{ServiceAccountName: "gotk-reconciler"}}
-	w := k.Warnings()
-	require.Len(t, w, 1)
-	assert.Equal(t, "spec.serviceAccountName", w[0].Path)
-	assert.Equal(t, "gotk-reconciler", w[0].Value)
 }
 
 func TestKustomizationScheme(t *testing.T) {

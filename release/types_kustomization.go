@@ -184,8 +184,10 @@ type KustomizationSpec struct {
 	// Validate rejects it.
 	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
-	// ServiceAccountName to impersonate. Not acted on: objects are
-	// applied with the caller's credentials; Warnings says so.
+	// ServiceAccountName, of the Kustomization's namespace, to act as:
+	// release/kustomize plans, applies, prunes and checks health through
+	// the cluster's release.Impersonator role, and fails the
+	// Kustomization on a cluster without it.
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// Decryption of SOPS-encrypted Secrets. Not supported; Validate

@@ -22,8 +22,7 @@ var VariableNameRe = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // and that spec.path and spec.components stay inside the source. The
 // fields helmfleet cannot act on are errors: spec.kubeConfig (clusters
 // come from the caller's backends), spec.decryption (no SOPS) and
-// spec.healthCheckExprs (no CEL health checks); spec.serviceAccountName
-// is a warning (see Warnings).
+// spec.healthCheckExprs (no CEL health checks).
 func (in *Kustomization) Validate() error {
 	var p problems
 	validateMeta(&p, in.ObjectMeta)
@@ -115,15 +114,4 @@ func validateSourcePath(p *problems, field, written, v string) bool {
 		return false
 	}
 	return true
-}
-
-// Warnings returns the fields of the Kustomization that are accepted but
-// not acted on, as FieldErrors: spec.serviceAccountName (objects are
-// applied with the caller's credentials, no impersonation).
-func (in *Kustomization) Warnings() []FieldError {
-	var p problems
-	if in.Spec.ServiceAccountName != "" {
-		p.add("spec.serviceAccountName", in.Spec.ServiceAccountName, "is not acted on: objects are applied with the cluster client's own credentials")
-	}
-	return p.errs
 }

@@ -43,6 +43,9 @@ func (f *Fleet) buildKustomizers(cfg Config) error {
 			mc.Variables = release.NewObjectValues(m.Cluster)
 		}
 		mc.NoCrossNamespaceRefs = mc.NoCrossNamespaceRefs || cfg.NoCrossNamespaceRefs
+		if mc.DefaultServiceAccount == "" {
+			mc.DefaultServiceAccount = cfg.DefaultServiceAccount
+		}
 		r, err := kustomize.NewReconciler(mc)
 		if err != nil {
 			return fmt.Errorf("fleet: config: KustomizeConfig: member %s: %w", m.Facts.Name, err)

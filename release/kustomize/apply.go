@@ -85,12 +85,9 @@ type ReconcileResult struct {
 // Reconciling is True while it runs and removed at the end; the
 // observed generation and lastAttemptedRevision are recorded either way.
 // The returned error is the failure the conditions record.
-func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (*ReconcileResult, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (_ *ReconcileResult, err error) {
 	res := &ReconcileResult{}
-	for _, w := range k.Warnings() {
-		res.Warnings = append(res.Warnings, w.Error())
-	}
-	if err := k.Validate(); err != nil {
+	if err = k.Validate(); err != nil {
 		r.fail(k, release.ReasonInvalidSpec, err)
 		r.set(k, release.ConditionStalled, metav1.ConditionTrue, release.ReasonInvalidSpec, err.Error())
 		return res, err
@@ -106,7 +103,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 	r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Building manifests")
 	defer k.Status.RemoveCondition(release.ConditionReconciling)
 
-	built, rev, err := r.build(ctx, k, r.reader(cluster))
+	// substituteFrom is read with the caller's client, as Flux's
+	// controller reads it with its own; the objects are applied, pruned
+	// and checked as the service account.
+	vars := r.reader(cluster)
+	if cluster, err = r.actAs(cluster, k); err != nil {
+		r.fail(k, release.ReasonReconciliationFailed, err)
+		return res, err
+	}
+	built, rev, err := r.build(ctx, k, vars)
 	res.Revision = rev
 	k.Status.LastAttemptedRevision = rev
 	if built != nil {
@@ -183,6 +188,10 @@ func (r *Reconciler) Delete(ctx context.Context, cluster release.ObjectClient, k
 		k.Status.Inventory = nil
 		return nil
 	}
+	cluster, err := r.actAs(cluster, k)
+	if err != nil {
+		return err
+	}
 	pruned, survivors, err := r.prune(ctx, cluster, k, k.Status.Inventory.Entries)
 	k.Status.Inventory = mergeEntries(&release.ResourceInventory{}, survivors)
 	if len(k.Status.Inventory.Entries) == 0 {
@@ -195,6 +204,31 @@ func (r *Reconciler) Delete(ctx context.Context, cluster release.ObjectClient, k
 		return r.waitGone(ctx, cluster, pruned, k.GetTimeout())
 	}
 	return nil
+}
+
+// actAs returns cluster acting as k's service account
+// (spec.serviceAccountName, else ReconcilerConfig.DefaultServiceAccount,
+// of k's namespace) through its release.Impersonator role; cluster itself
+// when neither names one. A cluster that cannot impersonate is an error:
+// k is never applied with the cluster's own credentials instead.
+func (r *Reconciler) actAs(cluster release.ObjectClient, k *release.Kustomization) (release.ObjectClient, error) {
+	sa, field := k.Spec.ServiceAccountName, "spec.serviceAccountName"
+	if sa == "" {
+		sa, field = r.cfg.DefaultServiceAccount, "spec.serviceAccountName (empty: the reconciler's DefaultServiceAccount)"
+	}
+	if sa == "" {
+		return cluster, nil
+	}
+	user := release.ServiceAccountUser(k.Namespace, sa)
+	im, ok := cluster.(release.Impersonator)
+	if !ok {
+		return nil, fmt.Errorf("Kustomization %s/%s: %s: the cluster client cannot act as %s (%w); refusing to apply with its own credentials", k.Namespace, k.Name, field, user, release.ErrCannotImpersonate)
+	}
+	c, err := im.Impersonate(user)
+	if err != nil {
+		return nil, fmt.Errorf("Kustomization %s/%s: %s: %w", k.Namespace, k.Name, field, err)
+	}
+	return c, nil
 }
 
 // reader is where substituteFrom is read: the configured reader, else

@@ -201,10 +201,15 @@
 // in the Kustomization's own namespace, spelled out or left empty, is
 // allowed. spec.postBuild.substituteFrom and spec.kubeConfig cannot name
 // a namespace. spec.targetNamespace, the namespaces of the built objects
-// and spec.healthChecks are not references and are not refused: objects
-// are applied and read with the identity of the cluster client the
-// reconciler is given, so a platform also applies each tenant's objects
-// under an identity of its own (a default service account impersonated
-// when a unit names none, and kubeconfigs that may not run exec plugins
-// or read local files unless the platform opts in).
+// and spec.healthChecks are not references and are not refused. What
+// guards them is the identity the objects are applied with: Plan,
+// Reconcile and Delete act as spec.serviceAccountName, or
+// ReconcilerConfig.DefaultServiceAccount when it names none (Flux's
+// --default-service-account), a service account of the Kustomization's
+// namespace, through the cluster's release.Impersonator role
+// (release/kube and release/memory have it); a cluster client without
+// the role fails the Kustomization (Ready False, ReconciliationFailed)
+// rather than applying with its own credentials. substituteFrom is read
+// with the caller's client, as Flux's controller reads it with its own.
+// A platform running tenants sets DefaultServiceAccount too.
 package kustomize

@@ -76,14 +76,16 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.ObjectClient, k *
 	if err := k.Validate(); err != nil {
 		return nil, err
 	}
-	built, _, err := r.build(ctx, k, r.reader(cluster))
+	vars := r.reader(cluster)
+	cluster, err := r.actAs(cluster, k)
+	if err != nil {
+		return nil, err
+	}
+	built, _, err := r.build(ctx, k, vars)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Kustomization: k.Namespace + "/" + k.Name, Revision: built.Revision}
-	for _, w := range k.Warnings() {
-		p.Warnings = append(p.Warnings, w.Error())
-	}
 	p.Warnings = append(p.Warnings, built.Warnings...)
 	objs, excluded := r.prepare(k, built.Manifests)
 	p.Excluded = excluded

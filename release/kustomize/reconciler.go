@@ -121,6 +121,14 @@ type ReconcilerConfig struct {
 	// records it as Ready False and Stalled, reason AccessDenied. Off by
 	// default, as in Flux; a platform running tenants turns it on.
 	NoCrossNamespaceRefs bool
+	// DefaultServiceAccount is the service account, of each
+	// Kustomization's own namespace, that Plan, Reconcile and Delete act
+	// as for a Kustomization whose spec.serviceAccountName is empty
+	// (Flux's --default-service-account); empty: the cluster's own
+	// credentials. A service account is acted as through the cluster's
+	// release.Impersonator role; a cluster without it fails the
+	// Kustomization. A platform running tenants sets it.
+	DefaultServiceAccount string
 	// Build are the build's limits and settings. Unset, LoadRestrictions
 	// and Reorder are Flux's, not kustomize build's:
 	// LoadRestrictionsNone (a kustomization may read any file of the
