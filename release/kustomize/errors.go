@@ -28,6 +28,9 @@ var (
 	ErrLimit = errors.New("input limit exceeded")
 	// ErrCycle is matched by every *CycleError.
 	ErrCycle = errors.New("cycle of kustomizations")
+	// ErrNotRegular: a file of the tree is a FIFO, device, socket or
+	// other non-regular file, or became one while Build read the tree.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // EntryError reports one entry of one kustomization file.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/safefile"
 )
 
 // walker reads a kustomization tree from a file system the way kustomize
@@ -27,7 +30,11 @@ import (
 type walker struct {
 	ctx  context.Context
 	fsys fs.FS
+	root *os.Root // when fsys is a directory on disk: every file is opened through it
 	opts Options
+	// beforeOpen, when set, is called with each file's path after its
+	// checks and before it is opened (tests swap the file there).
+	beforeOpen func(p string)
 
 	files    map[string][]byte // by path in fsys
 	total    int64             // bytes of files
@@ -401,6 +408,9 @@ func (kw *kustWalk) readFile(p string) ([]byte, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a file", p)
 	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s (mode %s)", ErrNotRegular, p, info.Mode().Type())
+	}
 	return kw.w.read(p)
 }
 
@@ -533,7 +543,7 @@ func (w *walker) read(p string) ([]byte, error) {
 	if err := w.checkLinks(p); err != nil {
 		return nil, err
 	}
-	f, err := w.fsys.Open(p)
+	f, err := w.open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -556,6 +566,36 @@ func (w *walker) read(p string) ([]byte, error) {
 	w.total += int64(len(data))
 	w.files[p] = data
 	return data, nil
+}
+
+// open opens file p for read. On disk it opens through w.root, so that a
+// link swapped in since the checks cannot lead out of the root, without
+// blocking, so that a FIFO swapped in cannot hang the walk, and checks
+// what it opened, not what the name was. Any other fs.FS is opened by
+// name; what it opened is checked all the same.
+func (w *walker) open(p string) (io.ReadCloser, error) {
+	if w.beforeOpen != nil {
+		w.beforeOpen(p)
+	}
+	if w.root != nil {
+		f, err := safefile.OpenRegular(w.root, p)
+		if errors.Is(err, safefile.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: %s changed while it was read: it is no longer a regular file", ErrNotRegular, p)
+		}
+		return f, err
+	}
+	f, err := w.fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s (mode %s)", ErrNotRegular, p, info.Mode().Type())
+	}
+	return f, nil
 }
 
 // checkAliases refuses YAML whose aliases expand to far more than it
