@@ -19,8 +19,10 @@
 // Before kustomize runs, Build reads the tree itself, entry by entry, and
 // refuses remote bases and files (git URLs, http files: nothing is
 // fetched), paths and symbolic links that leave the fs.FS, cycles, inputs
-// over the limits of Options, YAML whose aliases expand excessively (which
-// kustomize would expand without limit), Helm chart inflation (it runs the helm
+// over the limits of Options, YAML whose aliases, in any document of a
+// file, expand it to more than 4 times its written nodes plus 10000
+// (kustomize would expand them without limit), files that are not
+// regular files (FIFOs, devices), Helm chart inflation (it runs the helm
 // program), plugins other than kustomize's builtins (exec, Go and KRM
 // function plugins) and openapi (process-wide state in kustomize). Each
 // refusal is an *EntryError naming the kustomization file and the entry,

@@ -79,7 +79,8 @@ type LimitError struct {
 	What string
 	// Limit is the cap that applied, Got what was found (at least
 	// Limit+1; counting stops there). Both are 0 for "YAML aliases",
-	// go-yaml's own ratio of aliases to nodes.
+	// whose budget applies to each YAML document of a file and is given
+	// in the error's text, with the file and the document.
 	Limit, Got int64
 	detail     string
 }

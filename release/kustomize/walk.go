@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/safefile"
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // walker reads a kustomization tree from a file system the way kustomize
@@ -560,7 +560,7 @@ func (w *walker) read(p string) ([]byte, error) {
 		}
 		return nil, &LimitError{What: "total size", Limit: w.opts.MaxTotalBytes, Got: w.total + n}
 	}
-	if err := checkAliases(data); err != nil {
+	if err := checkAliases(p, data); err != nil {
 		return nil, err
 	}
 	w.total += int64(len(data))
@@ -598,25 +598,16 @@ func (w *walker) open(p string) (io.ReadCloser, error) {
 	return f, nil
 }
 
-// checkAliases refuses YAML whose aliases expand to far more than it
-// says (a "billion laughs" document): kustomize parses such a file in
-// no time and then expands it without limit. A file with no anchor and
-// no alias is not parsed here; one that is not YAML is kustomize's to
-// report.
-func checkAliases(data []byte) error {
-	if !bytes.Contains(data, []byte("&")) || !bytes.Contains(data, []byte("*")) {
-		return nil
+// checkAliases refuses YAML file p whose aliases, in any of its
+// documents, expand to far more than it says (a "billion laughs"
+// document): kustomize parses such a file in no time and then expands it
+// without limit. Each document may expand to at most a small multiple of
+// its written nodes, the budget Helm's files get too. A file with no
+// anchor and no alias is not parsed here; one that is not YAML is
+// kustomize's to report.
+func checkAliases(p string, data []byte) error {
+	if err := strictyaml.CheckAliasesStream(data); err != nil {
+		return &LimitError{What: "YAML aliases", detail: p + ": " + err.Error()}
 	}
-	dec := yamlv3.NewDecoder(bytes.NewReader(data))
-	for {
-		var v any
-		err := dec.Decode(&v)
-		switch {
-		case err == nil:
-			continue
-		case strings.Contains(err.Error(), "excessive aliasing"):
-			return &LimitError{What: "YAML aliases", Limit: 0, Got: 0, detail: "the document's aliases expand excessively (go-yaml's limit)"}
-		}
-		return nil // io.EOF, or not YAML
-	}
+	return nil
 }
