@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/ignore"
+
+	"github.com/helmfleet/helmfleet/internal/safefile"
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -226,14 +227,14 @@ func (w *dirWalker) read(name, target string, fi fs.FileInfo) ([]byte, error) {
 	// Through the root, a link swapped in since the checks cannot lead
 	// out of it; without blocking, a FIFO swapped in is found by the
 	// check of what was opened.
-	f, err := w.fs.OpenFile(w.inRoot(target), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := safefile.OpenRegular(w.fs, w.inRoot(target))
+	if errors.Is(err, safefile.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %s changed while it was read: it is no longer a regular file", ErrInvalidArchive, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidArchive, name, err)
 	}
 	defer f.Close()
-	if ofi, err := f.Stat(); err != nil || !ofi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s changed while it was read: it is no longer a regular file", ErrInvalidArchive, name)
-	}
 	data, err := readCapped(f, w.limit-w.size)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {

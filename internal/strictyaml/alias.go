@@ -49,6 +49,33 @@ func CheckAliases(data []byte) error {
 	if yamlv3.Unmarshal(data, &root) != nil {
 		return nil
 	}
+	return checkNode(&root)
+}
+
+// CheckAliasesStream is CheckAliases for every document of the YAML
+// stream data (documents separated by "---"), each within its own
+// budget: the error of the first document past it says which, counting
+// from 1. It stops, returning nil, at the first document that does not
+// parse (the decoder that follows reports that). It costs time and memory
+// linear in len(data), one document's nodes held at a time.
+func CheckAliasesStream(data []byte) error {
+	if bytes.IndexByte(data, '&') < 0 || bytes.IndexByte(data, '*') < 0 {
+		return nil
+	}
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	for i := 1; ; i++ {
+		var root yamlv3.Node
+		if dec.Decode(&root) != nil {
+			return nil // io.EOF, or not YAML
+		}
+		if err := checkNode(&root); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+	}
+}
+
+// checkNode applies the budget to one parsed document.
+func checkNode(root *yamlv3.Node) error {
 	written := 0
 	sizes := map[*yamlv3.Node]int{} // expanded size of each anchored node
 	var expanded func(n *yamlv3.Node) int
@@ -76,7 +103,7 @@ func CheckAliases(data []byte) error {
 		}
 		return total
 	}
-	total := expanded(&root)
+	total := expanded(root)
 	limit := satAdd(satMul(AliasFactor, written), AliasFloor)
 	if total > limit {
 		return &AliasError{Written: written, Limit: limit}

@@ -98,3 +98,33 @@ func FuzzCheckAliases(f *testing.F) {
 		require.Positive(t, ae.Written)
 	})
 }
+
+func TestCheckAliasesStream(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream string
+		want   string // "" for no error
+	}{
+		{name: "one document", stream: wideAlias(1000, 3)},
+		{name: "several documents within budget", stream: wideAlias(100, 50) + "---\n" + wideAlias(100, 50) + "---\n" + wideAlias(1000, 3)},
+		{name: "bomb in the first document", stream: laughs(9, 10) + "---\na: 1\n", want: "document 1: "},
+		{name: "bomb in the second document", stream: "a: &a 1\nb: *a\n---\n" + laughs(9, 10), want: "document 2: "},
+		{name: "bomb in the third document after an empty one", stream: "a: 1\n---\n---\n" + laughs(9, 10), want: "document 3: "},
+		{name: "unparsable document stops the check", stream: "a: [\n---\n" + laughs(9, 10)},
+		{name: "no indicators", stream: "a: 1\n---\nb: 2\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckAliasesStream([]byte(tt.stream))
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var ae *AliasError
+			require.ErrorAs(t, err, &ae)
+			assert.True(t, strings.HasPrefix(err.Error(), tt.want), err.Error())
+		})
+	}
+	// The first document alone is what CheckAliases sees.
+	assert.NoError(t, CheckAliases([]byte("a: &a 1\nb: *a\n---\n"+laughs(9, 10))))
+}

@@ -203,7 +203,13 @@ func build(ctx context.Context, fsys fs.FS, dir string, opts Options, h hooks) (
 	if !fs.ValidPath(dir) {
 		return nil, &EntryError{File: dir, Err: fmt.Errorf("%w: not a valid fs.FS path", ErrOutsideFS)}
 	}
+	root, fsys, done, err := rootOf(fsys)
+	if err != nil {
+		return nil, &EntryError{File: dir, Err: err}
+	}
+	defer done()
 	w := newWalker(ctx, fsys, opts)
+	w.root = root
 	if h.prepare != nil {
 		if err := h.prepare(w, dir); err != nil {
 			return nil, err

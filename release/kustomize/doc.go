@@ -19,8 +19,10 @@
 // Before kustomize runs, Build reads the tree itself, entry by entry, and
 // refuses remote bases and files (git URLs, http files: nothing is
 // fetched), paths and symbolic links that leave the fs.FS, cycles, inputs
-// over the limits of Options, YAML whose aliases expand excessively (which
-// kustomize would expand without limit), Helm chart inflation (it runs the helm
+// over the limits of Options, YAML whose aliases, in any document of a
+// file, expand it to more than 4 times its written nodes plus 10000
+// (kustomize would expand them without limit), files that are not
+// regular files (FIFOs, devices), Helm chart inflation (it runs the helm
 // program), plugins other than kustomize's builtins (exec, Go and KRM
 // function plugins) and openapi (process-wide state in kustomize). Each
 // refusal is an *EntryError naming the kustomization file and the entry,
@@ -33,8 +35,7 @@
 // checked (writes fail). The walk reads every file kustomize will need
 // anyway, so this costs nothing over a lazy adapter from fs.FS to kyaml's
 // filesys.FileSystem, and it is safer: kustomize can reach no file the
-// walk did not check, whatever the fs.FS would follow (os.DirFS follows
-// symbolic links out of its root). It is not kyaml's
+// walk did not check, whatever the fs.FS would follow. It is not kyaml's
 // filesys.MakeFsInMemory, which would cost a copy and refuses file names
 // outside [a-zA-Z0-9-_.:] ("app@v1", "values prod.yaml"). Measured on the
 // seven kustomizations of testdata/fleet (BenchmarkWalkCopy): the walk
@@ -43,6 +44,25 @@
 // against krusty's 7.0 MB in 11.0 ms over the same tree in memory
 // (BenchmarkBuild; the difference is the walk and decoding the objects;
 // 9.7 MB since the clusters' Flux Kustomizations are decoded too).
+//
+// # Files on disk
+//
+// What Build guarantees about the files it reads depends on the fs.FS:
+//
+//   - A Dir (DirFS) or an os.DirFS: every file is looked up and opened
+//     through an os.Root at the directory, so no symbolic link leads out
+//     of it, not even one swapped in between Build's checks of a file and
+//     its read; each file is opened without blocking and read only if
+//     what was opened is a regular file, so a FIFO or device swapped in
+//     is refused (ErrNotRegular) rather than read or waited on. Build
+//     upgrades an os.DirFS this way itself, opening a root for the
+//     duration of the call; DirFS keeps one open across calls.
+//   - Any other fs.FS (fstest.MapFS, embed.FS, an unpacked archive in
+//     memory): files are opened by name, as the fs.FS resolves it, and
+//     refused unless the fs.FS says they are regular files. Such a file
+//     system cannot swap a link in behind Build's back unless it is
+//     itself backed by a directory someone else writes to; wrap such a
+//     directory with DirFS instead.
 //
 // # Errors
 //

@@ -28,6 +28,9 @@ var (
 	ErrLimit = errors.New("input limit exceeded")
 	// ErrCycle is matched by every *CycleError.
 	ErrCycle = errors.New("cycle of kustomizations")
+	// ErrNotRegular: a file of the tree is a FIFO, device, socket or
+	// other non-regular file, or became one while Build read the tree.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // EntryError reports one entry of one kustomization file.
@@ -76,7 +79,8 @@ type LimitError struct {
 	What string
 	// Limit is the cap that applied, Got what was found (at least
 	// Limit+1; counting stops there). Both are 0 for "YAML aliases",
-	// go-yaml's own ratio of aliases to nodes.
+	// whose budget applies to each YAML document of a file and is given
+	// in the error's text, with the file and the document.
 	Limit, Got int64
 	detail     string
 }

@@ -363,18 +363,39 @@ func TestBuildLocalLookalikes(t *testing.T) {
 	}
 }
 
-// TestBuildAliasBomb: a YAML alias bomb (9^10 strings in 1 KB) is refused
-// before kustomize, which would expand it without limit, runs.
+// TestBuildAliasBomb: YAML whose aliases expand far past what is written,
+// in any document of a file, is refused before kustomize, which would
+// expand it without limit, runs: a "billion laughs" (9^10 strings in
+// 1 KB), and a list aliased many times, which go-yaml's own guard lets
+// through, in the second document of a file.
 func TestBuildAliasBomb(t *testing.T) {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
+	var laughs strings.Builder
+	laughs.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
 	for i := 1; i < 10; i++ {
-		fmt.Fprintf(&b, "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+		fmt.Fprintf(&laughs, "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
-	fsys := tree(map[string]string{"k/kustomization.yaml": kustomization("resources: [bomb.yaml]\n"), "k/bomb.yaml": b.String()})
-	_, err := kustomize.Build(t.Context(), fsys, "k", kustomize.Options{})
-	var le *kustomize.LimitError
-	require.ErrorAs(t, err, &le)
-	assert.Equal(t, "YAML aliases", le.What)
-	assert.EqualError(t, err, `k/kustomization.yaml: resources[0] "bomb.yaml": YAML aliases: the document's aliases expand excessively (go-yaml's limit)`)
+	var wide strings.Builder
+	wide.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: wide\ndata:\n  big: &big\n")
+	for i := range 2000 {
+		fmt.Fprintf(&wide, "  - v%d\n", i)
+	}
+	for i := range 500 {
+		fmt.Fprintf(&wide, "  c%d: *big\n", i)
+	}
+	tests := []struct {
+		name, file, want string
+	}{
+		{name: "billion laughs", file: laughs.String(), want: "document 1: YAML aliases expand the document past 10480 nodes (120 written; the budget is 4 × written + 10000): refused"},
+		{name: "wide alias in the second document", file: wide.String(), want: "document 2: YAML aliases expand the document past "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := tree(map[string]string{"k/kustomization.yaml": kustomization("resources: [bomb.yaml]\n"), "k/bomb.yaml": tt.file})
+			_, err := kustomize.Build(t.Context(), fsys, "k", kustomize.Options{})
+			var le *kustomize.LimitError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, "YAML aliases", le.What)
+			assert.Contains(t, err.Error(), `k/kustomization.yaml: resources[0] "bomb.yaml": YAML aliases: k/bomb.yaml: `+tt.want)
+		})
+	}
 }

@@ -62,3 +62,24 @@ patches:
 	// from base/release.yaml: HelmRelease ingress-nginx
 	// dev/kustomization.yaml: resources[1] "github.com/kubernetes/ingress-nginx/deploy?ref=main": remote bases and resources are not supported: Build reads only the given file system
 }
+
+// A kustomization tree on disk, read through an os.Root: no symbolic
+// link, not even one swapped in while Build reads, leads out of it.
+func ExampleDirFS() {
+	dir, err := kustomize.DirFS("testdata/fleet")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer dir.Close()
+	res, err := kustomize.Build(context.Background(), dir, "infrastructure/dev", kustomize.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range res.Objects.Releases {
+		fmt.Println(r.Namespace + "/" + r.Name)
+	}
+	// Output:
+	// ingress-nginx/ingress-nginx
+}

@@ -46,7 +46,9 @@ const (
 
 // Sources gives the directory tree a Kustomization's spec.sourceRef
 // names, with its revision: the caller maps Flux sources (a Git
-// checkout, an unpacked OCI artifact) to an fs.FS.
+// checkout, an unpacked OCI artifact) to an fs.FS. A tree on disk is
+// best given as a Dir (DirFS) or an os.DirFS, which Build reads through
+// an os.Root (see the package documentation, "Files on disk").
 type Sources interface {
 	FS(ctx context.Context, k *release.Kustomization) (fsys fs.FS, revision string, err error)
 }

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
-	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/kustomize/api/konfig"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/internal/safefile"
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 )
 
 // walker reads a kustomization tree from a file system the way kustomize
@@ -27,7 +30,11 @@ import (
 type walker struct {
 	ctx  context.Context
 	fsys fs.FS
+	root *os.Root // when fsys is a directory on disk: every file is opened through it
 	opts Options
+	// beforeOpen, when set, is called with each file's path after its
+	// checks and before it is opened (tests swap the file there).
+	beforeOpen func(p string)
 
 	files    map[string][]byte // by path in fsys
 	total    int64             // bytes of files
@@ -401,6 +408,9 @@ func (kw *kustWalk) readFile(p string) ([]byte, error) {
 	if info.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a file", p)
 	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s (mode %s)", ErrNotRegular, p, info.Mode().Type())
+	}
 	return kw.w.read(p)
 }
 
@@ -533,7 +543,7 @@ func (w *walker) read(p string) ([]byte, error) {
 	if err := w.checkLinks(p); err != nil {
 		return nil, err
 	}
-	f, err := w.fsys.Open(p)
+	f, err := w.open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -550,7 +560,7 @@ func (w *walker) read(p string) ([]byte, error) {
 		}
 		return nil, &LimitError{What: "total size", Limit: w.opts.MaxTotalBytes, Got: w.total + n}
 	}
-	if err := checkAliases(data); err != nil {
+	if err := checkAliases(p, data); err != nil {
 		return nil, err
 	}
 	w.total += int64(len(data))
@@ -558,25 +568,46 @@ func (w *walker) read(p string) ([]byte, error) {
 	return data, nil
 }
 
-// checkAliases refuses YAML whose aliases expand to far more than it
-// says (a "billion laughs" document): kustomize parses such a file in
-// no time and then expands it without limit. A file with no anchor and
-// no alias is not parsed here; one that is not YAML is kustomize's to
-// report.
-func checkAliases(data []byte) error {
-	if !bytes.Contains(data, []byte("&")) || !bytes.Contains(data, []byte("*")) {
-		return nil
+// open opens file p for read. On disk it opens through w.root, so that a
+// link swapped in since the checks cannot lead out of the root, without
+// blocking, so that a FIFO swapped in cannot hang the walk, and checks
+// what it opened, not what the name was. Any other fs.FS is opened by
+// name; what it opened is checked all the same.
+func (w *walker) open(p string) (io.ReadCloser, error) {
+	if w.beforeOpen != nil {
+		w.beforeOpen(p)
 	}
-	dec := yamlv3.NewDecoder(bytes.NewReader(data))
-	for {
-		var v any
-		err := dec.Decode(&v)
-		switch {
-		case err == nil:
-			continue
-		case strings.Contains(err.Error(), "excessive aliasing"):
-			return &LimitError{What: "YAML aliases", Limit: 0, Got: 0, detail: "the document's aliases expand excessively (go-yaml's limit)"}
+	if w.root != nil {
+		f, err := safefile.OpenRegular(w.root, p)
+		if errors.Is(err, safefile.ErrNotRegular) {
+			return nil, fmt.Errorf("%w: %s changed while it was read: it is no longer a regular file", ErrNotRegular, p)
 		}
-		return nil // io.EOF, or not YAML
+		return f, err
 	}
+	f, err := w.fsys.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s (mode %s)", ErrNotRegular, p, info.Mode().Type())
+	}
+	return f, nil
+}
+
+// checkAliases refuses YAML file p whose aliases, in any of its
+// documents, expand to far more than it says (a "billion laughs"
+// document): kustomize parses such a file in no time and then expands it
+// without limit. Each document may expand to at most a small multiple of
+// its written nodes, the budget Helm's files get too. A file with no
+// anchor and no alias is not parsed here; one that is not YAML is
+// kustomize's to report.
+func checkAliases(p string, data []byte) error {
+	if err := strictyaml.CheckAliasesStream(data); err != nil {
+		return &LimitError{What: "YAML aliases", detail: p + ": " + err.Error()}
+	}
+	return nil
 }
