@@ -1,0 +1,124 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/helmfleet/helmfleet/internal/fixture"
+	"github.com/helmfleet/helmfleet/policy"
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/kustomize"
+	"github.com/helmfleet/helmfleet/release/memory"
+)
+
+// substitutedReleaseRepo holds a HelmRelease whose spec.values take
+// ${TOKEN} plain, as the chart reads it (.Values.canary) and nested.
+var substitutedReleaseRepo = fstest.MapFS{
+	"app/kustomization.yaml": {Data: []byte("resources: [hr.yaml]\n")},
+	"app/hr.yaml": {Data: []byte(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: canary, namespace: apps}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: canary
+      version: "1.0.0"
+      sourceRef: {kind: HelmRepository, name: canary}
+  values:
+    canary: '${TOKEN}'
+    db: {password: 'pw-${TOKEN}', user: app}
+`)},
+}
+
+// TestFleetKustomizationSecretValuesOfProducedRelease: a Kustomization
+// whose substituteFrom Secret holds the canary produces a HelmRelease
+// that uses it in spec.values, plain and in a chart's fail message (or
+// rendered). Neither the canary nor a common form of it shows in the
+// fleet's plan (table, diff, JSON, errors, each release plan in JSON and
+// fmt, its values), the apply's error and report (and JSON) or the
+// events; Helm's failure is withheld and names the release.
+func TestFleetKustomizationSecretValuesOfProducedRelease(t *testing.T) {
+	for _, tc := range fixture.CanaryCases() {
+		if tc.Name != "fail" && tc.Name != "rendered Secret" {
+			continue
+		}
+		t.Run(tc.Name, func(t *testing.T) {
+			ctx := t.Context()
+			member := memory.New("dev-1")
+			setSecret(t, member, tc.Secret)
+			var events []fleet.Event
+			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), PollInterval: time.Millisecond})
+			require.NoError(t, err)
+			f, err := fleet.New(fleet.Config{
+				Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
+				Reconciler: rec,
+				KustomizeConfig: &kustomize.ReconcilerConfig{
+					Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: substitutedReleaseRepo, Revision: "main@sha1:0123abc"}},
+					PollInterval: time.Millisecond,
+				},
+				Events: func(e fleet.Event) { events = append(events, e) },
+			})
+			require.NoError(t, err)
+			in := decodeInputs(t, kustomizationYAML("canary", "./app", "  postBuild:\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
+				placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+
+			outputs := map[string]string{}
+			show := func(what string, v any) {
+				outputs[what] = fmt.Sprintf("%v | %+v | %#v | %s", v, v, v, v)
+				if data, err := json.Marshal(v); err == nil {
+					outputs[what+" JSON"] = string(data)
+				}
+			}
+			plan, err := f.Plan(ctx, in)
+			require.NoError(t, err)
+			require.Len(t, plan.Items, 1, "the produced release is planned")
+			outputs["plan table"], outputs["plan diff"] = plan.Table(), plan.Diff()
+			show("plan", plan)
+			show("plan errors", plan.Errors)
+			for i, it := range plan.Items {
+				show(fmt.Sprintf("release plan %d", i), it)
+				show(fmt.Sprintf("release plan value %d", i), *it)
+				show(fmt.Sprintf("release plan values %d", i), it.Values)
+				if it.Values != nil {
+					outputs[fmt.Sprintf("provenance %d", i)] = it.Values.Provenance().String()
+				}
+			}
+			rep, applyErr := f.Apply(ctx, plan, fleet.ApplyOptions{})
+			show("apply error", applyErr)
+			require.NotNil(t, rep)
+			outputs["report table"] = rep.Table()
+			show("report", rep)
+			for i, it := range rep.Items {
+				show(fmt.Sprintf("report item %d", i), it)
+			}
+			for i, e := range events {
+				show(fmt.Sprintf("event %d", i), e)
+			}
+			fixture.AssertNoCanary(t, tc.Secret, outputs)
+
+			it := plan.Items[0]
+			if !tc.Fails() {
+				require.NoError(t, applyErr)
+				require.NotNil(t, it.Values)
+				for _, o := range it.Values.Provenance().Origins() {
+					assert.Equal(t, o.Path != "db.user", o.Sensitive, "%s is Secret data", o.Path)
+				}
+				assert.Equal(t, []string{"pw-" + tc.Secret, tc.Secret}, it.Values.SecretValues(), "what the chart renders is masked")
+				return
+			}
+			require.Error(t, applyErr)
+			for what, e := range map[string]error{"plan": it.Err, "apply": applyErr} {
+				assert.ErrorIs(t, e, release.ErrWithheld, what)
+				assert.Contains(t, e.Error(), "HelmRelease apps/canary", what)
+			}
+		})
+	}
+}
