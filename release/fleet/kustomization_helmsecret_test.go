@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/policy"
@@ -120,5 +121,69 @@ func TestFleetKustomizationSecretValuesOfProducedRelease(t *testing.T) {
 				assert.Contains(t, e.Error(), "HelmRelease apps/canary", what)
 			}
 		})
+	}
+}
+
+// TestFleetKustomizationMarksSecretFields: the HelmRelease a
+// Kustomization produces lists, in release.SecretFieldsAnnotation, the
+// JSON pointers of what was substituted from its substituteFrom Secret:
+// values, the map holding a key from the Secret (never the key), and
+// fields outside spec.values; what the source's annotation lists stays
+// listed, and nothing of the Secret's values is in it.
+func TestFleetKustomizationMarksSecretFields(t *testing.T) {
+	repo := fstest.MapFS{
+		"app/kustomization.yaml": {Data: []byte("resources: [hr.yaml]\n")},
+		"app/hr.yaml": {Data: []byte(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: canary
+  namespace: apps
+  annotations: {kustomize.helmfleet.io/secret-fields: '["/spec/values/user"]'}
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: canary
+      version: '${VERSION}'
+      sourceRef: {kind: HelmRepository, name: canary}
+  values:
+    canary: '${TOKEN}'
+    user: app
+    list: [plain, 'x-${TOKEN}']
+    extra: {'${TOKEN:0:8}-key': literal}
+    a/b: {c: '${TOKEN}'}
+    shown: '${PLAIN}'
+`)},
+	}
+	tc := fixture.CanaryCases()[len(fixture.CanaryCases())-1] // renders
+	member := memory.New("dev-1")
+	s := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "creds", "namespace": "flux-system"},
+		"stringData": map[string]any{"TOKEN": newSecretCanary, "VERSION": "1.0.0"}}}
+	_, err := member.Apply(t.Context(), s, release.ApplyOptions{FieldManager: "test", Force: true})
+	require.NoError(t, err)
+	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), PollInterval: time.Millisecond})
+	require.NoError(t, err)
+	f, err := fleet.New(fleet.Config{
+		Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
+		Reconciler: rec,
+		KustomizeConfig: &kustomize.ReconcilerConfig{
+			Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo, Revision: "main@sha1:0123abc"}},
+			PollInterval: time.Millisecond,
+		},
+	})
+	require.NoError(t, err)
+	in := decodeInputs(t, kustomizationYAML("canary", "./app",
+		"  postBuild:\n    substitute: {PLAIN: visible}\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
+		placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+	plan, err := f.Plan(t.Context(), in)
+	require.NoError(t, err)
+	require.Len(t, plan.Items, 1)
+	got := plan.Items[0].Release.Annotations[release.SecretFieldsAnnotation]
+	assert.JSONEq(t, `["/spec/chart/spec/version","/spec/values/a~1b/c","/spec/values/canary","/spec/values/extra","/spec/values/list/1","/spec/values/user"]`, got)
+	fixture.AssertNoSecretCanary(t, "the annotation", got)
+	require.NotNil(t, plan.Items[0].Values)
+	for _, o := range plan.Items[0].Values.Provenance().Origins() {
+		assert.Equal(t, o.Path != "list[0]" && o.Path != "shown", o.Sensitive, "%s is Secret data", o.Path)
 	}
 }
