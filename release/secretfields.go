@@ -101,7 +101,8 @@ func KeepSecretFields(dst, src *Release) {
 // shown is rel as outputs may show it: when SecretFieldsAnnotation marks
 // some of its spec.values, a copy whose spec.values hold a redaction
 // marker in place of each marked leaf (as values.Result.Redacted gives
-// them); else rel itself.
+// them); else rel itself. Compose of inline values alone fails only on
+// a cancelled context, never here; the values are then left out.
 func (rel *Release) shown() *Release {
 	if rel == nil {
 		return nil
@@ -112,13 +113,9 @@ func (rel *Release) shown() *Release {
 	}
 	c := rel.DeepCopy()
 	res, err := values.Compose(context.Background(), noReader{}, values.Request{Release: rel.ref(), Namespace: rel.Namespace, Inline: inlineValues(rel.Spec.Values), SecretInline: inline})
-	if err != nil {
-		c.Spec.Values = map[string]any{"(values withheld)": secretShown}
-		return c
+	c.Spec.Values = nil // shown only when they can be masked
+	if err == nil {
+		c.Spec.Values = res.Redacted()
 	}
-	c.Spec.Values = res.Redacted()
 	return c
 }
-
-// secretShown stands for values that cannot be shown.
-const secretShown = "(values hold Secret data)"
