@@ -129,7 +129,8 @@ func TestFleetKustomizationSecretValuesOfProducedRelease(t *testing.T) {
 // JSON pointers of what was substituted from its substituteFrom Secret:
 // values, the map holding a key from the Secret (never the key), and
 // fields outside spec.values; what the source's annotation lists stays
-// listed, and nothing of the Secret's values is in it.
+// listed, an override policy cannot remove it, and nothing of the
+// Secret's values is in it.
 func TestFleetKustomizationMarksSecretFields(t *testing.T) {
 	repo := fstest.MapFS{
 		"app/kustomization.yaml": {Data: []byte("resources: [hr.yaml]\n")},
@@ -175,10 +176,23 @@ spec:
 	require.NoError(t, err)
 	in := decodeInputs(t, kustomizationYAML("canary", "./app",
 		"  postBuild:\n    substitute: {PLAIN: visible}\n    substituteFrom: [{kind: Secret, name: creds}]\n")+
-		placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere))
+		placeOn("canary", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", everywhere)+`---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: unmark, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: canary}
+  overrideRules:
+    - overriders:
+        plaintext:
+          - {path: /metadata/annotations, operator: remove}
+`)
 	plan, err := f.Plan(t.Context(), in)
 	require.NoError(t, err)
+	require.Empty(t, plan.Errors)
 	require.Len(t, plan.Items, 1)
+	// An override policy that removes the annotation unmarks nothing.
 	got := plan.Items[0].Release.Annotations[release.SecretFieldsAnnotation]
 	assert.JSONEq(t, `["/spec/chart/spec/version","/spec/values/a~1b/c","/spec/values/canary","/spec/values/extra","/spec/values/list/1","/spec/values/user"]`, got)
 	fixture.AssertNoSecretCanary(t, "the annotation", got)
