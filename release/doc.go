@@ -176,6 +176,16 @@
 // record by name, revision, status and chart only. The objects applied
 // (ReleasePlan.Objects, the cluster's) keep the real values.
 //
+// Inline values count as a Secret's where the HelmRelease's
+// SecretFieldsAnnotation says so (a Kustomization sets it on the
+// HelmReleases whose spec.values it substituted from a Secret): they are
+// masked in the plan, its diff, the values' provenance and every
+// encoding of the values and of the Release in a plan, and Helm's errors
+// for that release are withheld. The annotation only adds marking:
+// removing or garbling it never unmarks a valuesFrom Secret's values,
+// and a value that does not read as a list of pointers marks all of
+// spec.values.
+//
 // To debug a withheld error, render the chart where the Secret may be
 // read: helm template with the same values, or Plan on a Reconciler made
 // with ReconcilerConfig.InsecureHelmErrorText, an explicit opt-out that is

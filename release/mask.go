@@ -148,7 +148,8 @@ func (m *secretMask) walk(v any, path string, paths, hide map[string]bool) any {
 
 // secretMask returns the mask of the run's Secret values: those of the
 // composed values when the run has them, else (a drift check alone) of
-// the release's Secret valuesFrom read afresh. Nil when there are none
+// the release's Secret valuesFrom read afresh and of its inline values
+// SecretFieldsAnnotation marks. Nil when there are none
 // or they cannot be read (the check reports what it reads itself).
 func (ru *run) secretMask() *secretMask {
 	if ru.d != nil {
@@ -159,10 +160,19 @@ func (ru *run) secretMask() *secretMask {
 	for _, ref := range refs {
 		secret = secret || ref.Kind == values.KindSecret
 	}
-	if !secret || ru.r.values == nil {
+	var reader values.Reader = noReader{}
+	if ru.r.values != nil {
+		reader = ru.r.values
+	} else {
+		secret, refs = false, nil
+	}
+	req := values.Request{Release: ru.rel.ref(), Namespace: ru.rel.Namespace, From: refs}
+	if inline, _ := ru.rel.secretFields(); len(inline) > 0 {
+		req.Inline, req.SecretInline = inlineValues(ru.rel.Spec.Values), inline
+	} else if !secret {
 		return nil
 	}
-	res, err := values.Compose(ru.ctx, ru.r.values, values.Request{Release: ru.rel.ref(), Namespace: ru.rel.Namespace, From: refs})
+	res, err := values.Compose(ru.ctx, reader, req)
 	if err != nil {
 		return nil
 	}

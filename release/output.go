@@ -52,7 +52,7 @@ type releasePlanJSON struct {
 // its values redacted (values.Result) and its error as text, so that a
 // plan in a JSON (or sigs.k8s.io/yaml) document shows no Secret data.
 func (p ReleasePlan) MarshalJSON() ([]byte, error) {
-	j := releasePlanJSON{Cluster: p.Cluster, Release: p.Release, State: p.State, Reason: p.Reason, Action: p.Action,
+	j := releasePlanJSON{Cluster: p.Cluster, Release: p.Release.shown(), State: p.State, Reason: p.Reason, Action: p.Action,
 		Chart: p.Chart, Version: p.Version, Revision: p.Revision, KubeVersion: p.KubeVersion,
 		CapabilitiesFrom: p.CapabilitiesFrom, Values: p.Values, Objects: p.MaskedObjects(), Diff: p.Diff}
 	if p.Err != nil {

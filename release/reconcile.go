@@ -488,6 +488,7 @@ func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error
 		Files:     ch.ValuesFiles,
 		Inline:    inlineValues(rel.Spec.Values),
 	}
+	req.SecretInline, _ = rel.secretFields()
 	req.From = valuesRefs(rel)
 	reader := r.values
 	if reader == nil {

@@ -94,8 +94,12 @@ func (e *WithheldError) Is(target error) bool {
 // Secret data: the composed values hold a leaf read from a Secret, or
 // spec.valuesFrom names a Secret (which also covers the steps that run
 // without composing values: uninstall, health, a drift check, and a
-// release whose stored manifest holds values of a Secret since dropped).
+// release whose stored manifest holds values of a Secret since dropped),
+// or SecretFieldsAnnotation marks part of the HelmRelease as Secret data.
 func (ru *run) secretDerived() bool {
+	if _, marked := ru.rel.secretFields(); marked {
+		return true
+	}
 	for _, ref := range ru.rel.Spec.ValuesFrom {
 		if ref.Kind == string(values.KindSecret) {
 			return true

@@ -296,6 +296,9 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 
 	if len(c.req.Inline) > 0 {
 		c.t.mergeInto(c.acc, copyMap(c.req.Inline), "", Source{Kind: SourceInline})
+		for _, ptr := range c.req.SecretInline {
+			c.t.markSecret(c.acc, ptr)
+		}
 	}
 
 	for _, p := range targets {

@@ -70,7 +70,9 @@
 // in its JSON and YAML encodings and in Redacted (use it for plans and
 // diffs). Only Result.Values, which Helm needs, and Result.SecretValues,
 // which lists them so that rendered manifests can be masked, hold them in
-// the clear. Key names are structure and are printed; do not keep secrets in
+// the clear. Inline values that Request.SecretInline names (a release's
+// values substituted from a Secret) are treated the same way, from the
+// inline source. Key names are structure and are printed; do not keep secrets in
 // key names. The digest covers Secret values too (it must change when they
 // change); like Flux's values digest it can confirm a guess of a weak secret
 // by someone who knows all other values.

@@ -280,6 +280,40 @@ func (t *tracker) assign(path string, old any, hadOld bool, v any, src Source) {
 	t.place(path, v, src, over)
 }
 
+// markSecret records every leaf of values at the JSON pointer ptr as
+// Secret data (Request.SecretInline). A pointer that does not parse marks
+// every leaf; one that names nothing marks nothing.
+func (t *tracker) markSecret(values map[string]any, ptr string) {
+	var node any = values
+	path := ""
+	if strings.HasPrefix(ptr, "/") {
+		for tok := range strings.SplitSeq(ptr[1:], "/") {
+			tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+			switch x := node.(type) {
+			case map[string]any:
+				e, ok := x[tok]
+				if !ok {
+					return
+				}
+				node, path = e, childKey(path, tok)
+			case []any:
+				i, err := strconv.Atoi(tok)
+				if err != nil || i < 0 || i >= len(x) || strconv.Itoa(i) != tok {
+					return
+				}
+				node, path = x[i], childIndex(path, i)
+			default:
+				return
+			}
+		}
+	}
+	forLeaves(path, node, func(p string, _ any) {
+		r := t.recs[p]
+		r.secret = true
+		t.recs[p] = r
+	})
+}
+
 // hasSecrets reports whether any leaf holds Secret data.
 func (t *tracker) hasSecrets() bool {
 	for _, r := range t.recs {

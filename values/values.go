@@ -172,6 +172,16 @@ type Request struct {
 	From []Reference
 	// Inline are the release's spec.values. Compose does not modify them.
 	Inline map[string]any
+	// SecretInline lists places in Inline, as JSON pointers (RFC 6901:
+	// "/db/password", "/hosts/0"; "" is all of Inline), whose values are
+	// Secret data, e.g. because a Kustomization substituted them from a
+	// Secret. Compose treats every leaf there as Secret-sourced, as if it
+	// had come from a valuesFrom Secret: Provenance marks it Sensitive,
+	// Redacted, String and MarshalJSON mask it and SecretValues lists it.
+	// A pointer that is not valid JSON pointer syntax marks all of Inline;
+	// one that names nothing marks nothing. It can only add marking: a
+	// leaf from a Secret reference stays Secret-sourced.
+	SecretInline []string
 	// Overrides are per-cluster overrides, applied last in order.
 	Overrides []Override
 	// Limits bound each document; zero fields take DefaultLimits.

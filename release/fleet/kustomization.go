@@ -284,6 +284,9 @@ func (f *Fleet) producedUnits(plan *Plan, policies policy.Set, engine *policy.En
 		if err == nil {
 			r, err = overridden(eng, u, facts, fromUnstructured, (*release.Release).Validate)
 		}
+		if err == nil {
+			release.KeepSecretFields(r, rel) // an override cannot unmark
+		}
 		if err != nil {
 			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s produced by %s: %w", kk.Cluster, rk.Namespace, rk.Name, kk.unit(), err))
 			continue

@@ -169,8 +169,19 @@
 // got a Secret's value (a parent passing a cluster's variables on to its
 // children) carries SecretSubstitutesAnnotation naming those variables,
 // and its own plans mask them as a Secret's. A HelmRelease the build
-// produces carries substituted values in its spec as they are: what
-// shows them is the HelmRelease's plan.
+// produces that holds values substituted from a Secret carries
+// release.SecretFieldsAnnotation: a JSON array of JSON pointers into the
+// HelmRelease ("/spec/values/db/password", "/spec/chart/spec/version"),
+// paths only, never values. A pointer names the map, not the key, where
+// a map key came from a Secret; what the source's own annotation lists
+// stays listed, so the annotation only ever adds marking. The release
+// engine treats the inline values at those pointers as a valuesFrom
+// Secret's: the HelmRelease's plans, diffs and printed or encoded values
+// mask them, and Helm's error text for the release is withheld. A field
+// outside spec.values (a chart version, a valuesFrom name) withholds
+// Helm's errors too, but plans show it as it is, as they show object
+// identities; so do they show map keys under spec.values that came from
+// a Secret (keep secrets out of keys).
 //
 // No hash of a value is shown: a short secret's hash is found by trying
 // every value. A live value that came from a Secret at a place the build

@@ -633,10 +633,16 @@ func withheldMessages(objs []release.ObjectStatus, sensitive map[release.ObjectR
 }
 
 // annotate sets SecretSubstitutesAnnotation on the decoded Kustomizations
-// whose spec.postBuild.substitute values came from Secrets.
+// whose spec.postBuild.substitute values came from Secrets, and
+// release.SecretFieldsAnnotation on the decoded HelmReleases that hold
+// values substituted from Secrets.
 func (s *secretMarks) annotate(objs *release.Objects) {
 	if s == nil || objs == nil {
 		return
+	}
+	for _, rel := range objs.Releases {
+		n := s.objects[objectKey(release.Group, "HelmRelease", rel.Namespace, rel.Name)]
+		release.MarkSecretFields(rel, n.pointers("")...)
 	}
 	for _, k := range objs.Kustomizations {
 		n := s.objects[objectKey(release.KustomizationGroup, release.KustomizationKind, k.Namespace, k.Name)]
@@ -662,6 +668,28 @@ func (s *secretMarks) annotate(objs *release.Objects) {
 		}
 		k.Annotations[SecretSubstitutesAnnotation] = strings.Join(names, ",")
 	}
+}
+
+// pointers are the JSON pointers (under prefix) of what n marks: a value
+// from a Secret, or the map holding a key from a Secret (the pointer
+// names the map, never the key). Only keys written in the source appear
+// in them.
+func (n *leaves) pointers(prefix string) []string {
+	if n == nil {
+		return nil
+	}
+	if n.all || len(n.keys) > 0 {
+		return []string{prefix}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(n.fields)) {
+		tok := strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+		out = append(out, n.fields[k].pointers(prefix+"/"+tok)...)
+	}
+	for i, c := range n.items {
+		out = append(out, c.pointers(prefix+"/"+strconv.Itoa(i))...)
+	}
+	return out
 }
 
 // under reports whether anything at path (map keys) came from a Secret:
