@@ -9,6 +9,7 @@ import (
 	helmrelease "helm.sh/helm/v3/pkg/release"
 
 	"github.com/helmfleet/helmfleet/drift"
+	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -39,6 +40,7 @@ type releasePlanJSON struct {
 	Reason           string
 	Action           Action
 	Chart, Version   string
+	Verified         *source.Verified `json:",omitempty"`
 	Revision         int
 	KubeVersion      string
 	CapabilitiesFrom string
@@ -53,7 +55,7 @@ type releasePlanJSON struct {
 // plan in a JSON (or sigs.k8s.io/yaml) document shows no Secret data.
 func (p ReleasePlan) MarshalJSON() ([]byte, error) {
 	j := releasePlanJSON{Cluster: p.Cluster, Release: p.Release.shown(), State: p.State, Reason: p.Reason, Action: p.Action,
-		Chart: p.Chart, Version: p.Version, Revision: p.Revision, KubeVersion: p.KubeVersion,
+		Chart: p.Chart, Version: p.Version, Verified: p.Verified, Revision: p.Revision, KubeVersion: p.KubeVersion,
 		CapabilitiesFrom: p.CapabilitiesFrom, Values: p.Values, Objects: p.MaskedObjects(), Diff: p.Diff}
 	if p.Err != nil {
 		j.Err = p.Err.Error()
