@@ -28,7 +28,7 @@ const defaultRetryInterval = 5 * time.Minute
 func valuesDigest(v map[string]any) string { return values.Digest(v) }
 
 func (ru *run) actionErr(a Action, err error) error {
-	return &ActionError{Release: ru.rel.ref(), Cluster: ru.cluster.Name(), Action: a, Err: err}
+	return &ActionError{Release: refOf(ru.rel), Cluster: ru.cluster.Name(), Action: a, Err: err}
 }
 
 // released records the outcome of an install or upgrade, as Flux's
@@ -439,19 +439,6 @@ func (ru *run) handleTargetChange() error {
 	return nil
 }
 
-// DriftDetector is an optional role of a cluster that knows better than a
-// plain comparison of the manifest with its objects what drift is: a
-// cluster that spreads a release's objects over member clusters compares
-// each member's copy with what that member should hold. The reconciler
-// uses it when the cluster has it.
-type DriftDetector interface {
-	// DetectDrift compares the objects of manifest (a Helm release's
-	// manifest) with what runs, under rules.
-	DetectDrift(ctx context.Context, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error)
-	// CorrectDrift applies the corrections of a report DetectDrift made.
-	CorrectDrift(ctx context.Context, report *drift.Report, fieldManager string) error
-}
-
 // detectDrift compares the manifest of last with the live objects, one
 // List per kind and namespace.
 func (ru *run) detectDrift(last *helmrelease.Release) (*drift.Report, error) {
@@ -492,7 +479,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	if dd, ok := ru.cluster.(DriftDetector); ok {
 		report, err := dd.DetectDrift(ru.ctx, last.Manifest, rules, drift.Mode(ru.rel.GetDriftDetection().GetMode()))
 		if err != nil {
-			return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), ru.helmErr("drift", err))
+			return nil, fmt.Errorf("release %s: drift: %w", refOf(ru.rel), ru.helmErr("drift", err))
 		}
 		return report, nil
 	}
@@ -505,11 +492,11 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		HelmRelease: &drift.HelmRelease{Name: last.Name, Namespace: last.Namespace}, FieldManager: ru.r.fieldManager,
 		Rationalize: true})
 	if err != nil {
-		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", ru.rel.ref(), err)
+		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", refOf(ru.rel), err)
 	}
 	desired, err := objectsOf(ru.cfg.KubeClient, last.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", ru.rel.ref(), fullName(last), ru.helmErr("drift", err))
+		return nil, fmt.Errorf("release %s: drift: read manifest of %s: %w", refOf(ru.rel), fullName(last), ru.helmErr("drift", err))
 	}
 	lists := ru.lists
 	if lists == nil {
@@ -522,7 +509,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		if !ok {
 			items, err := ru.cluster.List(ru.ctx, k.gvk, k.ns, nil)
 			if err != nil {
-				return nil, fmt.Errorf("release %s: drift: list %s in %q: %w", ru.rel.ref(), k.gvk.Kind, k.ns, ru.helmErr("drift", err))
+				return nil, fmt.Errorf("release %s: drift: list %s in %q: %w", refOf(ru.rel), k.gvk.Kind, k.ns, ru.helmErr("drift", err))
 			}
 			byName = make(map[string]*unstructured.Unstructured, len(items))
 			for _, it := range items {
@@ -536,7 +523,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 	}
 	report, err := drift.Detect(desired, live, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: drift: %w", ru.rel.ref(), ru.helmErr("drift", err))
+		return nil, fmt.Errorf("release %s: drift: %w", refOf(ru.rel), ru.helmErr("drift", err))
 	}
 	return report, nil
 }
@@ -550,19 +537,6 @@ type listKey struct {
 // liveCache keeps the objects of each List made, by name, so that drift
 // checks of several releases on one cluster list each kind once.
 type liveCache map[listKey]map[string]*unstructured.Unstructured
-
-// Patcher is the optional role a cluster needs for drift correction:
-// applying an RFC 6902 JSON patch to one live object. Both shipped
-// backends implement it.
-type Patcher interface {
-	Patch(ctx context.Context, ref ObjectRef, jsonPatch []byte, opts PatchOptions) (*unstructured.Unstructured, error)
-}
-
-// PatchOptions tune one patch.
-type PatchOptions struct {
-	// FieldManager owns the patched fields.
-	FieldManager string
-}
 
 // correctDrift creates missing objects and patches modified ones back,
 // leaving ignored paths alone.

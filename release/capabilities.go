@@ -17,19 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// CapabilitiesReader is the role of a cluster that says which Kubernetes
-// version it runs and which API versions it serves: what Helm shows
-// templates as .Capabilities and checks a chart's kubeVersion against.
-// Every render the library does itself (Plan, and the Distributor's
-// render-once) asks it first, so a plan renders a chart as an install on
-// that cluster would. release/memory answers from its own schema,
-// release/kube from discovery (cached, refreshed when a CRD is added).
-//
-// The result must be a value the caller may keep and modify.
-type CapabilitiesReader interface {
-	Capabilities(ctx context.Context) (*chartutil.Capabilities, error)
-}
-
 // Where a render's capabilities came from (ReleasePlan.CapabilitiesFrom).
 const (
 	// CapabilitiesFromCluster: the cluster's CapabilitiesReader, or the
@@ -222,21 +209,6 @@ func planObjects(kc kube.Interface, manifest, namespace string, crds [][]byte) (
 		out = append(out, u)
 	}
 	return out, nil
-}
-
-// KubeVersionError reports a chart whose kubeVersion constraint the
-// cluster's Kubernetes version does not satisfy.
-type KubeVersionError struct {
-	// Chart and Version name the chart.
-	Chart, Version string
-	// Constraint is the chart's kubeVersion.
-	Constraint string
-	// Cluster is the cluster's name and KubeVersion the version it runs.
-	Cluster, KubeVersion string
-}
-
-func (e *KubeVersionError) Error() string {
-	return fmt.Sprintf("chart %s %s requires kubeVersion %s, and cluster %s runs Kubernetes %s", e.Chart, e.Version, e.Constraint, e.Cluster, e.KubeVersion)
 }
 
 // checkKubeVersion checks c's kubeVersion constraint against caps as

@@ -54,7 +54,7 @@ func (r *Reconciler) Drift(ctx context.Context, cluster Cluster, rel *Release, o
 		return nil, false, errStorage(rel, cluster.Name(), err)
 	}
 	if last == nil {
-		return nil, false, fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())
+		return nil, false, fmt.Errorf("release %s on cluster %s: not installed", refOf(rel), cluster.Name())
 	}
 	report, err := ru.driftReport(last)
 	if err != nil || !opts.Correct || !report.Drifted() {

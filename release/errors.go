@@ -75,3 +75,18 @@ func (e *ForbiddenError) Error() string {
 
 // Unwrap returns the backend's error.
 func (e *ForbiddenError) Unwrap() error { return e.Err }
+
+// KubeVersionError reports a chart whose kubeVersion constraint the
+// cluster's Kubernetes version does not satisfy.
+type KubeVersionError struct {
+	// Chart and Version name the chart.
+	Chart, Version string
+	// Constraint is the chart's kubeVersion.
+	Constraint string
+	// Cluster is the cluster's name and KubeVersion the version it runs.
+	Cluster, KubeVersion string
+}
+
+func (e *KubeVersionError) Error() string {
+	return fmt.Sprintf("chart %s %s requires kubeVersion %s, and cluster %s runs Kubernetes %s", e.Chart, e.Version, e.Constraint, e.Cluster, e.KubeVersion)
+}

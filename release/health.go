@@ -23,11 +23,11 @@ func (r *Reconciler) Health(ctx context.Context, cluster Cluster, rel *Release) 
 	cur := rel.Status.History.Latest()
 	switch {
 	case last == nil:
-		return fmt.Errorf("release %s on cluster %s: not installed", rel.ref(), cluster.Name())
+		return fmt.Errorf("release %s on cluster %s: not installed", refOf(rel), cluster.Name())
 	case cur == nil || cur.Version != last.Version:
-		return fmt.Errorf("release %s on cluster %s: revision %d is not the one applied", rel.ref(), cluster.Name(), last.Version)
+		return fmt.Errorf("release %s on cluster %s: revision %d is not the one applied", refOf(rel), cluster.Name(), last.Version)
 	case last.Info.Status.String() != SnapshotStatusDeployed:
-		return fmt.Errorf("release %s on cluster %s: revision %d is %s", rel.ref(), cluster.Name(), last.Version, last.Info.Status)
+		return fmt.Errorf("release %s on cluster %s: revision %d is %s", refOf(rel), cluster.Name(), last.Version, last.Info.Status)
 	}
 	objs, err := objectsOf(cfg.KubeClient, last.Manifest)
 	if err != nil {

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -166,8 +167,8 @@ func (ru *run) secretMask() *secretMask {
 	} else {
 		secret, refs = false, nil
 	}
-	req := values.Request{Release: ru.rel.ref(), Namespace: ru.rel.Namespace, From: refs}
-	if inline, _ := ru.rel.secretFields(); len(inline) > 0 {
+	req := values.Request{Release: refOf(ru.rel), Namespace: ru.rel.Namespace, From: refs}
+	if inline, _ := secretFields(ru.rel); len(inline) > 0 {
 		req.Inline, req.SecretInline = inlineValues(ru.rel.Spec.Values), inline
 	} else if !secret {
 		return nil
@@ -213,4 +214,51 @@ func (m *secretMask) report(r *drift.Report) {
 // goes, so values shared with the caller are not written through).
 func (m *secretMask) value(v any) any {
 	return m.walk(v, "", map[string]bool{}, nil)
+}
+
+// specValues is the JSON pointer of spec.values in a HelmRelease.
+const specValues = "/spec/values"
+
+// secretFields reads rel's SecretFieldsAnnotation: the pointers into
+// spec.values it names (relative to spec.values, "" for all of it), and
+// whether it names anything at all.
+func secretFields(rel *Release) (inline []string, any bool) {
+	ptrs := MarkedSecretFields(rel)
+	if ptrs == nil {
+		_, any = rel.GetAnnotations()[SecretFieldsAnnotation]
+		return nil, any
+	}
+	for _, p := range ptrs {
+		switch {
+		case p != "" && !strings.HasPrefix(p, "/"):
+			inline = append(inline, "") // not a pointer: all of spec.values
+		case p == specValues || strings.HasPrefix(p, specValues+"/"):
+			inline = append(inline, strings.TrimPrefix(p, specValues))
+		case strings.HasPrefix(specValues, p+"/") || p == "":
+			inline = append(inline, "") // spec or the whole object
+		}
+	}
+	return inline, true
+}
+
+// shown is rel as outputs may show it: when SecretFieldsAnnotation marks
+// some of its spec.values, a copy whose spec.values hold a redaction
+// marker in place of each marked leaf (as values.Result.Redacted gives
+// them); else rel itself. Compose of inline values alone fails only on
+// a cancelled context, never here; the values are then left out.
+func shown(rel *Release) *Release {
+	if rel == nil {
+		return nil
+	}
+	inline, _ := secretFields(rel)
+	if len(inline) == 0 || len(rel.Spec.Values) == 0 {
+		return rel
+	}
+	c := rel.DeepCopy()
+	res, err := values.Compose(context.Background(), noReader{}, values.Request{Release: refOf(rel), Namespace: rel.Namespace, Inline: inlineValues(rel.Spec.Values), SecretInline: inline})
+	c.Spec.Values = nil // shown only when they can be masked
+	if err == nil {
+		c.Spec.Values = res.Redacted()
+	}
+	return c
 }

@@ -54,7 +54,7 @@ type releasePlanJSON struct {
 // its values redacted (values.Result) and its error as text, so that a
 // plan in a JSON (or sigs.k8s.io/yaml) document shows no Secret data.
 func (p ReleasePlan) MarshalJSON() ([]byte, error) {
-	j := releasePlanJSON{Cluster: p.Cluster, Release: p.Release.shown(), State: p.State, Reason: p.Reason, Action: p.Action,
+	j := releasePlanJSON{Cluster: p.Cluster, Release: shown(p.Release), State: p.State, Reason: p.Reason, Action: p.Action,
 		Chart: p.Chart, Version: p.Version, Verified: p.Verified, Revision: p.Revision, KubeVersion: p.KubeVersion,
 		CapabilitiesFrom: p.CapabilitiesFrom, Values: p.Values, Objects: p.MaskedObjects(), Diff: p.Diff}
 	if p.Err != nil {
@@ -69,7 +69,7 @@ func (p ReleasePlan) MarshalJSON() ([]byte, error) {
 func (p ReleasePlan) String() string {
 	var b strings.Builder
 	if p.Release != nil {
-		fmt.Fprintf(&b, "release %s", p.Release.ref())
+		fmt.Fprintf(&b, "release %s", refOf(p.Release))
 	} else {
 		b.WriteString("release")
 	}

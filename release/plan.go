@@ -107,23 +107,23 @@ func (r *Reconciler) Plan(ctx context.Context, cluster Cluster, rel *Release) *R
 	}
 	caps, from, err := capabilitiesOf(ctx, cluster, ru.cfg)
 	if err != nil {
-		p.Err = fmt.Errorf("release %s on cluster %s: %w", rel.ref(), cluster.Name(), err)
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", refOf(rel), cluster.Name(), err)
 		return p
 	}
 	p.KubeVersion, p.CapabilitiesFrom = caps.KubeVersion.Version, from
 	if err := checkKubeVersion(d.chart.Chart, caps, cluster.Name()); err != nil {
-		p.Err = fmt.Errorf("release %s on cluster %s: %w", rel.ref(), cluster.Name(), err)
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", refOf(rel), cluster.Name(), err)
 		return p
 	}
 	manifest, err := ru.render(caps)
 	if err != nil {
-		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), err)
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), err)
 		return p
 	}
 	crds := chartCRDs(d.chart.Chart)
 	if p.Objects, err = planObjects(ru.cfg.KubeClient, manifest, rel.GetTargetNamespace(), crds); err != nil {
 		// A manifest Helm rendered but the cluster's types do not read.
-		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", rel.ref(), cluster.Name(), ru.helmErr("render", err))
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), ru.helmErr("render", err))
 		return p
 	}
 	sortObjects(p.Objects)

@@ -265,22 +265,6 @@ func (e *StageError) Error() string {
 // Unwrap returns the cause.
 func (e *StageError) Unwrap() error { return e.Err }
 
-// Annotations a caller (or a user with kubectl, as `flux reconcile hr
-// --reset` / `--force` do) sets on a Release to ask for a reset of the
-// failure counters or a forced upgrade. As in Flux, a reset or force
-// request is a token that counts only when it equals the value of
-// ReconcileRequestAnnotation, and each is handled once per distinct value.
-const (
-	// ReconcileRequestAnnotation asks for a reconcile; its value is the
-	// token that a reset or force request must repeat.
-	ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
-	// ResetRequestAnnotation clears failure counters and a Stalled state.
-	ResetRequestAnnotation = "reconcile.fluxcd.io/resetAt"
-	// ForceRequestAnnotation forces one upgrade even when in sync or out
-	// of retries.
-	ForceRequestAnnotation = "reconcile.fluxcd.io/forceAt"
-)
-
 // run is one reconcile in progress.
 type run struct {
 	r       *Reconciler
@@ -408,7 +392,7 @@ func (ru *run) reconcile() error {
 	for {
 		if err := ru.ctx.Err(); err != nil {
 			res.Next = NextRequeue
-			return fmt.Errorf("release %s on cluster %s: reconcile cancelled after %v: %w", rel.ref(), ru.cluster.Name(), res.Actions, err)
+			return fmt.Errorf("release %s on cluster %s: reconcile cancelled after %v: %w", refOf(rel), ru.cluster.Name(), res.Actions, err)
 		}
 		obs, err := ru.observe()
 		if err != nil {
@@ -474,36 +458,36 @@ func valuesRefs(rel *Release) []values.Reference {
 func (r *Reconciler) prepare(ctx context.Context, rel *Release) (*desired, error) {
 	ch, err := r.charts.GetChart(ctx, rel)
 	if err != nil {
-		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: err}
+		return nil, &StageError{Release: refOf(rel), Reason: ReasonArtifactFailed, Err: err}
 	}
 	if ch == nil || ch.Chart == nil || ch.Chart.Metadata == nil {
-		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: errors.New("chart getter returned no chart")}
+		return nil, &StageError{Release: refOf(rel), Reason: ReasonArtifactFailed, Err: errors.New("chart getter returned no chart")}
 	}
 	if err := checkVerified(rel, ch); err != nil {
-		return nil, &StageError{Release: rel.ref(), Reason: ReasonArtifactFailed, Err: err}
+		return nil, &StageError{Release: refOf(rel), Reason: ReasonArtifactFailed, Err: err}
 	}
 	req := values.Request{
-		Release:   rel.ref(),
+		Release:   refOf(rel),
 		Namespace: rel.Namespace,
 		Files:     ch.ValuesFiles,
 		Inline:    inlineValues(rel.Spec.Values),
 	}
-	req.SecretInline, _ = rel.secretFields()
+	req.SecretInline, _ = secretFields(rel)
 	req.From = valuesRefs(rel)
 	reader := r.values
 	if reader == nil {
 		if len(req.From) > 0 {
-			return nil, &StageError{Release: rel.ref(), Reason: ReasonValuesError, Err: errors.New("spec.valuesFrom is set but the reconciler has no values reader (ReconcilerConfig.Values)")}
+			return nil, &StageError{Release: refOf(rel), Reason: ReasonValuesError, Err: errors.New("spec.valuesFrom is set but the reconciler has no values reader (ReconcilerConfig.Values)")}
 		}
 		reader = noReader{}
 	}
 	vals, err := values.Compose(ctx, reader, req)
 	if err != nil {
-		return nil, &StageError{Release: rel.ref(), Reason: ReasonValuesError, Err: err}
+		return nil, &StageError{Release: refOf(rel), Reason: ReasonValuesError, Err: err}
 	}
 	post, err := postRendererOf(rel, r.originLabels)
 	if err != nil {
-		return nil, &StageError{Release: rel.ref(), Reason: ReasonPostRendererError, Err: err}
+		return nil, &StageError{Release: refOf(rel), Reason: ReasonPostRendererError, Err: err}
 	}
 	return &desired{rel: rel, chart: ch, values: vals, post: post}, nil
 }
@@ -529,7 +513,7 @@ func (noReader) Read(context.Context, values.Kind, string, string) (map[string][
 func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, error) {
 	cfg, err := ru.cluster.HelmConfig(ru.ctx, HelmScope{StorageNamespace: storageNS, Namespace: targetNS})
 	if err != nil {
-		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", ru.rel.ref(), ru.cluster.Name(), err)
+		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
 	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name()}
 	cfg.Releases.MaxHistory = ru.rel.GetMaxHistory()
@@ -594,10 +578,10 @@ func (ru *run) checkKubeVersion() error {
 	}
 	caps, _, err := capabilitiesOf(ru.ctx, ru.cluster, ru.cfg)
 	if err != nil {
-		return fmt.Errorf("release %s on cluster %s: %w", ru.rel.ref(), ru.cluster.Name(), err)
+		return fmt.Errorf("release %s on cluster %s: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
 	if err := checkKubeVersion(c, caps, ru.cluster.Name()); err != nil {
-		return fmt.Errorf("release %s on cluster %s: %w", ru.rel.ref(), ru.cluster.Name(), err)
+		return fmt.Errorf("release %s on cluster %s: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
 	return nil
 }

@@ -1,12 +1,8 @@
 package release
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
-	"strings"
-
-	"github.com/helmfleet/helmfleet/values"
 )
 
 // SecretFieldsAnnotation, on a HelmRelease, lists the places in the
@@ -34,28 +30,6 @@ const SecretFieldsAnnotation = "kustomize.helmfleet.io/secret-fields"
 // valuesPointer is the JSON pointer of spec.values in a HelmRelease.
 const valuesPointer = "/spec/values"
 
-// secretFields reads rel's SecretFieldsAnnotation: the pointers into
-// spec.values it names (relative to spec.values, "" for all of it), and
-// whether it names anything at all.
-func (rel *Release) secretFields() (inline []string, any bool) {
-	ptrs := markedFields(rel)
-	if ptrs == nil {
-		_, any = rel.GetAnnotations()[SecretFieldsAnnotation]
-		return nil, any
-	}
-	for _, p := range ptrs {
-		switch {
-		case p != "" && !strings.HasPrefix(p, "/"):
-			inline = append(inline, "") // not a pointer: all of spec.values
-		case p == valuesPointer || strings.HasPrefix(p, valuesPointer+"/"):
-			inline = append(inline, strings.TrimPrefix(p, valuesPointer))
-		case strings.HasPrefix(valuesPointer, p+"/") || p == "":
-			inline = append(inline, "") // spec or the whole object
-		}
-	}
-	return inline, true
-}
-
 // MarkSecretFields adds ptrs (JSON pointers into rel) to rel's
 // SecretFieldsAnnotation, keeping what it lists already; a value that
 // does not read as a JSON array of strings is kept as all of
@@ -64,7 +38,7 @@ func MarkSecretFields(rel *Release, ptrs ...string) {
 	if rel == nil || len(ptrs) == 0 {
 		return
 	}
-	all := append(slices.Clone(ptrs), markedFields(rel)...)
+	all := append(slices.Clone(ptrs), MarkedSecretFields(rel)...)
 	slices.Sort(all)
 	all = slices.Compact(all)
 	text, _ := json.Marshal(all) // strings always encode
@@ -74,9 +48,10 @@ func MarkSecretFields(rel *Release, ptrs ...string) {
 	rel.Annotations[SecretFieldsAnnotation] = string(text)
 }
 
-// markedFields are the pointers rel's SecretFieldsAnnotation lists;
-// valuesPointer when it does not read as a JSON array of strings.
-func markedFields(rel *Release) []string {
+// MarkedSecretFields returns the JSON pointers rel's SecretFieldsAnnotation
+// lists: nil when rel has none, and ["/spec/values"] (all of spec.values)
+// when its value does not read as a JSON array of strings.
+func MarkedSecretFields(rel *Release) []string {
 	text, ok := rel.GetAnnotations()[SecretFieldsAnnotation]
 	if !ok {
 		return nil
@@ -95,27 +70,5 @@ func KeepSecretFields(dst, src *Release) {
 	if dst == nil || src == nil {
 		return
 	}
-	MarkSecretFields(dst, markedFields(src)...)
-}
-
-// shown is rel as outputs may show it: when SecretFieldsAnnotation marks
-// some of its spec.values, a copy whose spec.values hold a redaction
-// marker in place of each marked leaf (as values.Result.Redacted gives
-// them); else rel itself. Compose of inline values alone fails only on
-// a cancelled context, never here; the values are then left out.
-func (rel *Release) shown() *Release {
-	if rel == nil {
-		return nil
-	}
-	inline, _ := rel.secretFields()
-	if len(inline) == 0 || len(rel.Spec.Values) == 0 {
-		return rel
-	}
-	c := rel.DeepCopy()
-	res, err := values.Compose(context.Background(), noReader{}, values.Request{Release: rel.ref(), Namespace: rel.Namespace, Inline: inlineValues(rel.Spec.Values), SecretInline: inline})
-	c.Spec.Values = nil // shown only when they can be masked
-	if err == nil {
-		c.Spec.Values = res.Redacted()
-	}
-	return c
+	MarkSecretFields(dst, MarkedSecretFields(src)...)
 }

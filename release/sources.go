@@ -62,7 +62,7 @@ func sourceRef(rel *Release, objs *Objects) (source.Ref, error) {
 						// Flux copies it to the HelmChart it creates in the
 						// repository's namespace, where the Secret is read.
 						ref.Verify = &source.Verification{Provider: v.Provider, Namespace: r.Namespace,
-							Object: Kind + " " + rel.ref(), Field: "spec.chart.spec.verify"}
+							Object: Kind + " " + refOf(rel), Field: "spec.chart.spec.verify"}
 						if v.SecretRef != nil {
 							ref.Verify.SecretRef = &source.LocalObjectReference{Name: v.SecretRef.Name}
 						}
@@ -70,9 +70,9 @@ func sourceRef(rel *Release, objs *Objects) (source.Ref, error) {
 					return ref, nil
 				}
 			}
-			return ref, fmt.Errorf("release %s: spec.chart.spec.sourceRef: HelmRepository %s/%s not found among the sources", rel.ref(), ns(s.SourceRef.Namespace), s.SourceRef.Name)
+			return ref, fmt.Errorf("release %s: spec.chart.spec.sourceRef: HelmRepository %s/%s not found among the sources", refOf(rel), ns(s.SourceRef.Namespace), s.SourceRef.Name)
 		default:
-			return ref, fmt.Errorf("release %s: spec.chart.spec.sourceRef.kind: %q sources are not supported by the source resolvers (use HelmRepository, or a chartRef)", rel.ref(), s.SourceRef.Kind)
+			return ref, fmt.Errorf("release %s: spec.chart.spec.sourceRef.kind: %q sources are not supported by the source resolvers (use HelmRepository, or a chartRef)", refOf(rel), s.SourceRef.Kind)
 		}
 	case rel.Spec.ChartRef != nil:
 		cr := rel.Spec.ChartRef
@@ -95,10 +95,10 @@ func sourceRef(rel *Release, objs *Objects) (source.Ref, error) {
 						return ref, nil
 					}
 				}
-				return ref, fmt.Errorf("release %s: HelmChart %s/%s: spec.sourceRef: HelmRepository %q not found among the sources", rel.ref(), hc.Namespace, hc.Name, hc.Spec.SourceRef.Name)
+				return ref, fmt.Errorf("release %s: HelmChart %s/%s: spec.sourceRef: HelmRepository %q not found among the sources", refOf(rel), hc.Namespace, hc.Name, hc.Spec.SourceRef.Name)
 			}
 		}
-		return source.Ref{}, fmt.Errorf("release %s: spec.chartRef: %s %s/%s not found among the sources", rel.ref(), cr.Kind, ns(cr.Namespace), cr.Name)
+		return source.Ref{}, fmt.Errorf("release %s: spec.chartRef: %s %s/%s not found among the sources", refOf(rel), cr.Kind, ns(cr.Namespace), cr.Name)
 	}
-	return source.Ref{}, fmt.Errorf("release %s: spec: neither chart nor chartRef is set", rel.ref())
+	return source.Ref{}, fmt.Errorf("release %s: spec: neither chart nor chartRef is set", refOf(rel))
 }

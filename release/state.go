@@ -95,7 +95,7 @@ func verifySnapshot(cur *Snapshot, rls *helmrelease.Release) string {
 
 // errStorage wraps a failure to read Helm's storage.
 func errStorage(rel *Release, cluster string, err error) error {
-	return fmt.Errorf("release %s on cluster %s: read helm storage: %w", rel.ref(), cluster, err)
+	return fmt.Errorf("release %s on cluster %s: read helm storage: %w", refOf(rel), cluster, err)
 }
 
 // lastRelease returns the latest record of name, nil if none.

@@ -448,3 +448,29 @@ func (in *Release) SummarizeReady() {
 	in.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: status, Reason: first.Reason,
 		Message: first.Message, ObservedGeneration: in.Generation, LastTransitionTime: first.LastTransitionTime})
 }
+
+// Condition reasons helmfleet adds to Flux's.
+const (
+	// ReasonPendingRelease: a release stuck pending was unlocked.
+	ReasonPendingRelease = "PendingRelease"
+	// ReasonStateError: the state of the release could not be read.
+	ReasonStateError = "StateError"
+	// ReasonPostRendererError: spec.postRenderers or commonMetadata
+	// cannot be built.
+	ReasonPostRendererError = "PostRendererError"
+)
+
+// ConditionSourceVerified says whether the chart passed the signature
+// verification its source asks for (spec.chart.spec.verify, or the
+// spec.verify of the OCIRepository or HelmChart of spec.chartRef); Flux's
+// source-controller sets it on the HelmChart or OCIRepository. It is
+// absent when no verification is asked for.
+const ConditionSourceVerified = "SourceVerified"
+
+// Reasons of ConditionSourceVerified, as Flux sets them.
+const (
+	// ReasonVerificationSucceeded: the chart's signature verified.
+	ReasonVerificationSucceeded = "Succeeded"
+	// ReasonVerificationError: the chart was refused, unverified.
+	ReasonVerificationError = "VerificationError"
+)

@@ -12,17 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Condition reasons helmfleet adds to Flux's.
-const (
-	// ReasonPendingRelease: a release stuck pending was unlocked.
-	ReasonPendingRelease = "PendingRelease"
-	// ReasonStateError: the state of the release could not be read.
-	ReasonStateError = "StateError"
-	// ReasonPostRendererError: spec.postRenderers or commonMetadata
-	// cannot be built.
-	ReasonPostRendererError = "PostRendererError"
-)
-
 // observe determines the state of the release (Flux's
 // DetermineReleaseState, with drift detection through package drift).
 func (ru *run) observe() (*observation, error) {
@@ -55,7 +44,7 @@ func (ru *run) observe() (*observation, error) {
 		return &observation{state: StateAbsent, reason: "found uninstalled release in storage", last: last}, nil
 	case helmrelease.StatusDeployed:
 	default:
-		return nil, fmt.Errorf("release %s: cannot determine state of helm release with status '%s'", rel.ref(), last.Info.Status)
+		return nil, fmt.Errorf("release %s: cannot determine state of helm release with status '%s'", refOf(rel), last.Info.Status)
 	}
 	if reason := outOfSync(last, d, rel); reason != "" {
 		return &observation{state: StateOutOfSync, reason: reason, last: last}, nil
@@ -159,7 +148,7 @@ func (ru *run) decide(obs *observation) (Action, error) {
 	case StateFailed:
 		return ru.decideFailed()
 	}
-	return ActionNone, fmt.Errorf("release %s: unknown release state %s", rel.ref(), obs.state)
+	return ActionNone, fmt.Errorf("release %s: unknown release state %s", refOf(rel), obs.state)
 }
 
 // decideFailed is the remediation decision for a failed release.
@@ -208,7 +197,7 @@ func (ru *run) decideFailed() (Action, error) {
 			return ActionUpgrade, nil
 		case err != nil:
 			// Possibly transient: report it and try again later.
-			return ActionNone, fmt.Errorf("release %s: verify rollback target %s: %w", rel.ref(), prev.FullReleaseName(), err)
+			return ActionNone, fmt.Errorf("release %s: verify rollback target %s: %w", refOf(rel), prev.FullReleaseName(), err)
 		case releaseDigest(h) != prev.Digest:
 			// The target changed under us: the safest remediation is to
 			// attempt the upgrade again, as Flux does.
@@ -219,7 +208,7 @@ func (ru *run) decideFailed() (Action, error) {
 	case UninstallRemediationStrategy:
 		return ActionUninstall, nil
 	}
-	return ActionNone, fmt.Errorf("release %s: unknown remediation strategy %q", rel.ref(), strategy)
+	return ActionNone, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
 }
 
 func (ru *run) ignoreTestFailures() bool {
@@ -302,7 +291,7 @@ func (ru *run) strategy() ActionStrategy {
 }
 
 func (ru *run) stalled(reason, msg string) *StalledError {
-	return &StalledError{Release: ru.rel.ref(), Cluster: ru.cluster.Name(), Reason: reason, Message: msg}
+	return &StalledError{Release: refOf(ru.rel), Cluster: ru.cluster.Name(), Reason: reason, Message: msg}
 }
 
 // act runs one action and records its outcome in the status.
@@ -323,7 +312,7 @@ func (ru *run) act(a Action, obs *observation) error {
 	case ActionCorrectDrift:
 		return ru.correctDrift(obs.drift)
 	}
-	return fmt.Errorf("release %s: unknown action %s", ru.rel.ref(), a)
+	return fmt.Errorf("release %s: unknown action %s", refOf(ru.rel), a)
 }
 
 // afterFailure decides whether a failed install, upgrade, test or unlock
@@ -559,7 +548,7 @@ func fullName(h *helmrelease.Release) string {
 	return fmt.Sprintf("%s/%s.v%d", h.Namespace, h.Name, h.Version)
 }
 
-func (in *Release) ref() string { return in.Namespace + "/" + in.Name }
+func refOf(rel *Release) string { return rel.Namespace + "/" + rel.Name }
 
 // setFilters turns spec.test.filters into Helm's test filters.
 func setFilters(t *action.ReleaseTesting, filters []Filter) {

@@ -9,21 +9,6 @@ import (
 	"github.com/helmfleet/helmfleet/source"
 )
 
-// ConditionSourceVerified says whether the chart passed the signature
-// verification its source asks for (spec.chart.spec.verify, or the
-// spec.verify of the OCIRepository or HelmChart of spec.chartRef); Flux's
-// source-controller sets it on the HelmChart or OCIRepository. It is
-// absent when no verification is asked for.
-const ConditionSourceVerified = "SourceVerified"
-
-// Reasons of ConditionSourceVerified, as Flux sets them.
-const (
-	// ReasonVerificationSucceeded: the chart's signature verified.
-	ReasonVerificationSucceeded = "Succeeded"
-	// ReasonVerificationError: the chart was refused, unverified.
-	ReasonVerificationError = "VerificationError"
-)
-
 // markSourceVerified records the outcome of the verification of the
 // chart prepare fetched: True with the signer, False with the refusal
 // (nothing is installed then), removed when no verification was asked for
@@ -56,6 +41,6 @@ func checkVerified(rel *Release, ch *Chart) error {
 	if rel.Spec.Chart == nil || rel.Spec.Chart.Spec.Verify == nil || ch.Verified != nil {
 		return nil
 	}
-	return &source.VerifyError{Object: Kind + " " + rel.ref(), Field: "spec.chart.spec.verify", Digest: ch.Digest,
+	return &source.VerifyError{Object: Kind + " " + refOf(rel), Field: "spec.chart.spec.verify", Digest: ch.Digest,
 		Reason: "the chart getter returned the chart without verifying it (use Charts over a source.OCIResolver with OCIOptions.Secrets): refusing rather than installing it unverified"}
 }
