@@ -117,7 +117,7 @@ func TestReconcileStorageRequests(t *testing.T) {
 	// reconcile runs one reconcile that must take action, checks that it
 	// read storage at most as often as Helm's install and made no single
 	// record reads, and returns its writes.
-	reconcile := func(step string, action release.Action) (writes int) {
+	reconcileOnce := func(step string, action release.Action) (writes int) {
 		t.Helper()
 		res, err := rec.Reconcile(ctx, c, rel)
 		require.NoError(t, err)
@@ -131,13 +131,13 @@ func TestReconcileStorageRequests(t *testing.T) {
 
 	// Install: one read to observe the absent release; Helm's install
 	// and the outcome use what it read and what Helm wrote.
-	assert.Equal(t, helmWrites, reconcile("install", release.ActionInstall), "install writes what Helm's install writes")
+	assert.Equal(t, helmWrites, reconcileOnce("install", release.ActionInstall), "install writes what Helm's install writes")
 	// No-op: one read to observe the release in sync.
-	assert.Zero(t, reconcile("no-op reconcile", release.ActionNone), "no-op reconcile writes nothing")
+	assert.Zero(t, reconcileOnce("no-op reconcile", release.ActionNone), "no-op reconcile writes nothing")
 	// Upgrade: one read to observe; Helm's reads of the last and the
 	// deployed record, and the outcome, use it and what Helm wrote.
 	rel.Spec.Values = map[string]any{"replicaCount": 3}
 	rel.Generation = 2
-	assert.Equal(t, 3, reconcile("upgrade", release.ActionUpgrade), "upgrade creates a record and updates two")
+	assert.Equal(t, 3, reconcileOnce("upgrade", release.ActionUpgrade), "upgrade creates a record and updates two")
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c.Cluster))
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/kubeharness"
@@ -304,7 +304,7 @@ func (m *memoryHub) client() client.Client { return m.c }
 // manager's watches would after the change, and checks the result.
 func (m *memoryHub) settle(ctx context.Context, want func(*release.Release) bool, names ...string) error {
 	for _, name := range names {
-		if _, err := m.r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: demoNS, Name: name}}); err != nil {
+		if _, err := m.r.Reconcile(ctx, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: demoNS, Name: name}}); err != nil {
 			return err
 		}
 		r := &release.Release{}

@@ -176,7 +176,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 		rows[m] = &renderedRow{member: m, chart: name}
 	}
 	rel := realRelease(rc.name, rc.ns, rc.values)
-	reconcile := func(what string, want release.Action) *release.Result {
+	reconcileOnce := func(what string, want release.Action) *release.Result {
 		t.Helper()
 		start := time.Now()
 		// A longer bound than ctx's minute: kube-prometheus-stack under
@@ -191,7 +191,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 
 	// Install.
-	res := reconcile("install", release.ActionInstall)
+	res := reconcileOnce("install", release.ActionInstall)
 	assert.Equal(t, 1, res.Helm.Version)
 	oracle := renderedRevision(t, d, hub, ch, rc, rel, 1, rows)
 	mu.Lock()
@@ -218,7 +218,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 	rc.change(upVals)
 	rel.Spec.Values = upVals
-	res = reconcile("upgrade", release.ActionUpgrade)
+	res = reconcileOnce("upgrade", release.ActionUpgrade)
 	assert.Equal(t, 2, res.Helm.Version)
 	renderedRevision(t, d, hub, ch, rc, rel, 2, rows)
 	if !rc.divided {

@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
@@ -134,7 +134,7 @@ func TestNoCrossNamespaceRefs(t *testing.T) {
 			}
 			want := strings.Replace(denied, "%s", tc.field, 1)
 			require.Error(t, err)
-			assert.True(t, errors.Is(err, reconcile.TerminalError(nil)), "not retried until the spec changes: %v", err)
+			assert.True(t, errors.Is(err, ctrlreconcile.TerminalError(nil)), "not retried until the spec changes: %v", err)
 			var ad *release.AccessDeniedError
 			require.ErrorAs(t, err, &ad)
 			assert.Equal(t, "False AccessDenied", condition(st, release.ConditionReady))

@@ -23,7 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
@@ -196,7 +196,7 @@ func TestValuesFromChangeUpgrades(t *testing.T) {
 
 	// The ConfigMap's change maps to the release through the index.
 	got := e.r.mapIndex(IndexConfigMaps, nameKey)(t.Context(), cm)
-	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}}, got)
+	assert.Equal(t, []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}}, got)
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "unrelated"}}
 	assert.Empty(t, e.r.mapIndex(IndexConfigMaps, nameKey)(t.Context(), other))
 
@@ -249,7 +249,7 @@ func TestDependentWaitsForDependency(t *testing.T) {
 	now, _ := e.get("backend")
 	assert.True(t, becameReady{}.Update(updateEvent(old, now)))
 	assert.False(t, becameReady{}.Update(updateEvent(now, now)), "only the transition to ready")
-	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "frontend"}}}, e.r.mapDependents(t.Context(), now))
+	assert.Equal(t, []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "frontend"}}}, e.r.mapDependents(t.Context(), now))
 
 	_, err = e.reconcile("frontend")
 	require.NoError(t, err)
@@ -268,7 +268,7 @@ func TestStalledReleaseIsTerminal(t *testing.T) {
 	}
 	_, err := e.reconcile("podinfo")
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, reconcile.TerminalError(nil)), "stalled: no retry until the release changes: %v", err)
+	assert.True(t, errors.Is(err, ctrlreconcile.TerminalError(nil)), "stalled: no retry until the release changes: %v", err)
 	var stalled *release.StalledError
 	assert.ErrorAs(t, err, &stalled)
 	_, st := e.get("podinfo")
@@ -287,7 +287,7 @@ func TestInvalidSpecStallsWithFieldPath(t *testing.T) {
 	}))
 	_, err := e.reconcile("podinfo")
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, reconcile.TerminalError(nil)))
+	assert.True(t, errors.Is(err, ctrlreconcile.TerminalError(nil)))
 	var invalid *InvalidSpecError
 	require.ErrorAs(t, err, &invalid)
 	assert.Contains(t, err.Error(), "spec.chartRef")
@@ -340,7 +340,7 @@ func TestRemoteClusterFromKubeconfigSecret(t *testing.T) {
 	assert.Equal(t, "https://remote.test:6443", e.configs[0].Host)
 	assert.Equal(t, "system:serviceaccount:apps:deployer", e.configs[0].Impersonate.UserName)
 	assert.Equal(t, 1.0, testutil.ToFloat64(e.r.metrics.actions.WithLabelValues("apps/remote-kubeconfig as deployer", "install")))
-	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}},
+	assert.Equal(t, []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}},
 		e.r.mapIndex(IndexSecrets, nameKey)(t.Context(), secret), "a kubeconfig rotation reconciles the release")
 
 	_, err = e.reconcile("podinfo")
@@ -454,7 +454,7 @@ func TestResultMapping(t *testing.T) {
 			got, err := r.result(log, &tc.res, tc.err)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.wantErr, err != nil)
-			assert.Equal(t, tc.terminal, errors.Is(err, reconcile.TerminalError(nil)))
+			assert.Equal(t, tc.terminal, errors.Is(err, ctrlreconcile.TerminalError(nil)))
 		})
 	}
 }
@@ -480,7 +480,7 @@ func TestSourcesResolveAndTrigger(t *testing.T) {
 	assert.Equal(t, []string{"https://charts.example.com podinfo@6.5.0"}, asked, "the HelmRepository was read from the cluster")
 	_, st := e.get("podinfo")
 	assert.Equal(t, "True InstallSucceeded", condition(st, release.ConditionReady))
-	assert.Equal(t, []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}},
+	assert.Equal(t, []ctrlreconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "apps", Name: "podinfo"}}},
 		e.r.mapIndex(IndexSources, sourceKeyOf)(t.Context(), repo), "a change of the repository reconciles the release")
 
 	require.NoError(t, e.client.Delete(t.Context(), repo))

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/policy"
@@ -41,7 +41,7 @@ var (
 
 // fleetRequest is the one key of the FleetReconciler: every change
 // replans the whole fleet, as Fleet.Plan does.
-var fleetRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
+var fleetRequest = ctrlreconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
 
 // FleetConfig is what a FleetReconciler needs. Client, Members and Charts
 // are required; SetupFleet fills Client, Cache and Events from the
@@ -196,8 +196,8 @@ func SetupFleet(ctx context.Context, mgr ctrl.Manager, cfg FleetConfig) (*FleetR
 // member Secrets on the hub; every change replans the fleet.
 func (r *FleetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	r.log = mgr.GetLogger().WithName(r.name)
-	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{fleetRequest}
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrlreconcile.Request {
+		return []ctrlreconcile.Request{fleetRequest}
 	})
 	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 	b := ctrl.NewControllerManagedBy(mgr).Named(r.name).

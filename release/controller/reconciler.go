@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kube"
@@ -238,7 +238,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseRecon
 
 // SetupWithManager registers the field indexes and the controller with
 // mgr. Releases are reconciled when they change (generation, labels or
-// annotations such as reconcile.fluxcd.io/requestedAt), when a ConfigMap
+// annotations such as ctrlreconcile.fluxcd.io/requestedAt), when a ConfigMap
 // or Secret they read (valuesFrom, kubeConfig) changes, when a release
 // they depend on becomes ready, and, with Config.Resolver, when their
 // HelmRepository, OCIRepository or HelmChart changes: no polling beyond
@@ -283,7 +283,7 @@ func (r *HelmReleaseReconciler) inShard(obj client.Object) bool {
 
 // Reconcile reconciles the HelmRelease req names. The result maps the
 // release's Result: done → requeue after spec.interval; requeue → after
-// its RequeueAfter; stalled → reconcile.TerminalError (no retry until the
+// its RequeueAfter; stalled → ctrlreconcile.TerminalError (no retry until the
 // release changes), as is a spec that fails validation or, with
 // Config.NoCrossNamespaceRefs, references another namespace; a
 // dependency not ready, or a chart, values or kubeconfig that cannot be
@@ -376,7 +376,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 // stall marks obj Ready False and Stalled with reason and err's message,
 // for a spec that will not reconcile until it changes, and returns err
-// as a reconcile.TerminalError.
+// as a ctrlreconcile.TerminalError.
 func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release, reason string, err error) error {
 	st := obj.Status
 	msg := err.Error()
@@ -387,7 +387,7 @@ func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release,
 	st.ObservedGeneration = obj.Generation
 	r.metrics.recordConditions(release.Kind, obj.Namespace, obj.Name, &st)
 	r.event(obj, corev1.EventTypeWarning, reason, "Reconcile", msg)
-	return errors.Join(reconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
+	return errors.Join(ctrlreconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
 }
 
 // result maps a release Result and error onto the controller's.
@@ -403,7 +403,7 @@ func (r *HelmReleaseReconciler) result(log logr.Logger, res *release.Result, err
 		log.V(1).Info("reconciled", "actions", res.Actions, "next", res.Next, "requeueAfter", res.RequeueAfter)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	case errors.As(err, &stalled):
-		return ctrl.Result{}, reconcile.TerminalError(err)
+		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 	case errors.As(err, &stage):
 		// Values and charts come from objects that may yet appear (and
 		// whose change is watched): retry after the interval, not at once.

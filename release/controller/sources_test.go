@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/source"
@@ -39,14 +39,14 @@ spec:
 		chart("apps", "podinfo-chart", "podinfo"), chart("apps", "unrelated-chart", "other-repo"),
 		chart("other", "podinfo-chart", "other-repo"))
 
-	req := func(ns, name string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
+	req := func(ns, name string) ctrlreconcile.Request {
+		return ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}
 	}
-	assert.ElementsMatch(t, []reconcile.Request{req("apps", "podinfo"), req("apps", "via-chart")},
+	assert.ElementsMatch(t, []ctrlreconcile.Request{req("apps", "podinfo"), req("apps", "via-chart")},
 		e.r.mapHelmRepository(t.Context(), repo("apps", "podinfo")),
 		"the spec.chart release and the chartRef release of a HelmChart built from the repository")
 	assert.Empty(t, e.r.mapHelmRepository(t.Context(), repo("apps", "other-repo")), "unrelated-chart is built from it, but no release names unrelated-chart")
-	assert.Equal(t, []reconcile.Request{req("other", "elsewhere")}, e.r.mapHelmRepository(t.Context(), repo("other", "other-repo")),
+	assert.Equal(t, []ctrlreconcile.Request{req("other", "elsewhere")}, e.r.mapHelmRepository(t.Context(), repo("other", "other-repo")),
 		"a HelmChart's repository is in the chart's namespace")
 	assert.Empty(t, e.r.mapHelmRepository(t.Context(), repo("other", "podinfo")))
 }

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/source"
@@ -149,8 +149,8 @@ func sourceKeyOf(obj client.Object) (string, string) {
 
 // mapIndex returns a map function that enqueues the releases (of this
 // shard) whose index field holds the key of the changed object.
-func (r *HelmReleaseReconciler) mapIndex(field string, key func(client.Object) (namespace, value string)) func(context.Context, client.Object) []reconcile.Request {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *HelmReleaseReconciler) mapIndex(field string, key func(client.Object) (namespace, value string)) func(context.Context, client.Object) []ctrlreconcile.Request {
+	return func(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 		ns, value := key(obj)
 		return r.listIndexed(ctx, field, ns, value)
 	}
@@ -159,7 +159,7 @@ func (r *HelmReleaseReconciler) mapIndex(field string, key func(client.Object) (
 // mapHelmRepository enqueues the releases of a changed HelmRepository:
 // those whose spec.chart names it, and those whose spec.chartRef names a
 // HelmChart built from it.
-func (r *HelmReleaseReconciler) mapHelmRepository(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *HelmReleaseReconciler) mapHelmRepository(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 	_, key := sourceKeyOf(obj)
 	out := r.listIndexed(ctx, IndexSources, "", key)
 	charts := &source.HelmChartList{}
@@ -168,7 +168,7 @@ func (r *HelmReleaseReconciler) mapHelmRepository(ctx context.Context, obj clien
 		r.log.Error(err, "list HelmCharts by index", "index", IndexHelmChartSource, "value", key)
 		return out
 	}
-	seen := map[reconcile.Request]bool{}
+	seen := map[ctrlreconcile.Request]bool{}
 	for _, req := range out {
 		seen[req] = true
 	}
@@ -186,11 +186,11 @@ func (r *HelmReleaseReconciler) mapHelmRepository(ctx context.Context, obj clien
 
 // mapDependents enqueues the releases that depend on the release that
 // became ready.
-func (r *HelmReleaseReconciler) mapDependents(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *HelmReleaseReconciler) mapDependents(ctx context.Context, obj client.Object) []ctrlreconcile.Request {
 	return r.listIndexed(ctx, IndexDependsOn, "", obj.GetNamespace()+"/"+obj.GetName())
 }
 
-func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespace, value string) []reconcile.Request {
+func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespace, value string) []ctrlreconcile.Request {
 	list := &release.ReleaseList{}
 	opts := []client.ListOption{client.MatchingFields{field: value}}
 	if namespace != "" {
@@ -200,10 +200,10 @@ func (r *HelmReleaseReconciler) listIndexed(ctx context.Context, field, namespac
 		r.log.Error(err, "list HelmReleases by index", "index", field, "value", value)
 		return nil
 	}
-	var out []reconcile.Request
+	var out []ctrlreconcile.Request
 	for i := range list.Items {
 		if r.inShard(&list.Items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
+			out = append(out, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}})
 		}
 	}
 	return out
