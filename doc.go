@@ -20,7 +20,7 @@
 //	   valuesFrom/values ──values.Compose──▶ values (+provenance)
 //	   policies + clusters ──policy──▶ per-cluster placement and overrides
 //	   ──fleet.Plan──▶ per cluster: action, values, manifest, diff
-//	   ──fleet.Apply (depgraph)──▶ per cluster, in dependency order: release.Reconciler
+//	   ──fleet.Apply (depgraph)──▶ per cluster, in dependency order: reconcile.Reconciler
 //	   ──▶ Status per cluster; drift.Detect over live objects ──▶ report / correction
 //
 // # Packages

@@ -1,7 +1,9 @@
-// Package release runs one Helm release on one cluster: the Release type
-// (Flux's HelmRelease) and its decoding, the cluster roles backends
-// implement, and the reconciler (Flux's helm-controller state machine)
-// with its offline Plan.
+// Package release is the API of helmfleet's releases: the Release type
+// (Flux's HelmRelease) and the Kustomization, their status and
+// conditions, decoding, defaults and validation, the scheme, and the
+// cluster roles backends implement. The engine that reconciles a Release
+// on one cluster (Flux's helm-controller state machine, with its offline
+// Plan) is package release/reconcile; this package imports none of it.
 //
 // # The Release type
 //
@@ -44,173 +46,47 @@
 // Package release/memory implements them in memory, release/kube over
 // client-go, and release/releasetest checks any implementation.
 //
-// # Reconciling one release
-//
-// A Reconciler (NewReconciler) takes charts from a ChartGetter (Charts
-// adapts package source's resolvers) and valuesFrom objects from a
-// values.Reader. Reconcile runs Flux's state machine, each action type at
-// most once, stopping after a remediation: Absent → install; Locked
-// (pending-*) → unlock; Unmanaged → upgrade; OutOfSync (chart, values,
-// post-renderers, common metadata) → upgrade; Untested → test; Failed →
-// remediate by rollback or uninstall while retries remain (RetryOnFailure
-// upgrades again after its interval); Drifted → correct or report; InSync →
-// nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
-// objects carry Helm's ownership metadata, no field manager is overridden,
-// and the diff is rationalized (a map whose every key changed is one
-// replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure
-// counters in the Release's status, and the Result says what was done and
-// what to do next (Next: done, requeue, stalled); the caller owns
-// scheduling. Waits judge the release's objects with kstatus and observe
-// the context, so a cancelled reconcile returns promptly with nothing left
-// pending. helmfleet differs from Flux in one decision: a failed upgrade
-// configured to remediate by uninstall is rolled back instead when the
-// previous revision was deployed and healthy, unless the caller opts in
-// (ReconcilerConfig.UninstallHealthyRelease). Plan computes what Reconcile
-// would do, with the rendered objects and a diff, without writing anything.
-//
-// A chart whose source asks for signature verification (chart.spec.verify,
-// or the spec.verify of the OCIRepository or HelmChart of chartRef) is
-// installed only once it verifies (package source, "Signature
-// verification"): the Release's SourceVerified condition, Flux's type, is
-// True naming the version, digest and signer, or False with the refusal,
-// and then nothing is installed and Ready is False (ArtifactFailed);
-// ReleasePlan.Verified names the signer. Validate refuses the verify modes
-// the resolvers cannot check yet (notation, keyless cosign), rather than
-// accepting them unchecked.
-//
 // # Panics of the caller's code
 //
 // No panic of code the caller hands in ends the process or reaches the
-// caller as a panic: it becomes a *CallbackPanicError (errors.Is
-// ErrCallbackPanic) naming the callback and the panic's value, cut to a
-// few hundred bytes, returned where the caller reads that callback's
-// errors. The Reconciler's ChartGetter and values reader fail the
-// reconcile at their stage (ArtifactFailed, ValuesError). Helm calls its
-// kube client on goroutines of its own, where a panic cannot be
-// recovered by the caller: the Reconciler runs every call of a cluster's
-// Helm kube client, and the object reads of its waits, through Contain,
-// so a panic there fails the Helm action, which records the release as
-// failed, and it hands Helm a result on every path, failed and cancelled
-// ones included. The packages built on this one do the same for their
-// callbacks (distribute.Config.OnWarning, fleet.Config.Events,
-// fleet.Rollout.Gate, kube.Config.Log, memory's HealthFunc and Fault) and
-// say in each callback's documentation where its panic is reported; where
-// they work on a member on a goroutine of their own, a panic of that
-// member's backend fails that member's part.
+// caller as a panic: Contain runs a callback and turns its panic into a
+// *CallbackPanicError (errors.Is ErrCallbackPanic) naming the callback
+// and the panic's value, cut to a few hundred bytes, returned where the
+// caller reads that callback's errors. Every package of helmfleet runs
+// the callbacks it is handed through it (release/reconcile, for one,
+// every call of a cluster's Helm kube client).
 //
-// # Fidelity to Flux
+// # Secret values
 //
-// The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),
-// checked by that project's own test data ported into
-// testdata/peer/flux (peer_flux_test.go, peer_flux_actions_test.go): the
-// state and action tables, the atomic-release scenarios and the suites of
-// each action. As in Flux, an install starts a new history, a failure
-// counts against the retries only when it wrote a release record, Ready is
-// composed from Remediated, TestSuccess and Released (SummarizeReady), and
-// a stall keeps Ready's failure reason beside Stalled. Documented
-// differences: the safe remediation above; a Snapshot records no action;
-// a reconcile in which an action failed returns that failure as its
-// error even when a remediation followed, where Flux returns none after a
-// remediation; Uninstall removes the
-// release the spec names even when the status history did not record it
-// (Flux refuses without a matching history); and a snapshot's digest
-// leaves out what Helm changes over a revision's life (its status when
-// superseded, its hooks' last run), so a rollback target stays
-// verifiable, where Flux's digest covers the status. Because the digests
-// differ, helmfleet marks its snapshots apiVersion helmfleet.io/v1
-// (SnapshotAPIVersion) and checks the digest of those alone; a snapshot of
-// any other format (Flux's apiVersion v2, or Flux's legacy snapshots with
-// none, from a HelmRelease moved to helmfleet) is matched by name,
-// namespace and revision alone, as Flux treats its legacy snapshots,
-// rather than counted as a release someone else changed.
-//
-// # Secret values in errors and plans
-//
-// A release whose composed values hold data read from a Secret (through
-// spec.valuesFrom; values.Result knows which leaves), or whose
-// spec.valuesFrom names a Secret, gets no error text from Helm in any
-// output. Helm's messages quote values in any form a chart gives them: a
-// fail or required message, %q, quote, toJson, upper, b64enc, the text
-// of a broken tpl fragment, a YAML parser's "unknown anchor" naming a
-// value that starts with '*', an API server refusing a rendered object,
-// a readiness wait quoting an object's conditions. So every error Helm
-// returns for such a release (render, install, upgrade, test, rollback,
-// uninstall, drift detection and correction, health, including
-// post-renderer and hook failures) is replaced where it leaves Helm, before
-// anything wraps or formats it, by a *WithheldError (errors.Is
-// ErrWithheld) that names the HelmRelease, the step, the chart and
-// version and, when Helm's message begins with a template location
-// ("template: NAME:LINE:COL:", "execution error at (NAME:LINE:COL)",
-// "parse error at (NAME:LINE)", "YAML parse error on NAME"), the template
-// file and line; only that location prefix is read, and only a file of
-// the chart is accepted. A withheld readiness wait says it was one. For
-// example:
-//
-//	release apps/app on cluster dev-1: helm install failed: HelmRelease apps/app:
-//	install failed at chart app 1.2.0, template app/templates/secret.yaml line 12:
-//	the error text is withheld because it may contain Secret values
-//
-// That is what the Reconcile and Plan errors, the Released, Ready,
-// TestSuccess, Remediated, Drifted and Stalled conditions, and every layer
-// above (fleet plans, reports and events; controller events and logs)
-// show. Nothing filters the text: it is never kept (WithheldError keeps
-// only whether the cause was a cancellation or a deadline, for
-// errors.Is). Releases without Secret-derived values keep Helm's full
-// text, for debugging.
-//
-// Errors of helmfleet's own pass unchanged, because their text is fixed
-// or made of names from the spec and the cluster, never of values: the
-// chart, values and post-renderer stage errors (*StageError; package
-// values withholds Secret text itself), *StalledError, the cancellation
-// of a reconcile, Helm storage errors (release records are read whole,
-// never quoted), the configuration and kubeVersion checks, and drift
-// detection's ignore rules (spec.driftDetection).
-//
-// Plans and results show no Secret data either. ReleasePlan's
-// MarshalJSON, String and Format (every fmt verb) show its objects
-// masked (MaskedObjects): the data and stringData of every Secret the
-// chart renders, whatever the values it was given, replaced by digests,
-// and every value that came from a Secret, with its upper-case, quoted
-// and base64 forms, replaced by "(secret sha256:<12 hex>)" wherever it
-// was rendered; Diff is masked the same way. Result shows Helm's release
-// record by name, revision, status and chart only. The objects applied
-// (ReleasePlan.Objects, the cluster's) keep the real values.
-//
-// Inline values count as a Secret's where the HelmRelease's
-// SecretFieldsAnnotation says so (a Kustomization sets it on the
-// HelmReleases whose spec.values it substituted from a Secret): they are
-// masked in the plan, its diff, the values' provenance and every
-// encoding of the values and of the Release in a plan, and Helm's errors
-// for that release are withheld. The annotation only adds marking:
-// removing or garbling it never unmarks a valuesFrom Secret's values,
-// and a value that does not read as a list of pointers marks all of
-// spec.values.
-//
-// To debug a withheld error, render the chart where the Secret may be
-// read: helm template with the same values, or Plan on a Reconciler made
-// with ReconcilerConfig.InsecureHelmErrorText, an explicit opt-out that is
-// off by default and insecure: with it, Helm's text, Secret values
-// included, reaches every output of that Reconciler.
+// A *WithheldError (errors.Is ErrWithheld; Withhold makes one) stands
+// where an error's text may quote a Secret's values: it names the object,
+// the step and, where known, the template file and line, and keeps no
+// text. release/reconcile and release/kustomize return one wherever Helm
+// or kustomize would otherwise print a Secret-derived value.
+// SecretFieldsAnnotation marks inline values of a HelmRelease as a
+// Secret's (MarkSecretFields, KeepSecretFields, MarkedSecretFields).
 //
 // # The layers above
 //
-// This package is one release on one cluster. These packages build on it
-// and are never imported by it:
+// This package is the vocabulary; these packages build on it and are
+// never imported by it:
+//   - release/reconcile runs one Release on one cluster (Reconciler,
+//     Plan, Result);
 //   - release/fleet places Releases on many member clusters with Karmada
 //     policies, one real Helm release per member, and plans and applies
 //     them in dependency order and progressive waves;
 //   - release/distribute is rendered-manifest mode: a Cluster that renders
 //     a chart once and spreads its objects over members by policy, driven
-//     by this package's Reconciler unchanged;
+//     by release/reconcile's Reconciler unchanged;
 //   - release/kustomize builds kustomize overlays from an fs.FS and
 //     reconciles Flux Kustomizations (apply, prune, health) on one
 //     cluster; release/fleet runs them as units beside Releases, with
 //     dependsOn across the two kinds (DependencyReference.Kind);
 //   - release/controller wires Releases into a controller-runtime
-//     manager.
+//     manager;
+//   - release/memory and release/kube implement the cluster roles, and
+//     release/releasetest checks any implementation.
 //
 // Member (a cluster backend and its placement facts), SortMembers and
-// FactsOf serve the fleet layers. Reconciler.Health, RollbackToPrevious and Drift are
-// the per-release steps a rollout and a fleet-wide drift check are made
-// of.
+// FactsOf serve the fleet layers.
 package release

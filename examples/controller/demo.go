@@ -28,6 +28,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/crds"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // The demo's namespace and objects.
@@ -290,7 +291,7 @@ func newMemoryHub() (*memoryHub, error) {
 		Charts:     charts,
 		NewCluster: func(string, *rest.Config) (release.Cluster, error) { return target, nil },
 		Metrics:    m,
-		Reconciler: release.ReconcilerConfig{PollInterval: time.Millisecond},
+		Reconciler: reconcile.Config{PollInterval: time.Millisecond},
 	})
 	if err != nil {
 		return nil, err

@@ -45,6 +45,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 func main() {
@@ -86,9 +87,9 @@ type options struct {
 
 // charts serves the embedded test chart at the version a release asks
 // for; a real controller passes a source.Resolver instead.
-var charts = release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+var charts = reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 	ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-	return &release.Chart{Chart: ch}, err
+	return &reconcile.Chart{Chart: ch}, err
 })
 
 // newManager is the wiring: a scheme with the controller's kinds, a
@@ -124,7 +125,7 @@ func newManager(ctx context.Context, cfg *rest.Config, o options) (ctrl.Manager,
 		Name:   o.Name,
 		// The demo's clusters run no controllers: nothing becomes
 		// available, so waits are short.
-		Reconciler: release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		Reconciler: reconcile.Config{PollInterval: 100 * time.Millisecond},
 	})
 	return mgr, err
 }

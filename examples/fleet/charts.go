@@ -9,6 +9,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // charts serves every chart the fleet's releases name, at the version each
@@ -16,8 +17,8 @@ import (
 // others are small stand-ins for cert-manager (with a CRD in crds/), the
 // ingress-nginx controller and PostgreSQL. A real program resolves charts
 // with package source instead.
-func charts() release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+func charts() reconcile.ChartGetter {
+	return reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		spec := rel.Spec.Chart.Spec
 		var (
 			ch  *chart.Chart
@@ -38,7 +39,7 @@ func charts() release.ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		return &release.Chart{Chart: ch}, nil
+		return &reconcile.Chart{Chart: ch}, nil
 	})
 }
 

@@ -50,6 +50,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 //go:embed fleet/*.yaml
@@ -122,7 +123,7 @@ func run(ctx context.Context, fsys fs.FS, out io.Writer) error {
 		}})
 		fmt.Fprintf(out, "member %-10s env=%-6s role=%-4s region=%s\n", m.name, m.env, m.role, m.region)
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts(), PollInterval: 5 * time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts(), PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // fleetYAML is what a platform team keeps in Git: a Flux HelmRelease and
@@ -111,11 +112,11 @@ func run(ctx context.Context, out io.Writer) error {
 
 	// The chart comes from the embedded test chart at the version the
 	// release asks for; a real program resolves it with package source.
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: 10 * time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func run(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(out, "== %s\n-- plan\n%s", title, plan.Table())
-		if it, ok := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}); ok && it.State != release.StateAbsent && it.Diff != "" {
+		if it, ok := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}); ok && it.State != reconcile.StateAbsent && it.Diff != "" {
 			fmt.Fprintf(out, "-- diff on dev-1 (Deployment)\n%s", deploymentDiff(it.Diff))
 		}
 		rep, err := fl.Apply(ctx, plan, fleet.ApplyOptions{Rollout: rollout})

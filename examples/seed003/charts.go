@@ -12,6 +12,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
 )
 
@@ -31,8 +32,8 @@ var offered = map[string][]string{
 // pre-releases): cert-manager is a small stand-in kept in charts/,
 // podinfo helmfleet's embedded test chart. A real program resolves charts
 // with package source instead.
-func charts() release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+func charts() reconcile.ChartGetter {
+	return reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		spec := rel.Spec.Chart.Spec
 		versions, ok := offered[spec.Chart]
 		if !ok {
@@ -56,7 +57,7 @@ func charts() release.ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		return &release.Chart{Chart: ch}, nil
+		return &reconcile.Chart{Chart: ch}, nil
 	})
 }
 

@@ -60,6 +60,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 //go:embed all:repo
@@ -140,7 +141,7 @@ func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 				mu.Unlock()
 			}
 		},
-		ReconcilerConfig: &release.ReconcilerConfig{Charts: charts(), PollInterval: 5 * time.Millisecond},
+		ReconcilerConfig: &reconcile.Config{Charts: charts(), PollInterval: 5 * time.Millisecond},
 		KustomizeConfig: &kustomize.ReconcilerConfig{
 			Sources:      kustomize.MapSources{gitRepository: {FS: repo, Revision: rev}},
 			PollInterval: 5 * time.Millisecond,
@@ -224,12 +225,12 @@ func run(ctx context.Context, repo fs.FS, out io.Writer) error {
 func pending(p *fleet.Plan) []string {
 	var out []string
 	for _, it := range p.Items {
-		if it.Action != release.ActionNone || it.Err != nil {
+		if it.Action != reconcile.ActionNone || it.Err != nil {
 			out = append(out, fmt.Sprintf("%s %s/%s: %s %s %v", it.Cluster, it.Release.Namespace, it.Release.Name, it.State, it.Action, it.Err))
 		}
 	}
 	for _, k := range p.Kustomizations {
-		if k.State != release.StateInSync || k.Err != nil {
+		if k.State != reconcile.StateInSync || k.Err != nil {
 			out = append(out, fmt.Sprintf("%s: %s %s %v", k.Key(), k.State, k.Action, k.Err))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // A rollout on an in-memory fleet where the prod canary cannot be reached:
@@ -30,7 +31,7 @@ func ExampleRolloutPlatform() {
 		}
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: labels}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts()})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts()})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // bake is short: the in-memory members are ready at once, or never.
@@ -50,7 +51,7 @@ func newTestFleet(t testing.TB, health map[string]memory.HealthFunc) *testFleet 
 		tf.members[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: m.labels}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	require.NoError(t, err)
@@ -60,10 +61,10 @@ func newTestFleet(t testing.TB, health map[string]memory.HealthFunc) *testFleet 
 
 // charts serves the embedded test chart at the version a release asks
 // for; a team's tests would serve their own charts the same way.
-func charts() release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+func charts() reconcile.ChartGetter {
+	return reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // The rendered-manifest tests run the same three charts through a
@@ -132,7 +133,7 @@ func TestRealChartsRendered(t *testing.T) {
 	start := time.Now()
 	memberNames := []string{"member1", "member2"}
 	completeJobs(t, memberNames...)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	var rows []renderedRow
 	var rendered []string
@@ -154,7 +155,7 @@ func TestRealChartsRendered(t *testing.T) {
 // renderedLifecycle installs, upgrades and uninstalls one chart with a
 // Distributor over members, checking each step on the hub and on every
 // member. It returns a row per member and what Helm rendered.
-func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, memberNames []string) ([]renderedRow, string) {
+func renderedLifecycle(t *testing.T, rc renderedChart, rec *reconcile.Reconciler, memberNames []string) ([]renderedRow, string) {
 	hub := admin(t, "hub")
 	namespace(t, hub, rc.ns) // the release's storage namespace; the Distributor makes it on the members
 	var members []release.Member
@@ -176,7 +177,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 		rows[m] = &renderedRow{member: m, chart: name}
 	}
 	rel := realRelease(rc.name, rc.ns, rc.values)
-	reconcileOnce := func(what string, want release.Action) *release.Result {
+	reconcileOnce := func(what string, want reconcile.Action) *reconcile.Result {
 		t.Helper()
 		start := time.Now()
 		// A longer bound than ctx's minute: kube-prometheus-stack under
@@ -191,7 +192,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 
 	// Install.
-	res := reconcileOnce("install", release.ActionInstall)
+	res := reconcileOnce("install", reconcile.ActionInstall)
 	assert.Equal(t, 1, res.Helm.Version)
 	oracle := renderedRevision(t, d, hub, ch, rc, rel, 1, rows)
 	mu.Lock()
@@ -218,7 +219,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *release.Reconciler, 
 	}
 	rc.change(upVals)
 	rel.Spec.Values = upVals
-	res = reconcileOnce("upgrade", release.ActionUpgrade)
+	res = reconcileOnce("upgrade", reconcile.ActionUpgrade)
 	assert.Equal(t, 2, res.Helm.Version)
 	renderedRevision(t, d, hub, ch, rc, rel, 2, rows)
 	if !rc.divided {

@@ -33,6 +33,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kube"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // The real-chart tests run podinfo, ingress-nginx and kube-prometheus-stack
@@ -90,13 +91,13 @@ var realCharts = []realChart{
 
 // realChartGetter serves the vendored chart that a release names, or the
 // chart in overrides under that name.
-func realChartGetter(overrides map[string]*chart.Chart) release.ChartGetter {
-	return release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+func realChartGetter(overrides map[string]*chart.Chart) reconcile.ChartGetter {
+	return reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		if c, ok := overrides[rel.Spec.Chart.Spec.Chart]; ok {
-			return &release.Chart{Chart: c}, nil
+			return &reconcile.Chart{Chart: c}, nil
 		}
 		c, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
-		return &release.Chart{Chart: c}, err
+		return &reconcile.Chart{Chart: c}, err
 	})
 }
 
@@ -374,7 +375,7 @@ func TestRealCharts(t *testing.T) {
 		members = append(members, release.Member{Cluster: c})
 	}
 	completeJobs(t, names...)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	rows := []string{fmt.Sprintf("%-8s  %-22s  %7s  %9s  %9s  %8s  %s", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
 	for _, rc := range realCharts {
@@ -396,7 +397,7 @@ type lifecycleRow struct {
 
 // realChartLifecycle plans, installs, upgrades and uninstalls one chart on
 // members through a fleet, checking each step on every member.
-func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, members []release.Member, counts map[string]*discoveryCount) []lifecycleRow {
+func realChartLifecycle(t *testing.T, rc realChart, rec *reconcile.Reconciler, members []release.Member, counts map[string]*discoveryCount) []lifecycleRow {
 	ns, name := "rc-"+string(rc.name), string(rc.name)
 	if rc.name == testcharts.KubePrometheusStack {
 		ns = "rc-kps"
@@ -426,9 +427,9 @@ func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, mem
 	}
 
 	// Plan and install.
-	plan := planEverywhere(t, fl, objs, counts, release.ActionInstall)
+	plan := planEverywhere(t, fl, objs, counts, reconcile.ActionInstall)
 	for _, it := range plan.Items {
-		assert.Equal(t, release.CapabilitiesFromCluster, it.CapabilitiesFrom, it.Cluster)
+		assert.Equal(t, reconcile.CapabilitiesFromCluster, it.CapabilitiesFrom, it.Cluster)
 		assert.Equal(t, "v"+kubeharness.KubeVersion, it.KubeVersion, it.Cluster)
 	}
 	apply("install", plan)
@@ -453,7 +454,7 @@ func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, mem
 	rc.change(upVals)
 	objs.Releases = []*release.Release{realRelease(rc.name, ns, upVals)}
 	objs.Releases[0].Generation = 2
-	plan = planEverywhere(t, fl, objs, counts, release.ActionUpgrade)
+	plan = planEverywhere(t, fl, objs, counts, reconcile.ActionUpgrade)
 	for _, it := range plan.Items {
 		assert.NotEmpty(t, it.Diff, it.Cluster)
 	}
@@ -480,7 +481,7 @@ func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, mem
 	require.NoError(t, err)
 	require.Len(t, plan.Items, 2)
 	for _, it := range plan.Items {
-		assert.Equal(t, release.ActionUninstall, it.Action, it.Cluster)
+		assert.Equal(t, reconcile.ActionUninstall, it.Action, it.Cluster)
 	}
 	apply("uninstall", plan)
 	crds := crdsOf(t, ch)
@@ -513,7 +514,7 @@ func realChartLifecycle(t *testing.T, rc realChart, rec *release.Reconciler, mem
 
 // planEverywhere plans objs with fl: every member's item plans act
 // without error. It logs the discovery requests each member's plan made.
-func planEverywhere(t *testing.T, fl *fleet.Fleet, objs *release.Objects, counts map[string]*discoveryCount, act release.Action) *fleet.Plan {
+func planEverywhere(t *testing.T, fl *fleet.Fleet, objs *release.Objects, counts map[string]*discoveryCount, act reconcile.Action) *fleet.Plan {
 	t.Helper()
 	for _, c := range counts {
 		c.reset()
@@ -661,7 +662,7 @@ func TestRealChartKubeVersion(t *testing.T) {
 	old, err := testcharts.Load(testcharts.Podinfo)
 	require.NoError(t, err)
 	old.Metadata.KubeVersion = "<1.20.0"
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realChartGetter(map[string]*chart.Chart{"podinfo": old})})
+	rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(map[string]*chart.Chart{"podinfo": old})})
 	require.NoError(t, err)
 	var fm []release.Member
 	for _, m := range members {
@@ -776,7 +777,7 @@ func TestPlanDiscoveryRequests(t *testing.T) {
 	require.NoError(t, err)
 	const ns = "rc-measure"
 	namespace(t, admin(t, "member1"), ns)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: realChartGetter(nil)})
+	rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil)})
 	require.NoError(t, err)
 	objs := placeOn(t, ns, "member1")
 	objs.Releases = []*release.Release{realRelease(testcharts.KubePrometheusStack, ns, testcharts.DefaultValues(testcharts.KubePrometheusStack))}

@@ -40,6 +40,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/crds"
 	"github.com/helmfleet/helmfleet/release/kube"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // benchChart is the release every sub-benchmark installs: the test chart
@@ -180,9 +181,9 @@ func benchReleaseName(i int) string { return fmt.Sprintf("r-%04d", i) }
 
 // benchCharts serves a fresh copy of benchChart to each
 // reconcile, as the Helm baselines load one for each install.
-func benchCharts() release.ChartGetter {
-	return release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: benchChart()}, nil
+func benchCharts() reconcile.ChartGetter {
+	return reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: benchChart()}, nil
 	})
 }
 

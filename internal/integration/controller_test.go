@@ -32,6 +32,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/crds"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // installReleaseCRD installs the HelmRelease CRD of release/crds on the
@@ -301,7 +302,7 @@ func TestControllerOnRealCluster(t *testing.T) {
 		Charts:        charts,
 		Shard:         controller.ShardSelector(""),
 		RetryInterval: time.Hour,
-		Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+		Reconciler:    reconcile.Config{PollInterval: 100 * time.Millisecond},
 	})
 
 	t.Run("ready with Flux's conditions", func(t *testing.T) {
@@ -403,7 +404,7 @@ func TestControllerOnRealCluster(t *testing.T) {
 			Charts:        charts,
 			Shard:         controller.ShardSelector("b"),
 			RetryInterval: time.Hour,
-			Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+			Reconciler:    reconcile.Config{PollInterval: 100 * time.Millisecond},
 		})
 		waitReady(t, c, ns, "sharded", 1)
 		deleteReleasesAtEnd(t, c, ns) // while both managers run
@@ -442,7 +443,7 @@ func TestControllerLeaderHandOver(t *testing.T) {
 				Name:          "helmfleet-leader",
 				Charts:        charts,
 				RetryInterval: time.Hour,
-				Reconciler:    release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+				Reconciler:    reconcile.Config{PollInterval: 100 * time.Millisecond},
 				Metrics:       metrics,
 			})
 			return err
@@ -591,7 +592,7 @@ spec:
 				Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: membersNS},
 				MemberSecretsNamespace: membersNS,
 				Charts:                 charts,
-				Reconciler:             release.ReconcilerConfig{PollInterval: 100 * time.Millisecond},
+				Reconciler:             reconcile.Config{PollInterval: 100 * time.Millisecond},
 				Store:                  store,
 				Metrics:                metrics,
 			})
@@ -625,7 +626,7 @@ spec:
 	}, 10*time.Second, 20*time.Millisecond, "reconciles timed, Ready=True")
 	assert.Equal(t, 0.0, metricValue(t, reg, controller.MetricCondition, withLabel(ready, "status", "False")), "Ready=False")
 	for m := range mcs {
-		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(release.ActionInstall)}), "%s: installs", m)
+		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(reconcile.ActionInstall)}), "%s: installs", m)
 	}
 
 	// Restart: the release goes from the hub while no controller runs;
@@ -651,7 +652,7 @@ spec:
 		return err == nil && len(entries) == 0
 	}, 10*time.Second, 100*time.Millisecond, "inventory empty after the uninstalls: %v", entries)
 	for m := range mcs {
-		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(release.ActionUninstall)}), "%s: uninstalls", m)
+		assert.Equal(t, 1.0, metricValue(t, reg, controller.MetricActions, map[string]string{"cluster": m, "action": string(reconcile.ActionUninstall)}), "%s: uninstalls", m)
 	}
 }
 

@@ -15,17 +15,18 @@ import (
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // charts serves the embedded test chart at the version a release asks for.
-var charts = release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+var charts = reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 	ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-	return &release.Chart{Chart: ch}, err
+	return &reconcile.Chart{Chart: ch}, err
 })
 
-func newReconciler(t *testing.T) *release.Reconciler {
+func newReconciler(t *testing.T) *reconcile.Reconciler {
 	t.Helper()
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: 100 * time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	return rec
 }
@@ -74,7 +75,7 @@ func TestReconcilerCorrectsDriftOnRealCluster(t *testing.T) {
 
 	res, err := rec.Reconcile(ctx(t), c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, []release.Action{release.ActionInstall}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionInstall}, res.Actions)
 	assert.Equal(t, int64(2), deploymentReplicas(t, c, "rec"))
 
 	scaled := deployment("rec", "podinfo", 7, "podinfo")
@@ -86,7 +87,7 @@ func TestReconcilerCorrectsDriftOnRealCluster(t *testing.T) {
 
 	res, err = rec.Reconcile(ctx(t), c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, []release.Action{release.ActionCorrectDrift}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionCorrectDrift}, res.Actions)
 	require.NotNil(t, res.Drift)
 	assert.Equal(t, 1, res.Drift.Count("Modified"))
 	assert.Equal(t, int64(2), deploymentReplicas(t, c, "rec"), "the JSON patch put the manifest's replicas back")
@@ -95,7 +96,7 @@ func TestReconcilerCorrectsDriftOnRealCluster(t *testing.T) {
 	rel.Generation = 2
 	res, err = rec.Reconcile(ctx(t), c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, []release.Action{release.ActionUpgrade}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade}, res.Actions)
 	assert.Equal(t, int64(3), deploymentReplicas(t, c, "rec"))
 
 	_, err = rec.Uninstall(ctx(t), c, rel)
@@ -204,7 +205,7 @@ spec:
 	assert.NotContains(t, err.Error(), "member1:away/podinfo")
 	for _, it := range rep.Items {
 		if it.Key.Cluster == "member1" {
-			assert.Equal(t, []release.Action{release.ActionInstall}, it.Actions)
+			assert.Equal(t, []reconcile.Action{reconcile.ActionInstall}, it.Actions)
 			assert.NoError(t, it.Err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kube"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -100,7 +101,7 @@ func TestFleetValuesFromMembersAndStoreOnRealClusters(t *testing.T) {
 		require.NoError(t, err)
 		fl, err := fleet.New(fleet.Config{
 			Members:          []release.Member{{Cluster: m1}, {Cluster: m2}},
-			ReconcilerConfig: &release.ReconcilerConfig{Charts: charts, Values: release.NewObjectValues(hub)},
+			ReconcilerConfig: &reconcile.Config{Charts: charts, Values: release.NewObjectValues(hub)},
 			ValuesFrom:       fleet.ValuesFromMember,
 			Store:            store,
 		})
@@ -131,9 +132,9 @@ func TestFleetValuesFromMembersAndStoreOnRealClusters(t *testing.T) {
 	require.NoError(t, err)
 	gone, ok := plan.Item(fleet.Key{Cluster: "member2", Namespace: ns, Name: "podinfo"})
 	require.True(t, ok, "the new fleet knows member2's release from the hub")
-	assert.Equal(t, release.ActionUninstall, gone.Action)
+	assert.Equal(t, reconcile.ActionUninstall, gone.Action)
 	kept, _ := plan.Item(fleet.Key{Cluster: "member1", Namespace: ns, Name: "podinfo"})
-	assert.Equal(t, release.ActionNone, kept.Action)
+	assert.Equal(t, reconcile.ActionNone, kept.Action)
 	rep, err = b.Apply(ctx(t), plan, fleet.ApplyOptions{})
 	require.NoError(t, err, rep.Table())
 	for _, m := range []struct {

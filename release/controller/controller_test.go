@@ -29,15 +29,16 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
 	"github.com/helmfleet/helmfleet/values"
 )
 
 // testCharts serves the embedded test chart at the version a release asks
 // for.
-var testCharts = release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+var testCharts = reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 	ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-	return &release.Chart{Chart: ch}, err
+	return &reconcile.Chart{Chart: ch}, err
 })
 
 const podinfoYAML = `
@@ -269,7 +270,7 @@ func TestStalledReleaseIsTerminal(t *testing.T) {
 	_, err := e.reconcile("podinfo")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ctrlreconcile.TerminalError(nil)), "stalled: no retry until the release changes: %v", err)
-	var stalled *release.StalledError
+	var stalled *reconcile.StalledError
 	assert.ErrorAs(t, err, &stalled)
 	_, st := e.get("podinfo")
 	assert.Equal(t, "True RetriesExceeded", condition(st, release.ConditionStalled))
@@ -434,21 +435,21 @@ func TestValuesReader(t *testing.T) {
 func TestResultMapping(t *testing.T) {
 	r := &HelmReleaseReconciler{retry: time.Minute}
 	log := ctrl.Log
-	actionErr := &release.ActionError{Release: "a/b", Cluster: "c", Action: release.ActionUpgrade, Err: errors.New("boom")}
+	actionErr := &reconcile.ActionError{Release: "a/b", Cluster: "c", Action: reconcile.ActionUpgrade, Err: errors.New("boom")}
 	for _, tc := range []struct {
 		name     string
-		res      release.Result
+		res      reconcile.Result
 		err      error
 		want     ctrl.Result
 		wantErr  bool
 		terminal bool
 	}{
-		{"done", release.Result{Next: release.NextDone, RequeueAfter: time.Hour}, nil, ctrl.Result{RequeueAfter: time.Hour}, false, false},
-		{"requeue at once", release.Result{Next: release.NextRequeue}, nil, ctrl.Result{RequeueAfter: immediately}, false, false},
-		{"retry on failure", release.Result{Next: release.NextRequeue, RequeueAfter: 5 * time.Minute}, actionErr, ctrl.Result{RequeueAfter: 5 * time.Minute}, false, false},
-		{"failed action: backoff", release.Result{Next: release.NextRequeue}, actionErr, ctrl.Result{}, true, false},
-		{"stalled", release.Result{Next: release.NextStalled}, &release.StalledError{Reason: release.ReasonRetriesExceeded}, ctrl.Result{}, true, true},
-		{"values", release.Result{Next: release.NextRequeue}, &release.StageError{Reason: release.ReasonValuesError, Err: errors.New("x")}, ctrl.Result{RequeueAfter: time.Minute}, false, false},
+		{"done", reconcile.Result{Next: reconcile.NextDone, RequeueAfter: time.Hour}, nil, ctrl.Result{RequeueAfter: time.Hour}, false, false},
+		{"requeue at once", reconcile.Result{Next: reconcile.NextRequeue}, nil, ctrl.Result{RequeueAfter: immediately}, false, false},
+		{"retry on failure", reconcile.Result{Next: reconcile.NextRequeue, RequeueAfter: 5 * time.Minute}, actionErr, ctrl.Result{RequeueAfter: 5 * time.Minute}, false, false},
+		{"failed action: backoff", reconcile.Result{Next: reconcile.NextRequeue}, actionErr, ctrl.Result{}, true, false},
+		{"stalled", reconcile.Result{Next: reconcile.NextStalled}, &reconcile.StalledError{Reason: release.ReasonRetriesExceeded}, ctrl.Result{}, true, true},
+		{"values", reconcile.Result{Next: reconcile.NextRequeue}, &reconcile.StageError{Reason: release.ReasonValuesError, Err: errors.New("x")}, ctrl.Result{RequeueAfter: time.Minute}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := r.result(log, &tc.res, tc.err)

@@ -20,7 +20,7 @@
 // the typed release.Release; install the CRDs of release/crds) where they
 // live, defaults and validates each (an invalid spec is Stalled with its
 // field path, never guessed at), and reconciles it
-// with release.Reconciler on the manager's own cluster, or on the remote
+// with reconcile.Reconciler on the manager's own cluster, or on the remote
 // cluster of spec.kubeConfig.secretRef (key "value" or "value.yaml", as
 // Flux), as spec.serviceAccountName when set (impersonating
 // system:serviceaccount:<namespace>:<name>). Each target's release/kube
@@ -33,7 +33,7 @@
 // Values of spec.valuesFrom are read with ValuesReader from the API
 // server directly (no cache of every Secret in the controller's memory).
 // Status goes through the status subresource with Flux's conditions as
-// release.Reconciler writes them (Ready, Reconciling, Stalled, Released,
+// reconcile.Reconciler writes them (Ready, Reconciling, Stalled, Released,
 // TestSuccess, Remediated, Drifted) and observedGeneration, so kstatus and
 // `flux get`-style tools read it. Deleting a HelmRelease uninstalls its
 // Helm release first (Flux's finalizer), unless it is suspended.
@@ -182,7 +182,7 @@
 // That is 6.3 and 2.1 times Helm's. The controller's heap in use peaked
 // 63 MB over its start (the peak RSS grew 52 MB). It sends a quarter more
 // requests than a Helm install (its status, a finalizer, an event, and
-// discovery); release.Reconciler reads Helm's release records once per
+// discovery); reconcile.Reconciler reads Helm's release records once per
 // reconcile, as Helm's install does, and more reconciles at once do not
 // help (see DefaultMaxConcurrentReconciles). Run it with:
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // A HelmRelease on a (fake) API server, reconciled once onto an in-memory
@@ -46,9 +47,9 @@ spec:
 	hub := fake.NewClientBuilder().WithScheme(scheme).
 		WithObjects(objs.Releases[0]).WithStatusSubresource(&release.Release{}).Build()
 
-	charts := release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
 	target := memory.New("in-cluster")
 	r, err := controller.New(controller.Config{

@@ -30,6 +30,7 @@ import (
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Karmada policy kinds the FleetReconciler reads from the hub, as
@@ -58,12 +59,12 @@ type FleetConfig struct {
 	// labelled MemberLabel there replan the fleet.
 	MemberSecretsNamespace string
 	// Charts returns a release's chart.
-	Charts release.ChartGetter
+	Charts reconcile.ChartGetter
 	// Values reads valuesFrom on the members' behalf; default the
 	// hub's ConfigMaps and Secrets through Cache.
 	Values ValuesReader
 	// Reconciler sets the per-member reconciler's options.
-	Reconciler release.ReconcilerConfig
+	Reconciler reconcile.Config
 	// Events records Kubernetes events on HelmReleases; nil records none.
 	Events events.EventRecorder
 	// RetryInterval is the wait before a fleet with failed members is
@@ -107,7 +108,7 @@ type FleetReconciler struct {
 	client  client.Client
 	cache   client.Reader
 	members MemberSource
-	rec     *release.Reconciler
+	rec     *reconcile.Reconciler
 	events  events.EventRecorder
 	metrics *Metrics
 	retry   time.Duration
@@ -143,7 +144,7 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 	if cfg.Values.Reader == nil {
 		rc.Values = ValuesReader{Reader: cfg.Cache}
 	}
-	rec, err := release.NewReconciler(rc)
+	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, err
 	}

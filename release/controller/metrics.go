@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Metric names. The condition gauge follows Flux's gotk_reconcile_condition:
@@ -102,7 +103,7 @@ func (m *Metrics) deleted(kind, namespace, name string) {
 }
 
 // countActions counts the actions run on cluster.
-func (m *Metrics) countActions(cluster string, actions []release.Action) {
+func (m *Metrics) countActions(cluster string, actions []reconcile.Action) {
 	for _, a := range actions {
 		m.actions.WithLabelValues(cluster, string(a)).Inc()
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kube"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
 )
 
@@ -76,7 +77,7 @@ type Config struct {
 	Events events.EventRecorder
 
 	// Charts returns a release's chart.
-	Charts release.ChartGetter
+	Charts reconcile.ChartGetter
 	// Resolver, instead of Charts, resolves charts from the
 	// HelmRepository, OCIRepository and HelmChart objects a release names
 	// (read from Client, source.toolkit.fluxcd.io/v1); releases are then
@@ -84,7 +85,7 @@ type Config struct {
 	Resolver source.Resolver
 	// Reconciler sets the reconciler's options; its Charts and Values are
 	// filled in by the controller.
-	Reconciler release.ReconcilerConfig
+	Reconciler reconcile.Config
 
 	// NewCluster builds the cluster a release is installed on; default
 	// KubeCluster.
@@ -129,14 +130,14 @@ type Config struct {
 
 // HelmReleaseReconciler reconciles Flux HelmReleases where they live,
 // each on the local cluster or the remote cluster of its
-// spec.kubeConfig, with release.Reconciler, and writes Flux's conditions
+// spec.kubeConfig, with reconcile.Reconciler, and writes Flux's conditions
 // back through the status subresource.
 type HelmReleaseReconciler struct {
 	client    client.Client
 	cache     client.Reader
 	apiReader client.Reader
 	events    events.EventRecorder
-	rec       *release.Reconciler
+	rec       *reconcile.Reconciler
 	targets   *targets
 	metrics   *Metrics
 	shard     labels.Selector
@@ -170,7 +171,7 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 		rc.Charts = &sourceCharts{reader: cfg.Cache, resolver: cfg.Resolver}
 	}
 	rc.Values = ValuesReader{Reader: cfg.APIReader}
-	rec, err := release.NewReconciler(rc)
+	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -391,13 +392,13 @@ func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release,
 }
 
 // result maps a release Result and error onto the controller's.
-func (r *HelmReleaseReconciler) result(log logr.Logger, res *release.Result, err error) (ctrl.Result, error) {
+func (r *HelmReleaseReconciler) result(log logr.Logger, res *reconcile.Result, err error) (ctrl.Result, error) {
 	var (
-		stalled *release.StalledError
-		stage   *release.StageError
+		stalled *reconcile.StalledError
+		stage   *reconcile.StageError
 	)
 	switch {
-	case err == nil && res.Next == release.NextRequeue && res.RequeueAfter <= 0:
+	case err == nil && res.Next == reconcile.NextRequeue && res.RequeueAfter <= 0:
 		return ctrl.Result{RequeueAfter: immediately}, nil
 	case err == nil:
 		log.V(1).Info("reconciled", "actions", res.Actions, "next", res.Next, "requeueAfter", res.RequeueAfter)
@@ -409,7 +410,7 @@ func (r *HelmReleaseReconciler) result(log logr.Logger, res *release.Result, err
 		// whose change is watched): retry after the interval, not at once.
 		log.Error(err, "reconcile failed", "retryAfter", r.retry)
 		return ctrl.Result{RequeueAfter: r.retry}, nil
-	case res.Next == release.NextRequeue && res.RequeueAfter > 0:
+	case res.Next == reconcile.NextRequeue && res.RequeueAfter > 0:
 		log.Error(err, "reconcile failed", "retryAfter", res.RequeueAfter)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	default:
@@ -517,7 +518,7 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *release.Relea
 // failed, with the Ready condition's reason as Flux's events carry it
 // (InstallSucceeded, UpgradeFailed, …). A reconcile that found the
 // release in sync emits nothing.
-func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *release.Result, err error) {
+func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *reconcile.Result, err error) {
 	ready := res.Status.GetCondition(release.ConditionReady)
 	if ready == nil || (err == nil && len(res.Actions) == 0) {
 		return
@@ -533,7 +534,7 @@ func (r *HelmReleaseReconciler) event(obj *release.Release, typ, reason, action,
 	if r.events == nil {
 		return
 	}
-	if action == "" || action == string(release.ActionNone) {
+	if action == "" || action == string(reconcile.ActionNone) {
 		action = "Reconcile"
 	}
 	r.events.Eventf(obj, nil, typ, reason, action, "%s", msg)

@@ -7,18 +7,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
 )
 
-// sourceCharts is a release.ChartGetter that reads the source objects a
+// sourceCharts is a reconcile.ChartGetter that reads the source objects a
 // release names from the cluster and resolves its chart through
-// release.Charts with them.
+// reconcile.Charts with them.
 type sourceCharts struct {
 	reader   client.Reader
 	resolver source.Resolver
 }
 
-func (s *sourceCharts) GetChart(ctx context.Context, rel *release.Release) (*release.Chart, error) {
+func (s *sourceCharts) GetChart(ctx context.Context, rel *release.Release) (*reconcile.Chart, error) {
 	objs := &release.Objects{}
 	get := func(kind, namespace, name string) error {
 		key := client.ObjectKey{Namespace: nsOr(rel, namespace), Name: name}
@@ -47,7 +48,7 @@ func (s *sourceCharts) GetChart(ctx context.Context, rel *release.Release) (*rel
 				}
 			}
 		default:
-			// release.Charts names the unsupported kind.
+			// reconcile.Charts names the unsupported kind.
 			return nil
 		}
 		if err != nil {
@@ -66,5 +67,5 @@ func (s *sourceCharts) GetChart(ctx context.Context, rel *release.Release) (*rel
 	if err != nil {
 		return nil, err
 	}
-	return release.Charts(s.resolver, objs).GetChart(ctx, rel)
+	return reconcile.Charts(s.resolver, objs).GetChart(ctx, rel)
 }

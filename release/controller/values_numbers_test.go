@@ -15,6 +15,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // A HelmRelease read by the controller comes through the scheme's codec
@@ -64,8 +65,8 @@ data:
 		Metadata:  &chart.Metadata{Name: "nums", Version: "1.0.0", APIVersion: "v2"},
 		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(tpl)}},
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	rec, err := reconcile.New(reconcile.Config{Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	})})
 	require.NoError(t, err)
 	render := func(rel *release.Release) (map[string]any, string) {

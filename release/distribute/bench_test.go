@@ -23,6 +23,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // benchGroups is how many groups of members get their own image tag.
@@ -71,10 +72,10 @@ func BenchmarkFleetApply(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
 	ch := testchart.Grown(15)
-	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	charts := reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

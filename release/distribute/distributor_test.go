@@ -24,6 +24,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // view describes a member's objects but namespaces: kind, name and what
@@ -75,7 +76,7 @@ func TestDistributorLifecycle(t *testing.T) {
 
 	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
-	assert.Equal(t, release.ActionInstall, res.Action)
+	assert.Equal(t, reconcile.ActionInstall, res.Action)
 	assert.Equal(t, []string{"1 deployed"}, helmHistory(t, f), "helm ls on the hub shows the release")
 	assert.Empty(t, f.Hub.Objects(), "the hub holds no objects of the release")
 	assert.Equal(t, []string{
@@ -107,7 +108,7 @@ func TestDistributorLifecycle(t *testing.T) {
 		rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
 		res, err := rec.Reconcile(ctx, f.Dist, rel)
 		require.NoError(t, err)
-		assert.Equal(t, release.ActionUpgrade, res.Action)
+		assert.Equal(t, reconcile.ActionUpgrade, res.Action)
 		for _, m := range []string{"m1", "m2"} {
 			assert.Contains(t, view(t, f.Members[m]), "ConfigMap apps/podinfo message=v2", m)
 		}
@@ -211,7 +212,7 @@ func TestDistributorHooksFollowWorkloads(t *testing.T) {
 
 	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
-	assert.Equal(t, []release.Action{release.ActionInstall, release.ActionTest}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionInstall, reconcile.ActionTest}, res.Actions)
 	// The test Pod stays (its delete policy is before-hook-creation) on the
 	// members that run the Deployment.
 	for name, want := range map[string]bool{"m1": true, "m2": true, "m3": false} {
@@ -222,7 +223,7 @@ func TestDistributorHooksFollowWorkloads(t *testing.T) {
 	rel.Spec.Values["replicaCount"] = 6
 	res, err = rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
-	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionTest}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade, reconcile.ActionTest}, res.Actions)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	assert.True(t, s.objs["m1"]["Job podinfo-migrate"], "pre-upgrade Job ran on m1")
@@ -330,7 +331,7 @@ func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	}
 	res, err := rec.Reconcile(ctx, d, rel)
 	require.NoError(t, err)
-	assert.True(t, res.Did(release.ActionCorrectDrift))
+	assert.True(t, res.Did(reconcile.ActionCorrectDrift))
 	assert.Equal(t, 2, res.Drift.Count("Modified"), res.Drift.String())
 	require.Len(t, res.Drift.Rules, 2)
 	assert.Len(t, res.Drift.Rules[0].Objects, 1, "one ConfigMap, on two members, listed once")
@@ -414,7 +415,7 @@ func TestDistributorDrift(t *testing.T) {
 			require.NoError(t, err)
 			res, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
-			assert.Equal(t, release.ActionNone, res.Action, "no drift right after install")
+			assert.Equal(t, reconcile.ActionNone, res.Action, "no drift right after install")
 
 			tamper(t, f)
 			// A new Distributor over the same hub and members (a restarted
@@ -430,7 +431,7 @@ func TestDistributorDrift(t *testing.T) {
 			assert.Contains(t, report, "spec.replicas: 9 -> 2")
 			assert.Contains(t, report, "Secret")
 			assert.Contains(t, report, "missing (member m1)")
-			assert.Equal(t, tt.corrected, res.Did(release.ActionCorrectDrift))
+			assert.Equal(t, tt.corrected, res.Did(reconcile.ActionCorrectDrift))
 
 			_, serr := f.Members["m1"].Get(ctx, secretRef)
 			n := replicasOf(t, f.Members["m2"])
@@ -563,10 +564,10 @@ spec:
   placement:
     clusterAffinity: {clusterNames: [m3]}
 `)})
-	charts := release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	charts := reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	_, err = rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.NoError(t, err)
@@ -687,7 +688,7 @@ func TestDistributorRemediationRollbackRestoresMembers(t *testing.T) {
 	rel.Spec.Values["image"] = map[string]any{"tag": "broken"}
 	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.Error(t, err)
-	assert.Equal(t, []release.Action{release.ActionUpgrade, release.ActionRollback}, res.Actions)
+	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade, reconcile.ActionRollback}, res.Actions)
 	msg := rel.Status.GetCondition(release.ConditionReleased).Message
 	assert.Contains(t, msg, "cluster m1: timed out after 50ms waiting for 1 object(s): Deployment apps/podinfo")
 	assert.NotContains(t, msg, "cluster m2", "m2's override replaces the broken tag")

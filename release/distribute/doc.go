@@ -3,7 +3,7 @@
 // does with helm install against its API server.
 //
 // A Distributor (New) is a release.Cluster, like release/memory and
-// release/kube, and the release.Reconciler drives it unchanged: install,
+// release/kube, and the reconcile.Reconciler drives it unchanged: install,
 // upgrade, test, rollback, uninstall and drift correction reach every
 // member. Helm renders the chart once and keeps the release's records on
 // a hub (helm ls there shows it). The Distributor's kube client places

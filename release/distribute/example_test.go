@@ -12,6 +12,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Rendered-manifest mode: Helm renders the unmodified chart once and keeps
@@ -92,11 +93,11 @@ spec:
 		return
 	}
 	rel := objs.Releases[0]
-	charts := release.ChartGetterFunc(func(_ context.Context, r *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts})
 	if err != nil {
 		fmt.Println(err)
 		return

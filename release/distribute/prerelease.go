@@ -115,7 +115,7 @@ func (p *preRelease) markDone(i int) {
 
 // crdVersions returns the "group/version" and "group/version/Kind" API
 // versions the CRDs among objs serve, as discovery lists them once they
-// are installed (release.CRDVersions, read from objects already decoded).
+// are installed (reconcile.CRDVersions, read from objects already decoded).
 func crdVersions(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {

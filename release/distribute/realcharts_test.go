@@ -32,6 +32,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // realKubeVersion is the Kubernetes version of the test fleets' hub and
@@ -80,9 +81,9 @@ func newRealFleet(t testing.TB, policies string, strict bool, wrap func(*memory.
 // does not report its capabilities, as a caller's own backend may not.
 type opaque struct{ release.Cluster }
 
-func realReconciler(t testing.TB, extra ...*chart.Chart) *release.Reconciler {
+func realReconciler(t testing.TB, extra ...*chart.Chart) *reconcile.Reconciler {
 	t.Helper()
-	r, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(extra...), PollInterval: time.Millisecond})
+	r, err := reconcile.New(reconcile.Config{Charts: fixture.RealCharts(extra...), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	return r
 }
@@ -451,7 +452,7 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			rel := realRelease(tc.chart, tc.ns, tc.values)
 			res, err := rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
-			require.Equal(t, release.ActionInstall, res.Action)
+			require.Equal(t, reconcile.ActionInstall, res.Action)
 			table = append(table, checkAgainstOracle(t, f, tc, rel, crds))
 			report, err := f.dist.DetectDrift(ctx, res.Helm.Manifest, nil, drift.ModeEnabled)
 			require.NoError(t, err)
@@ -464,7 +465,7 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			tc.upgrade(rel.Spec.Values)
 			res, err = rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
-			require.Equal(t, release.ActionUpgrade, res.Action)
+			require.Equal(t, reconcile.ActionUpgrade, res.Action)
 			assert.Equal(t, 2, res.Helm.Version, "revision 2 on the hub")
 			checkAgainstOracle(t, f, tc, rel, crds)
 			for _, m := range tc.members {

@@ -23,6 +23,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
 )
 
@@ -45,14 +46,14 @@ func placeAll(ns, apiVersion, kind string) string {
 
 // tenantSources are a HelmRepository podinfo in tenant-a and tenant-b
 // each (with distinct URLs) and a HelmChart podinfo in tenant-b, served
-// through release.Charts; it records, for each release a chart was
+// through reconcile.Charts; it records, for each release a chart was
 // resolved for, the repository's URL.
 type tenantSources struct {
 	mu    sync.Mutex
 	asked map[string]bool
 }
 
-func (s *tenantSources) charts() release.ChartGetter {
+func (s *tenantSources) charts() reconcile.ChartGetter {
 	objs := &release.Objects{}
 	for _, ns := range []string{"tenant-a", "tenant-b"} {
 		objs.HelmRepositories = append(objs.HelmRepositories, &source.HelmRepository{
@@ -64,14 +65,14 @@ func (s *tenantSources) charts() release.ChartGetter {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-b", Name: "podinfo"},
 		Spec:       source.HelmChartSpec{Chart: "podinfo", Version: "6.5.0", SourceRef: source.LocalHelmChartSourceReference{Kind: source.KindHelmRepository, Name: "podinfo"}},
 	})
-	return release.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*release.Chart, error) {
+	return reconcile.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		resolver := source.ResolverFunc(func(_ context.Context, ref source.Ref) (*source.Chart, error) {
 			s.mu.Lock()
 			s.asked[rel.Namespace+"/"+rel.Name+" <- "+ref.HelmRepository.Spec.URL] = true
 			s.mu.Unlock()
 			return &source.Chart{Chart: testchart.MustLoad("6.5.0")}, nil
 		})
-		return release.Charts(resolver, objs).GetChart(ctx, rel)
+		return reconcile.Charts(resolver, objs).GetChart(ctx, rel)
 	})
 }
 
@@ -103,7 +104,7 @@ func tenantFleet(t *testing.T, src *tenantSources, on bool, kust *kustomize.Reco
 		}))
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Name: name}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: src.charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: src.charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, KustomizeConfig: kust, NoCrossNamespaceRefs: on})
 	require.NoError(t, err)
@@ -167,10 +168,10 @@ func TestFleetNoCrossNamespaceRefs(t *testing.T) {
 				if tc.field == "" {
 					assert.NoError(t, item.Err)
 					assert.Equal(t, depgraph.Succeeded, got.State, "%v", got.Err)
-					assert.Equal(t, []release.Action{release.ActionInstall}, got.Actions)
+					assert.Equal(t, []reconcile.Action{reconcile.ActionInstall}, got.Actions)
 					continue
 				}
-				assert.Equal(t, release.ActionNone, item.Action)
+				assert.Equal(t, reconcile.ActionNone, item.Action)
 				assert.Empty(t, got.Actions, "nothing installed")
 				_, applied := f.Status(k)
 				assertRefused(t, fmt.Sprintf(denied, tc.field), item.Err, got, applied, applyErr)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/depgraph"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Rollout spreads an Apply over waves of members: each wave is applied,
@@ -69,7 +70,7 @@ type ItemReport struct {
 	// State is succeeded, failed, skipped or not-started.
 	State depgraph.State
 	// Actions are the reconciler's actions.
-	Actions []release.Action
+	Actions []reconcile.Action
 	// Revision is the Helm revision after the apply (0 for a
 	// Kustomization).
 	Revision int
@@ -83,7 +84,7 @@ type ItemReport struct {
 	// RolledBack is true when a halted rollout rolled it back.
 	RolledBack bool
 	// Next and RequeueAfter are the reconciler's hint for this release.
-	Next         release.Next
+	Next         reconcile.Next
 	RequeueAfter time.Duration
 }
 
@@ -299,7 +300,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		}
 		p := plan.items[k]
 		if p.Err != nil {
-			var se *release.StalledError
+			var se *reconcile.StalledError
 			if !errors.As(p.Err, &se) {
 				item.Err = p.Err
 				return p.Err
@@ -338,7 +339,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		// interval) leaves the release unfinished, which is a failure here:
 		// dependents and waves must not start on it.
 		var (
-			res *release.Result
+			res *reconcile.Result
 			err error
 		)
 		for pass := 0; pass < maxPasses; pass++ {
@@ -347,7 +348,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			if res != nil {
 				item.Actions = append(item.Actions, res.Actions...)
 			}
-			if err != nil || res == nil || res.Next != release.NextRequeue || res.RequeueAfter > 0 {
+			if err != nil || res == nil || res.Next != reconcile.NextRequeue || res.RequeueAfter > 0 {
 				break
 			}
 		}
@@ -362,7 +363,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 			if res.Helm != nil {
 				item.Revision = res.Helm.Version
 			}
-			if err == nil && res.Next == release.NextRequeue {
+			if err == nil && res.Next == reconcile.NextRequeue {
 				err = &UnfinishedError{Release: refOf(rel), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
 			}
 		}
@@ -441,10 +442,10 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 	}
 	var itemsMu sync.Mutex
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
-		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []release.Action{release.ActionUninstall}}
+		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []reconcile.Action{reconcile.ActionUninstall}}
 		var err error
 		if k.IsKustomization() {
-			item.Actions = []release.Action{ActionDelete}
+			item.Actions = []reconcile.Action{ActionDelete}
 			err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
 		} else {
 			rel := plan.items[k].Release.DeepCopy()
@@ -526,7 +527,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 	}
 	for _, it := range plan.Items {
 		k := keyOfPlan(it)
-		if !in[k.Cluster] || it.Action == release.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
+		if !in[k.Cluster] || it.Action == reconcile.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
 			continue
 		}
 		f.mu.Lock()
@@ -790,7 +791,7 @@ type UnfinishedError struct {
 	// Cluster is the member.
 	Cluster string
 	// Actions are the actions the reconciles ran.
-	Actions []release.Action
+	Actions []reconcile.Action
 	// RequeueAfter is when the reconciler asks to come back.
 	RequeueAfter time.Duration
 	// Message is the release's Ready condition message.

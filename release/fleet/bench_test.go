@@ -19,11 +19,12 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // benchFleet builds n in-memory members sharing a Schemas, each with a
 // values override of its own (replicas by index).
-func benchFleet(b *testing.B, n int, rec *release.Reconciler, store ...fleet.Store) (*fleet.Fleet, fleet.Inputs) {
+func benchFleet(b *testing.B, n int, rec *reconcile.Reconciler, store ...fleet.Store) (*fleet.Fleet, fleet.Inputs) {
 	b.Helper()
 	shared := memory.NewSchemas()
 	var members []release.Member
@@ -64,8 +65,8 @@ func BenchmarkFleetPerClusterRelease(b *testing.B) {
 	ctx := context.Background()
 	const n = 100
 	ch := testchart.Grown(15)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	rec, err := reconcile.New(reconcile.Config{Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	}), PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
@@ -100,8 +101,8 @@ func BenchmarkFleetInventoryStore(b *testing.B) {
 	ctx := context.Background()
 	const n = 100
 	ch := testchart.Grown(15)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	rec, err := reconcile.New(reconcile.Config{Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	}), PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/values/valuestest"
 )
 
@@ -51,7 +52,7 @@ func TestSecretCanaryReachesNoOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			reader := valuestest.NewReader().Secret("apps", "ui", map[string][]byte{"values.yaml": []byte(tc.data)})
-			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), Values: reader, PollInterval: time.Millisecond})
+			rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), Values: reader, PollInterval: time.Millisecond})
 			require.NoError(t, err)
 			var members []release.Member
 			for _, name := range []string{"dev-1", "prod-1"} {
@@ -149,7 +150,7 @@ func TestSecretCanaryHelmErrorsReachNoFleetOutput(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			ctx := context.Background()
 			reader := valuestest.NewReader().Secret("apps", "canary-values", map[string][]byte{"values.yaml": tc.SecretValues()})
-			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), Values: reader, PollInterval: time.Millisecond})
+			rec, err := reconcile.New(reconcile.Config{Charts: tc.Charts(), Values: reader, PollInterval: time.Millisecond})
 			require.NoError(t, err)
 			var events []fleet.Event
 			fl, err := fleet.New(fleet.Config{

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // StateDeferred is the state of a release plan item that cannot be
@@ -17,7 +17,7 @@ import (
 // (a custom resource whose CRD a unit it depends on brings): it is
 // planned after its dependencies, and Apply plans and reconciles it for
 // real once they are ready, as Flux, which never plans ahead, would.
-const StateDeferred release.State = "Deferred"
+const StateDeferred reconcile.State = "Deferred"
 
 // noKindMatch matches the message of a meta.NoKindMatchError when the
 // error chain lost its type (Helm wraps some errors as text).
@@ -89,9 +89,9 @@ func (p *Plan) deferMissingKinds() {
 		it.Reason = fmt.Sprintf("planned after its dependencies: the member does not serve %s yet", strings.Join(kinds, ", "))
 		it.Err = nil
 		it.State = StateDeferred
-		it.Action = release.ActionInstall
+		it.Action = reconcile.ActionInstall
 		if it.Revision > 0 || it.Release.Status.LastAttemptedRevision != "" {
-			it.Action = release.ActionUpgrade
+			it.Action = reconcile.ActionUpgrade
 		}
 		deferred[k] = true
 	}

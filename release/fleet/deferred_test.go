@@ -20,6 +20,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // widgetChart is a chart with a custom resource (a Widget) whose CRD it
@@ -39,9 +40,9 @@ spec: {size: 3}
 // the test chart and widgetChart, and whose source is repo.
 func crdTestFleet(t *testing.T) (*fleet.Fleet, *memory.Cluster) {
 	t.Helper()
-	charts := release.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*reconcile.Chart, error) {
 		if rel.Spec.Chart.Spec.Chart == "widgets" {
-			return &release.Chart{Chart: widgetChart()}, nil
+			return &reconcile.Chart{Chart: widgetChart()}, nil
 		}
 		return fixture.Charts().GetChart(ctx, rel)
 	})
@@ -50,10 +51,10 @@ func crdTestFleet(t *testing.T) (*fleet.Fleet, *memory.Cluster) {
 
 // oneMemberFleet is a fleet of one new member, dev-1 (env dev), with
 // charts and one source, named key, serving tree.
-func oneMemberFleet(t *testing.T, charts release.ChartGetter, key string, tree fs.FS) (*fleet.Fleet, *memory.Cluster) {
+func oneMemberFleet(t *testing.T, charts reconcile.ChartGetter, key string, tree fs.FS) (*fleet.Fleet, *memory.Cluster) {
 	t.Helper()
 	c := memory.New("dev-1")
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts, PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{
 		Members:    []release.Member{{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
@@ -96,7 +97,7 @@ func TestFleetPlansCustomResourceAfterItsCRDDependency(t *testing.T) {
 	it, ok := plan.Item(wk)
 	require.True(t, ok)
 	assert.Equal(t, fleet.StateDeferred, it.State)
-	assert.Equal(t, release.ActionInstall, it.Action)
+	assert.Equal(t, reconcile.ActionInstall, it.Action)
 	assert.NoError(t, it.Err)
 	assert.Contains(t, it.Reason, "planned after its dependencies")
 	assert.Contains(t, it.Reason, "Widget (example.com/v1)")
@@ -128,7 +129,7 @@ func TestFleetPlansCustomResourceAfterItsCRDDependency(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors, plan.Table())
 	it, _ = plan.Item(wk)
-	assert.Equal(t, release.StateInSync, it.State, plan.Table())
+	assert.Equal(t, reconcile.StateInSync, it.State, plan.Table())
 }
 
 func TestFleetMissingKindWithoutDependencyStaysAnError(t *testing.T) {

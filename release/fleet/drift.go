@@ -11,6 +11,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/drift"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // DriftItem is the drift of one release on one member.
@@ -88,7 +89,7 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 		g.Go(func() error {
 			// One list cache per identity: what one service account may
 			// list is not another's.
-			caches := map[string]*release.ListCache{} // by user
+			caches := map[string]*reconcile.ListCache{} // by user
 			for _, k := range keys {
 				item := DriftItem{Key: k}
 				c, err := f.releaseCluster(cluster, rels[k])
@@ -99,10 +100,10 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 				}
 				_, user, _ := f.serviceAccount(rels[k])
 				if caches[user] == nil {
-					caches[user] = release.NewListCache()
+					caches[user] = reconcile.NewListCache()
 				}
 				if err := release.Contain("release.Cluster of member "+cluster, func() (err error) {
-					item.Report, item.Corrected, err = f.rec.Drift(gctx, c, rels[k], release.DriftOptions{Correct: correct, Cache: caches[user]})
+					item.Report, item.Corrected, err = f.rec.Drift(gctx, c, rels[k], reconcile.DriftOptions{Correct: correct, Cache: caches[user]})
 					return err
 				}); err != nil {
 					item.Err = err

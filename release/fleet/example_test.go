@@ -13,6 +13,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // A Fleet plans a release over three in-memory members, one real Helm
@@ -59,11 +60,11 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	charts := release.ChartGetterFunc(func(_ context.Context, r *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: charts})
+	rec, err := reconcile.New(reconcile.Config{Charts: charts})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -146,9 +147,9 @@ spec:
 // one installed once the policy no longer places it.
 func ExampleNewObjectStore() {
 	ctx := context.Background()
-	charts := release.ChartGetterFunc(func(_ context.Context, r *release.Release) (*release.Chart, error) {
+	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
 		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &release.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: ch}, err
 	})
 	hub := memory.New("hub")
 	var members []release.Member
@@ -173,7 +174,7 @@ func ExampleNewObjectStore() {
 			return
 		}
 		fl, err := fleet.New(fleet.Config{Members: members, Store: store,
-			ReconcilerConfig: &release.ReconcilerConfig{Charts: charts, Values: release.NewObjectValues(hub)}})
+			ReconcilerConfig: &reconcile.Config{Charts: charts, Values: release.NewObjectValues(hub)}})
 		if err != nil {
 			fmt.Println(err)
 			return

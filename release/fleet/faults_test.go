@@ -20,6 +20,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // memberState is what a user sees on one member: its objects, reduced to
@@ -197,7 +198,7 @@ func TestFleetFaultsConverge(t *testing.T) {
 				wantState = depgraph.Failed
 			}
 			assert.Equal(t, wantState, it.State, it.Key.String())
-			if it.State == depgraph.Succeeded && !slices.Contains(it.Actions, release.ActionUninstall) {
+			if it.State == depgraph.Succeeded && !slices.Contains(it.Actions, reconcile.ActionUninstall) {
 				assertDeployed(t, tf.members[it.Key.Cluster])
 			}
 		}
@@ -289,7 +290,7 @@ func distClusters(f *fixture.DistFleet) map[string]*memory.Cluster {
 }
 
 // reconcileSteps reconciles each of rels in turn, each from a copy.
-func reconcileSteps(ctx context.Context, t *testing.T, rec *release.Reconciler, f *fixture.DistFleet, rels []*release.Release) {
+func reconcileSteps(ctx context.Context, t *testing.T, rec *reconcile.Reconciler, f *fixture.DistFleet, rels []*release.Release) {
 	t.Helper()
 	for _, rel := range rels {
 		_, err := rec.Reconcile(ctx, f.Dist, rel.DeepCopy())

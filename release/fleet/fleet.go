@@ -18,6 +18,7 @@ import (
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kustomize"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Key names one unit on one member cluster: a release (a HelmRelease)
@@ -75,14 +76,14 @@ type Config struct {
 	// Reconciler reconciles each release on each member; its values
 	// reader is where every release reads valuesFrom (ValuesFromHub). Set
 	// it or ReconcilerConfig, not both.
-	Reconciler *release.Reconciler
+	Reconciler *reconcile.Reconciler
 	// ReconcilerConfig is what the fleet builds its reconcilers from when
 	// Reconciler is nil: one with ReconcilerConfig.Values (the hub's
 	// reader, e.g. release.NewObjectValues(hub)) for releases that read
 	// valuesFrom on the hub, and one per member whose Values is
 	// release.NewObjectValues of that member's cluster, for releases that
 	// read it on the member (ValuesFromMember). Member mode needs it.
-	ReconcilerConfig *release.ReconcilerConfig
+	ReconcilerConfig *reconcile.Config
 	// ValuesFrom is where releases without a ValuesFromAnnotation read
 	// valuesFrom; default ValuesFromHub, where the Release itself lives
 	// (see the package doc for why).
@@ -145,8 +146,8 @@ type Config struct {
 type Fleet struct {
 	members   []release.Member
 	byName    map[string]release.Member
-	rec       *release.Reconciler
-	memberRec map[string]*release.Reconciler
+	rec       *reconcile.Reconciler
+	memberRec map[string]*reconcile.Reconciler
 	cfg       Config
 	applyMu   sync.Mutex
 	callbacks callbacks // of the Apply under way
@@ -221,7 +222,7 @@ type Plan struct {
 	// Items are the per-member release plans (garbage collection
 	// included, as uninstalls), sorted by cluster, namespace and name,
 	// the releases Kustomizations produce included.
-	Items []*release.ReleasePlan
+	Items []*reconcile.Plan
 	// Kustomizations are the per-member Kustomization plans (garbage
 	// collection included, as deletes), sorted by cluster, namespace and
 	// name.
@@ -239,7 +240,7 @@ type Plan struct {
 
 	graph      *depgraph.Graph[Key]
 	gc         *depgraph.Graph[Key]
-	items      map[Key]*release.ReleasePlan
+	items      map[Key]*reconcile.Plan
 	kitems     map[Key]*KustomizationPlan
 	valuesFrom map[Key]ValuesFrom
 	// producer maps a release a Kustomization produces to that
@@ -286,7 +287,7 @@ func (p *Plan) PlacementErrors() []error {
 }
 
 // Item returns the plan of one release on one member.
-func (p *Plan) Item(k Key) (*release.ReleasePlan, bool) {
+func (p *Plan) Item(k Key) (*reconcile.Plan, bool) {
 	it, ok := p.items[k]
 	return it, ok
 }
@@ -346,7 +347,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	// A unit that cannot be placed is named in Plan.Errors (below); the
 	// others are still planned.
-	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*release.ReleasePlan{}, kitems: map[Key]*KustomizationPlan{},
+	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*reconcile.Plan{}, kitems: map[Key]*KustomizationPlan{},
 		valuesFrom: map[Key]ValuesFrom{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
@@ -402,21 +403,21 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	work = append(work, produced...)
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
-	plan.Items = make([]*release.ReleasePlan, len(work))
+	plan.Items = make([]*reconcile.Plan, len(work))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(f.cfg.Concurrency)
 	for i, w := range work {
 		if w.err != nil {
-			plan.Items[i] = &release.ReleasePlan{Cluster: w.key.Cluster, Release: w.rel, Action: release.ActionNone, Err: w.err}
+			plan.Items[i] = &reconcile.Plan{Cluster: w.key.Cluster, Release: w.rel, Action: reconcile.ActionNone, Err: w.err}
 			continue
 		}
 		g.Go(func() error {
-			var p *release.ReleasePlan
+			var p *reconcile.Plan
 			if err := release.Contain("release.Cluster of member "+w.key.Cluster, func() error {
 				p = w.rec.Plan(gctx, w.cluster, w.rel)
 				return nil
 			}); err != nil {
-				p = &release.ReleasePlan{Cluster: w.key.Cluster, Release: w.rel, Action: release.ActionNone, Err: err}
+				p = &reconcile.Plan{Cluster: w.key.Cluster, Release: w.rel, Action: reconcile.ActionNone, Err: err}
 			}
 			p.Err = nameValuesFrom(w.key, w.from, p.Err)
 			plan.Items[i] = p
@@ -460,7 +461,7 @@ type todo struct {
 	key  Key
 	rel  *release.Release
 	from ValuesFrom
-	rec  *release.Reconciler
+	rec  *reconcile.Reconciler
 	// cluster is the member as the release acts on it (releaseCluster).
 	cluster release.Cluster
 	err     error
@@ -503,7 +504,7 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		if _, ok := plan.kitems[k]; ok {
 			continue
 		}
-		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev.DeepCopy(), State: release.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
+		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev.DeepCopy(), State: reconcile.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
 		if !kByRef[k.Namespace+"/"+k.Name] {
 			item.Reason = "removed from the inputs"
 		}
@@ -517,14 +518,14 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 			prev := item.Kustomization
 			item.Action, item.Reason = ActionDelete, strings.SplitN(item.Reason, ";", 2)[0]
 			if reason, keep := orphaned(plan, item.Cluster, prev.Labels); keep {
-				item.Action, item.Reason = release.ActionNone, reason
+				item.Action, item.Reason = reconcile.ActionNone, reason
 				continue
 			} else if reason != "" {
 				item.Reason = reason
 			}
 			switch {
 			case prev.Spec.Suspend:
-				item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left in place"
+				item.Action, item.Reason = reconcile.ActionNone, item.Reason+"; suspended, so left in place"
 			case prev.DeletesInventory():
 				item.Reason += "; its objects are pruned"
 			default:
@@ -542,17 +543,17 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 	sort.Slice(gone, func(i, j int) bool { return keyLess(gone[i], gone[j]) })
 	for _, k := range gone {
 		prev := f.applied[k].DeepCopy()
-		item := &release.ReleasePlan{Cluster: k.Cluster, Release: prev, State: release.StateInSync, Action: release.ActionUninstall, Reason: "no longer placed on this member"}
+		item := &reconcile.Plan{Cluster: k.Cluster, Release: prev, State: reconcile.StateInSync, Action: reconcile.ActionUninstall, Reason: "no longer placed on this member"}
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
 		}
 		if reason, keep := orphaned(plan, k.Cluster, prev.Labels); keep {
-			item.Action, item.Reason = release.ActionNone, reason
+			item.Action, item.Reason = reconcile.ActionNone, reason
 		} else if reason != "" {
 			item.Reason = reason
 		}
-		if prev.Spec.Suspend && item.Action == release.ActionUninstall {
-			item.Action, item.Reason = release.ActionNone, item.Reason+"; suspended, so left installed"
+		if prev.Spec.Suspend && item.Action == reconcile.ActionUninstall {
+			item.Action, item.Reason = reconcile.ActionNone, item.Reason+"; suspended, so left installed"
 		}
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
@@ -582,7 +583,7 @@ func orphaned(plan *Plan, member string, labels map[string]string) (reason strin
 		return p + " is deleted and does not prune: left in place, as Flux orphans it", true
 	case kp.Err != nil:
 		return p + " failed, so what it produces is unknown: left in place", true
-	case kp.Action == release.ActionNone:
+	case kp.Action == reconcile.ActionNone:
 		return p + " is left as it is (" + kp.Reason + "): so is what it produced", true
 	case !kp.Kustomization.Spec.Prune:
 		return "no longer produced by " + p + ", which does not prune: left in place, as Flux orphans it", true
@@ -590,7 +591,7 @@ func orphaned(plan *Plan, member string, labels map[string]string) (reason strin
 	return "no longer produced by " + p, false
 }
 
-func keyOfPlan(p *release.ReleasePlan) Key {
+func keyOfPlan(p *reconcile.Plan) Key {
 	return Key{Cluster: p.Cluster, Namespace: p.Release.Namespace, Name: p.Release.Name}
 }
 
@@ -611,7 +612,7 @@ type unit struct {
 func (p *Plan) units() []unit {
 	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
 	for _, it := range p.Items {
-		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == release.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
+		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == reconcile.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
 	}
 	for _, it := range p.Kustomizations {
 		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, denied: denied(it.Err), ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
@@ -627,7 +628,7 @@ func (p *Plan) planned(k Key) bool {
 		return ok && it.Action != ActionDelete
 	}
 	it, ok := p.items[k]
-	return ok && it.Action != release.ActionUninstall
+	return ok && it.Action != reconcile.ActionUninstall
 }
 
 // removed reports whether k is in the plan as an uninstall or delete.
@@ -637,7 +638,7 @@ func (p *Plan) removed(k Key) bool {
 		return ok && it.Action == ActionDelete
 	}
 	it, ok := p.items[k]
-	return ok && it.Action == release.ActionUninstall
+	return ok && it.Action == reconcile.ActionUninstall
 }
 
 // depKey is the key, on member, of a dependsOn entry of a unit of kind
@@ -787,7 +788,7 @@ func (p *Plan) Table() string {
 	var sb strings.Builder
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tUNIT\tSTATE\tACTION\tCHART\tREVISION\tKUBERNETES\tVALUESFROM\tNOTE")
-	p.each(func(it *release.ReleasePlan) {
+	p.each(func(it *reconcile.Plan) {
 		note := it.Reason
 		if it.Err != nil {
 			note = it.Err.Error()
@@ -800,7 +801,7 @@ func (p *Plan) Table() string {
 		switch {
 		case kube == "":
 			kube = "-"
-		case it.CapabilitiesFrom == release.CapabilitiesFromHelmDefault:
+		case it.CapabilitiesFrom == reconcile.CapabilitiesFromHelmDefault:
 			kube += " (helm default)"
 		}
 		from := "-"
@@ -843,7 +844,7 @@ func (p *Plan) Table() string {
 }
 
 // each calls rel and kust for the plan's items in key order.
-func (p *Plan) each(rel func(*release.ReleasePlan), kust func(*KustomizationPlan)) {
+func (p *Plan) each(rel func(*reconcile.Plan), kust func(*KustomizationPlan)) {
 	i, j := 0, 0
 	for i < len(p.Items) || j < len(p.Kustomizations) {
 		if j == len(p.Kustomizations) || (i < len(p.Items) && keyLess(keyOfPlan(p.Items[i]), p.Kustomizations[j].Key())) {
@@ -870,7 +871,7 @@ func kustomizationSource(k *release.Kustomization) string {
 // Diff renders every item's diff, each headed by its member and unit.
 func (p *Plan) Diff() string {
 	var sb strings.Builder
-	p.each(func(it *release.ReleasePlan) {
+	p.each(func(it *reconcile.Plan) {
 		if it.Diff != "" {
 			fmt.Fprintf(&sb, "### %s %s/%s (%s)\n%s", it.Cluster, it.Release.Namespace, it.Release.Name, it.Action, it.Diff)
 		}
@@ -886,15 +887,15 @@ func (p *Plan) Diff() string {
 type planJSON struct {
 	Cluster string `json:"cluster"`
 	// Kind is Kustomization for a Kustomization, empty for a release.
-	Kind      string         `json:"kind,omitempty"`
-	Namespace string         `json:"namespace"`
-	Name      string         `json:"name"`
-	State     release.State  `json:"state"`
-	Action    release.Action `json:"action"`
-	Reason    string         `json:"reason,omitempty"`
-	Chart     string         `json:"chart,omitempty"`
-	Version   string         `json:"version,omitempty"`
-	Revision  int            `json:"revision"`
+	Kind      string           `json:"kind,omitempty"`
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	State     reconcile.State  `json:"state"`
+	Action    reconcile.Action `json:"action"`
+	Reason    string           `json:"reason,omitempty"`
+	Chart     string           `json:"chart,omitempty"`
+	Version   string           `json:"version,omitempty"`
+	Revision  int              `json:"revision"`
 	// KubeVersion and CapabilitiesFrom: what the chart was rendered for.
 	KubeVersion      string `json:"kubeVersion,omitempty"`
 	CapabilitiesFrom string `json:"capabilitiesFrom,omitempty"`
@@ -922,7 +923,7 @@ func (p *Plan) MarshalJSON() ([]byte, error) {
 		Errors   []string   `json:"errors,omitempty"`
 		Warnings []string   `json:"warnings,omitempty"`
 	}{Items: []planJSON{}}
-	p.each(func(it *release.ReleasePlan) {
+	p.each(func(it *reconcile.Plan) {
 		j := planJSON{Cluster: it.Cluster, Namespace: it.Release.Namespace, Name: it.Release.Name, State: it.State,
 			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff,
 			KubeVersion: it.KubeVersion, CapabilitiesFrom: it.CapabilitiesFrom, ValuesFrom: p.valuesFrom[keyOfPlan(it)]}

@@ -20,6 +20,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 const fleetYAML = `
@@ -139,7 +140,7 @@ func newTestFleet(t *testing.T, health map[string]memory.HealthFunc) *testFleet 
 			Labels: map[string]string{"env": m.env, "tier": "apps"}, Region: m.region,
 		}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Events: func(e fleet.Event) {
 		tf.mu.Lock()
@@ -188,8 +189,8 @@ func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
 	require.Empty(t, plan.Errors)
 	require.Len(t, plan.Items, 3)
 	for _, it := range plan.Items {
-		assert.Equal(t, release.ActionInstall, it.Action, it.Cluster)
-		assert.Equal(t, release.StateAbsent, it.State)
+		assert.Equal(t, reconcile.ActionInstall, it.Action, it.Cluster)
+		assert.Equal(t, reconcile.StateAbsent, it.State)
 		assert.Contains(t, it.Diff, "+++ Deployment/apps/podinfo")
 	}
 	dev, _ := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"})
@@ -224,7 +225,7 @@ func TestFleetPlanApplyPerClusterReleases(t *testing.T) {
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
 	for _, it := range plan.Items {
-		assert.Equal(t, release.ActionNone, it.Action, it.Cluster)
+		assert.Equal(t, reconcile.ActionNone, it.Action, it.Cluster)
 		assert.Empty(t, it.Diff)
 	}
 
@@ -250,7 +251,7 @@ func TestFleetGarbageCollection(t *testing.T) {
 	require.NoError(t, err)
 	gc, ok := plan.Item(fleet.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"})
 	require.True(t, ok)
-	assert.Equal(t, release.ActionUninstall, gc.Action)
+	assert.Equal(t, reconcile.ActionUninstall, gc.Action)
 	assert.Equal(t, "no longer placed on this member", gc.Reason)
 	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
@@ -446,8 +447,8 @@ func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
 	require.NoError(t, err, rep.Table())
 	for _, it := range rep.Items {
 		if it.Key.Cluster == "dev-1" {
-			assert.Equal(t, []release.Action{release.ActionUpgrade}, it.Actions)
-			assert.Equal(t, release.NextDone, it.Next)
+			assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade}, it.Actions)
+			assert.Equal(t, reconcile.NextDone, it.Next)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // ownIdentityOnly is a cluster without the Impersonator role.
@@ -61,7 +62,7 @@ func TestFleetServiceAccount(t *testing.T) {
 				return nil
 			})), memory.New("m2")
 			labels := map[string]string{"tier": "apps"}
-			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+			rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 			require.NoError(t, err)
 			f, err := fleet.New(fleet.Config{Reconciler: rec, DefaultServiceAccount: tc.defaultSA, Members: []release.Member{
 				{Cluster: m1, Facts: policy.Cluster{Labels: labels}},

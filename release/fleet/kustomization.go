@@ -13,17 +13,18 @@ import (
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kustomize"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// Actions of a Kustomization plan item, besides release.ActionNone.
+// Actions of a Kustomization plan item, besides reconcile.ActionNone.
 const (
 	// ActionApply builds the Kustomization and applies its objects
 	// (server-side), prunes what left its inventory and waits if asked.
-	ActionApply release.Action = "apply"
+	ActionApply reconcile.Action = "apply"
 	// ActionDelete deletes a Kustomization the member no longer gets: its
 	// objects are pruned when its deletion policy says so (spec.prune
 	// with the default MirrorPrune).
-	ActionDelete release.Action = "delete"
+	ActionDelete reconcile.Action = "delete"
 )
 
 // Flux's labels on every object a Kustomization applies; the fleet sets
@@ -45,10 +46,10 @@ type KustomizationPlan struct {
 	// State is StateAbsent before its first apply on the member, else
 	// StateInSync when applying changes nothing and StateOutOfSync when it
 	// does.
-	State release.State
-	// Action is ActionApply, ActionDelete or release.ActionNone
+	State reconcile.State
+	// Action is ActionApply, ActionDelete or reconcile.ActionNone
 	// (suspended).
-	Action release.Action
+	Action reconcile.Action
 	// Reason says why, when the action has one.
 	Reason string
 	// Revision is the source revision built.
@@ -175,16 +176,16 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 			it.Kustomization.Status = *prev.Status.DeepCopy()
 		}
 		f.mu.Unlock()
-		it.State = release.StateAbsent
+		it.State = reconcile.StateAbsent
 		if known {
-			it.State = release.StateInSync
+			it.State = reconcile.StateInSync
 		}
 		if err := f.denyCrossNamespaceRefs(it.Kustomization); err != nil {
-			it.Action, it.Err = release.ActionNone, fmt.Errorf("member %s: %w", k.Cluster, err)
+			it.Action, it.Err = reconcile.ActionNone, fmt.Errorf("member %s: %w", k.Cluster, err)
 			continue
 		}
 		if it.Kustomization.Spec.Suspend {
-			it.Action, it.Reason = release.ActionNone, "suspended"
+			it.Action, it.Reason = reconcile.ActionNone, "suspended"
 			continue
 		}
 		g.Go(func() error {
@@ -216,8 +217,8 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 				diff.WriteString(o.Diff)
 			}
 			it.Diff = diff.String()
-			if it.State == release.StateInSync && kp.Changed() {
-				it.State = release.StateOutOfSync
+			if it.State == reconcile.StateInSync && kp.Changed() {
+				it.State = reconcile.StateOutOfSync
 			}
 			for _, w := range kp.Warnings {
 				plan.Warnings = append(plan.Warnings, policy.Warning{Message: it.Key().String() + ": " + w})
@@ -371,8 +372,8 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 	if p.Err != nil {
 		return p.Err
 	}
-	item.Actions = []release.Action{p.Action}
-	if p.Action == release.ActionNone {
+	item.Actions = []reconcile.Action{p.Action}
+	if p.Action == reconcile.ActionNone {
 		return nil
 	}
 	ks := p.Kustomization.DeepCopy()

@@ -12,6 +12,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // BenchmarkFleetPlanKustomization plans the dev overlay's HelmRelease
@@ -26,7 +27,7 @@ func BenchmarkFleetPlanKustomization(b *testing.B) {
 	for _, name := range []string{"dev-1", "dev-2", "dev-3"} {
 		members = append(members, release.Member{Cluster: memory.New(name), Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // substitutedReleaseRepo holds a HelmRelease whose spec.values take
@@ -56,7 +57,7 @@ func TestFleetKustomizationSecretValuesOfProducedRelease(t *testing.T) {
 			member := memory.New("dev-1")
 			setSecret(t, member, tc.Secret)
 			var events []fleet.Event
-			rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), PollInterval: time.Millisecond})
+			rec, err := reconcile.New(reconcile.Config{Charts: tc.Charts(), PollInterval: time.Millisecond})
 			require.NoError(t, err)
 			f, err := fleet.New(fleet.Config{
 				Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
@@ -163,7 +164,7 @@ spec:
 		"stringData": map[string]any{"TOKEN": newSecretCanary, "VERSION": "1.0.0"}}}
 	_, err := member.Apply(t.Context(), s, release.ApplyOptions{FieldManager: "test", Force: true})
 	require.NoError(t, err)
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: tc.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: tc.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{
 		Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},

@@ -21,6 +21,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 const (
@@ -113,7 +114,7 @@ func (e *events) String() string {
 func secretFleet(t *testing.T, member release.Cluster) (*fleet.Fleet, *events) {
 	t.Helper()
 	ev := &events{}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{
 		Members:    []release.Member{{Cluster: member, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}}},
@@ -187,7 +188,7 @@ func TestFleetKustomizationMasksSecretVariables(t *testing.T) {
 	plan = planOutputs("the plan after the rotation")
 	kp, ok := plan.Kustomization(key)
 	require.True(t, ok)
-	assert.Equal(t, release.StateOutOfSync, kp.State)
+	assert.Equal(t, reconcile.StateOutOfSync, kp.State)
 	assert.Contains(t, plan.Diff(), "-  plain: (secret value, old)")
 	assert.Contains(t, plan.Diff(), "+  plain: (secret value, new)")
 

@@ -24,6 +24,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // repo is a source in seed 003's layout: a CRD bundle, an
@@ -110,7 +111,7 @@ func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluste
 		tf.members[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Store: store, KustomizeConfig: &kustomize.ReconcilerConfig{
 		Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo, Revision: "main@sha1:0123abc"}},
@@ -275,7 +276,7 @@ func TestFleetKustomizationProducesReleases(t *testing.T) {
 	item, ok := plan.Item(addon)
 	require.True(t, ok, "the produced HelmRelease is planned like a decoded one")
 	assert.Equal(t, "6.6.0-rc.1", item.Version, "with the dev overlay's patch")
-	assert.Equal(t, release.ActionInstall, item.Action)
+	assert.Equal(t, reconcile.ActionInstall, item.Action)
 	assert.Contains(t, plan.Table(), "Kustomization/flux-system/infrastructure")
 	assert.Contains(t, plan.Table(), "produces monitoring/addon")
 	data, err := json.Marshal(plan)
@@ -363,10 +364,10 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	addon := fleet.Key{Cluster: "dev-1", Namespace: "monitoring", Name: "addon"}
 	item, ok := plan.Item(addon)
 	require.True(t, ok)
-	assert.Equal(t, release.ActionUninstall, item.Action)
+	assert.Equal(t, reconcile.ActionUninstall, item.Action)
 	apps, _ := plan.Kustomization(kkey("dev-1", "apps"))
 	assert.Equal(t, fleet.ActionApply, apps.Action)
-	assert.Equal(t, release.StateInSync, apps.State)
+	assert.Equal(t, reconcile.StateInSync, apps.State)
 
 	_, err = tf2.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
@@ -515,7 +516,7 @@ func TestFleetKustomizeMustExcludeUnits(t *testing.T) {
 	kr, err := kustomize.NewReconciler(kustomize.ReconcilerConfig{Sources: kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo}}})
 	require.NoError(t, err)
 	c := memory.New("dev-1")
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts()})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts()})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: []release.Member{{Cluster: c}}, Reconciler: rec, Kustomize: kr})
 	require.NoError(t, err)
@@ -632,7 +633,7 @@ func TestFleetKustomizationBuildFailureKeepsProduced(t *testing.T) {
 	assert.Contains(t, kp.Err.Error(), "member dev-1: kustomization flux-system/infrastructure")
 	item, ok := plan.Item(fleet.Key{Cluster: "dev-1", Namespace: "monitoring", Name: "addon"})
 	require.True(t, ok)
-	assert.Equal(t, release.ActionNone, item.Action)
+	assert.Equal(t, reconcile.ActionNone, item.Action)
 	assert.Contains(t, item.Reason, "failed, so what it produces is unknown")
 	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.Error(t, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // panicFleet is newTestFleet's three members with events going to
@@ -29,7 +30,7 @@ func panicFleet(t *testing.T, events func(fleet.Event)) *fleet.Fleet {
 			Labels: map[string]string{"env": m.env, "tier": "apps"},
 		}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Events: events})
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func TestFleetMemberPanicFailsItsItems(t *testing.T) {
 		}
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env, "tier": "apps"}}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.Charts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	require.NoError(t, err)

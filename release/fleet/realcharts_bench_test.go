@@ -16,6 +16,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/distribute"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // realChartMembers returns n fresh in-memory members sharing one Schemas.
@@ -63,10 +64,10 @@ spec:
 
 // kpsReconciler serves ch loaded once, as a source serves a chart it has
 // cached by digest, so that neither side of a pair measures loading it.
-func kpsReconciler(b *testing.B, ch *chart.Chart) *release.Reconciler {
+func kpsReconciler(b *testing.B, ch *chart.Chart) *reconcile.Reconciler {
 	b.Helper()
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: release.ChartGetterFunc(func(context.Context, *release.Release) (*release.Chart, error) {
-		return &release.Chart{Chart: ch}, nil
+	rec, err := reconcile.New(reconcile.Config{Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
+		return &reconcile.Chart{Chart: ch}, nil
 	}), PollInterval: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // realChartFleet is three in-memory members with default settings:
@@ -36,7 +37,7 @@ func realChartFleet(t testing.TB) (*fleet.Fleet, map[string]*memory.Cluster) {
 		clusters[m.name] = c
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}}})
 	}
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func oracle(t testing.TB, c *memory.Cluster, n testcharts.Name, values map[strin
 		require.NoError(t, err)
 		caps = cfg.Capabilities
 	}
-	crds, err := release.CRDVersions(crdDocs(ch)...)
+	crds, err := reconcile.CRDVersions(crdDocs(ch)...)
 	require.NoError(t, err)
 	i := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	i.DryRun, i.ClientOnly, i.ReleaseName, i.Namespace = true, true, string(n), "apps"
@@ -234,7 +235,7 @@ func TestRealChartsPerClusterOnMemory(t *testing.T) {
 				}
 				sort.Strings(got)
 				assert.Equal(t, want, got, "plan of %s on %s", tc.name, it.Cluster)
-				assert.Equal(t, release.CapabilitiesFromCluster, it.CapabilitiesFrom)
+				assert.Equal(t, reconcile.CapabilitiesFromCluster, it.CapabilitiesFrom)
 			}
 
 			rep, err := f.Apply(ctx, plan, fleet.ApplyOptions{})
@@ -328,7 +329,7 @@ func TestRealChartDividedPerCluster(t *testing.T) {
 // the member's version, in Plan.Errors too.
 func TestRealChartKubeVersionRefused(t *testing.T) {
 	old := memory.New("old", memory.WithKubeVersion("v1.20.0"))
-	rec, err := release.NewReconciler(release.ReconcilerConfig{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.RealCharts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
 	f, err := fleet.New(fleet.Config{Members: []release.Member{{Cluster: old}}, Reconciler: rec})
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 var secretGVK = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
@@ -87,10 +88,10 @@ func TestRestartedFleetCollectsWhatAnEarlierOneInstalled(t *testing.T) {
 	for _, member := range []string{"prod-eu-1", "prod-us-1"} {
 		it, ok := plan.Item(podinfoOn(member))
 		require.True(t, ok, "the new fleet knows %s from the store", member)
-		assert.Equal(t, release.ActionUninstall, it.Action)
+		assert.Equal(t, reconcile.ActionUninstall, it.Action)
 	}
 	dev, _ := plan.Item(podinfoOn("dev-1"))
-	assert.Equal(t, release.ActionNone, dev.Action, "the status the earlier process saved makes dev in sync")
+	assert.Equal(t, reconcile.ActionNone, dev.Action, "the status the earlier process saved makes dev in sync")
 	_, err = b.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, helmList(t, sf.members["prod-us-1"]))
@@ -147,7 +148,7 @@ func TestStoreKnowsAReleaseBeforeItsInstall(t *testing.T) {
 	require.NoError(t, err)
 	it, ok := plan.Item(podinfoOn("prod-us-1"))
 	require.True(t, ok)
-	assert.Equal(t, release.ActionUninstall, it.Action)
+	assert.Equal(t, reconcile.ActionUninstall, it.Action)
 	_, err = b.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, sf.members["prod-us-1"].Summary())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // ValuesFrom says where the fleet reads the ConfigMaps and Secrets a
@@ -75,7 +76,7 @@ func (f *Fleet) valuesFromOf(k Key, rel *release.Release) (ValuesFrom, error) {
 
 // reconcilerFor returns the reconciler that reads valuesFrom where from
 // says, for k's member.
-func (f *Fleet) reconcilerFor(k Key, from ValuesFrom) (*release.Reconciler, error) {
+func (f *Fleet) reconcilerFor(k Key, from ValuesFrom) (*reconcile.Reconciler, error) {
 	if from != ValuesFromMember {
 		return f.rec, nil
 	}
@@ -88,7 +89,7 @@ func (f *Fleet) reconcilerFor(k Key, from ValuesFrom) (*release.Reconciler, erro
 // nameValuesFrom wraps a values error of k's reconcile or plan so that it
 // says where valuesFrom was read; other errors pass unchanged.
 func nameValuesFrom(k Key, from ValuesFrom, err error) error {
-	var se *release.StageError
+	var se *reconcile.StageError
 	if err == nil || !errors.As(err, &se) || se.Reason != release.ReasonValuesError {
 		return err
 	}
@@ -108,16 +109,16 @@ func (f *Fleet) buildReconcilers(cfg Config) error {
 	case cfg.ReconcilerConfig == nil:
 		return errors.New("fleet: config: Reconciler or ReconcilerConfig is required")
 	}
-	rec, err := release.NewReconciler(*cfg.ReconcilerConfig)
+	rec, err := reconcile.New(*cfg.ReconcilerConfig)
 	if err != nil {
 		return fmt.Errorf("fleet: config: ReconcilerConfig: %w", err)
 	}
 	f.rec = rec
-	f.memberRec = map[string]*release.Reconciler{}
+	f.memberRec = map[string]*reconcile.Reconciler{}
 	for _, m := range f.members {
 		mc := *cfg.ReconcilerConfig
 		mc.Values = release.NewObjectValues(m.Cluster)
-		r, err := release.NewReconciler(mc)
+		r, err := reconcile.New(mc)
 		if err != nil {
 			return fmt.Errorf("fleet: config: reconciler of member %s: %w", m.Facts.Name, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/values"
 )
 
@@ -104,7 +105,7 @@ func (vf *valuesFleet) fleet(t *testing.T, mode fleet.ValuesFrom) *fleet.Fleet {
 	f, err := fleet.New(fleet.Config{
 		Members:    vf.list,
 		ValuesFrom: mode,
-		ReconcilerConfig: &release.ReconcilerConfig{
+		ReconcilerConfig: &reconcile.Config{
 			Charts: fixture.Charts(), Values: release.NewObjectValues(vf.hub), PollInterval: time.Millisecond,
 		},
 	})
@@ -171,9 +172,9 @@ func TestValuesFromMemberGivesEachMemberItsOwnValues(t *testing.T) {
 	for member := range want {
 		it, _ := plan.Item(podinfoOn(member))
 		if member == "prod-us-1" {
-			assert.Equal(t, release.ActionUpgrade, it.Action)
+			assert.Equal(t, reconcile.ActionUpgrade, it.Action)
 		} else {
-			assert.Equal(t, release.ActionNone, it.Action, member)
+			assert.Equal(t, reconcile.ActionNone, it.Action, member)
 		}
 	}
 }
@@ -239,7 +240,7 @@ func TestValuesFromErrors(t *testing.T) {
 	})
 	t.Run("config", func(t *testing.T) {
 		vf := newValuesFleet(t, 0, nil)
-		rc := &release.ReconcilerConfig{Charts: fixture.Charts()}
+		rc := &reconcile.Config{Charts: fixture.Charts()}
 		_, err := fleet.New(fleet.Config{Members: vf.list, ReconcilerConfig: rc, ValuesFrom: "spoke"})
 		assert.EqualError(t, err, `fleet: config: ValuesFrom: "spoke" is neither "hub" nor "member"`)
 		_, err = fleet.New(fleet.Config{Members: vf.list, ReconcilerConfig: rc, Reconciler: fixture.Reconciler(t, nil)})

@@ -16,6 +16,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testcharts"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // chartRelease is a Release of one of the vendored community charts in
@@ -39,15 +40,15 @@ func chartRelease(name testcharts.Name) *release.Release {
 
 // chartReconciler serves the vendored charts, each with edit applied to
 // the loaded chart (nil: as vendored).
-func chartReconciler(t *testing.T, edit func(*chart.Chart)) *release.Reconciler {
+func chartReconciler(t *testing.T, edit func(*chart.Chart)) *reconcile.Reconciler {
 	t.Helper()
-	r, err := release.NewReconciler(release.ReconcilerConfig{
-		Charts: release.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*release.Chart, error) {
+	r, err := reconcile.New(reconcile.Config{
+		Charts: reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 			ch, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
 			if err == nil && edit != nil {
 				edit(ch)
 			}
-			return &release.Chart{Chart: ch}, err
+			return &reconcile.Chart{Chart: ch}, err
 		}),
 		PollInterval: 2 * time.Millisecond,
 	})
@@ -67,7 +68,7 @@ func TestRealChartsInstallReady(t *testing.T) {
 			rel := chartRelease(name)
 			res, err := chartReconciler(t, nil).Reconcile(t.Context(), c, rel)
 			require.NoError(t, err)
-			assert.Equal(t, release.ActionInstall, res.Action)
+			assert.Equal(t, reconcile.ActionInstall, res.Action)
 			ready := rel.Status.GetCondition(release.ConditionReady)
 			require.NotNil(t, ready)
 			assert.Equal(t, metav1.ConditionTrue, ready.Status, ready.Message)

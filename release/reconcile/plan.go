@@ -1,0 +1,278 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chartutil"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/source"
+	"github.com/helmfleet/helmfleet/values"
+)
+
+// Plan is what a reconcile would do to one release on one cluster,
+// computed without writing anything.
+type Plan struct {
+	// Cluster is the cluster's name.
+	Cluster string
+	// Release is the Release planned (for a fleet, the cluster's copy
+	// after override policies).
+	Release *release.Release
+	// State is the state of the release now.
+	State State
+	// Reason says why, when the state has one.
+	Reason string
+	// Action is the first action a reconcile would run.
+	Action Action
+	// Chart and Version are the chart to install or upgrade to.
+	Chart, Version string
+	// Verified says who signed the chart when its source asked for
+	// verification; nil otherwise. A chart that fails it is not planned:
+	// Err says why (it wraps source.ErrUnverified).
+	Verified *source.Verified
+	// Revision is the Helm revision running now (0 if none).
+	Revision int
+	// KubeVersion is the Kubernetes version the chart was rendered for,
+	// and CapabilitiesFrom says where it and the API versions came from
+	// (CapabilitiesFromCluster, CapabilitiesFromDiscovery or
+	// CapabilitiesFromHelmDefault). A plan for a cluster never seen is
+	// made against a stand-in that says its version (for example
+	// memory.New(name, memory.WithKubeVersion(v))).
+	KubeVersion, CapabilitiesFrom string
+	// Values are the composed values with provenance (secret-safe when
+	// printed); nil when they could not be composed.
+	Values *values.Result
+	// Objects are the rendered objects (after post-renderers), sorted by
+	// kind, namespace and name.
+	Objects []*unstructured.Unstructured
+	// Diff is a unified diff from what runs now to what would run, per
+	// object, with Secret data replaced by digests.
+	Diff string
+	// Err is why the release cannot be planned or would stall.
+	Err error
+}
+
+// Plan computes what Reconcile would do to rel on cluster, without
+// writing anything: the state, the next action, the chart, the composed
+// values, the rendered objects and their diff against the manifest
+// running now. rel is not modified.
+func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *release.Release) *Plan {
+	rel = rel.DeepCopy()
+	p := &Plan{Cluster: cluster.Name(), Release: rel, Action: ActionNone}
+	if rel.Spec.Suspend {
+		p.Reason = "suspended"
+		return p
+	}
+	res := &Result{}
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
+	d, err := r.prepare(ctx, rel)
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	ru.d, p.Values = d, d.values
+	mask := newSecretMask(d.values)
+	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
+	ru.handleRequests()
+	ru.resetFailuresOnChange()
+	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
+		p.Err = err
+		return p
+	}
+	obs, err := ru.observe()
+	if err != nil {
+		p.Err = err
+		return p
+	}
+	p.State, p.Reason = obs.state, obs.reason
+	current := ""
+	if obs.last != nil {
+		p.Revision = obs.last.Version
+		current = obs.last.Manifest
+	}
+	if p.Action, err = ru.decide(obs); err != nil {
+		p.Err = err
+	}
+	caps, from, err := capabilitiesOf(ctx, cluster, ru.cfg)
+	if err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", refOf(rel), cluster.Name(), err)
+		return p
+	}
+	p.KubeVersion, p.CapabilitiesFrom = caps.KubeVersion.Version, from
+	if err := checkKubeVersion(d.chart.Chart, caps, cluster.Name()); err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: %w", refOf(rel), cluster.Name(), err)
+		return p
+	}
+	manifest, err := ru.render(caps)
+	if err != nil {
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), err)
+		return p
+	}
+	crds := chartCRDs(d.chart.Chart)
+	if p.Objects, err = planObjects(ru.cfg.KubeClient, manifest, rel.GetTargetNamespace(), crds); err != nil {
+		// A manifest Helm rendered but the cluster's types do not read.
+		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), ru.helmErr("render", err))
+		return p
+	}
+	sortObjects(p.Objects)
+	if obs.state == StateAbsent {
+		current = ""
+	}
+	p.Diff, err = manifestDiff(ru.cfg, current, manifest, rel.GetTargetNamespace(), crds, mask)
+	if err != nil && p.Err == nil {
+		p.Err = ru.helmErr("diff", err)
+	}
+	return p
+}
+
+// render renders the desired manifest with Helm, client-side, with caps
+// (the cluster's capabilities): nothing reaches the cluster or its
+// storage. Unless the release skips CRDs, the API versions of the chart's
+// crds/ are added, as an install sees them once it has created them.
+func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
+	rel := ru.rel
+	c := caps.Copy()
+	if rel.GetInstall().GetCRDsPolicy() != release.Skip {
+		extra, err := CRDVersions(chartCRDs(ru.d.chart.Chart)...)
+		if err != nil {
+			return "", err
+		}
+		c.APIVersions = append(c.APIVersions, extra...)
+	}
+	// A client-side dry run that is not ClientOnly renders with exactly
+	// the configuration's capabilities (ClientOnly would add Helm's
+	// default API versions, which a cluster may not serve); the printing
+	// client and a fresh memory storage keep it off the cluster.
+	mem := driver.NewMemory()
+	mem.SetNamespace(rel.GetTargetNamespace())
+	i := action.NewInstall(&action.Configuration{
+		Capabilities: c,
+		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
+		Releases:     storage.Init(mem),
+		Log:          func(string, ...any) {},
+	})
+	i.DryRun, i.Replace = true, true
+	i.ReleaseName = rel.GetReleaseName()
+	i.Namespace = rel.GetTargetNamespace()
+	i.PostRenderer = ru.d.post
+	i.SkipSchemaValidation = rel.GetInstall().DisableSchemaValidation
+	h, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
+	if err != nil {
+		return "", ru.helmErr("render", err)
+	}
+	return h.Manifest, nil
+}
+
+func sortObjects(objs []*unstructured.Unstructured) {
+	sort.Slice(objs, func(i, j int) bool { return objectKey(objs[i]) < objectKey(objs[j]) })
+}
+
+func objectKey(u *unstructured.Unstructured) string {
+	return u.GetKind() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// manifestDiff renders a unified diff per object between two manifests,
+// Secret objects' values and values that came from Secrets (mask)
+// replaced by short digests, so that a change shows without the value.
+func manifestDiff(cfg *action.Configuration, from, to, namespace string, crds [][]byte, mask *secretMask) (string, error) {
+	// The desired side is parsed first: where it holds a Secret value,
+	// the running side is masked whole too (the value may have been
+	// rotated since, and the old one is as secret as the new).
+	masked := map[string]map[string]bool{}
+	parse := func(m string, hide map[string]map[string]bool) (map[string]string, error) {
+		out := map[string]string{}
+		if strings.TrimSpace(m) == "" {
+			return out, nil
+		}
+		objs, err := planObjects(cfg.KubeClient, m, namespace, crds)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			k := objectKey(o)
+			paths := map[string]bool{}
+			data, err := yaml.Marshal(mask.object(maskSecret(o), paths, hide[k]).Object)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = string(data)
+			masked[k] = paths
+		}
+		return out, nil
+	}
+	b, err := parse(to, nil)
+	if err != nil {
+		return "", err
+	}
+	desired := masked
+	masked = map[string]map[string]bool{}
+	a, err := parse(from, desired)
+	if err != nil {
+		return "", err
+	}
+	keys := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		if a[k] == b[k] {
+			continue
+		}
+		fromName, toName := k, k
+		if _, ok := a[k]; !ok {
+			fromName = "/dev/null"
+		}
+		if _, ok := b[k]; !ok {
+			toName = "/dev/null"
+		}
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(a[k]), B: difflib.SplitLines(b[k]),
+			FromFile: fromName, ToFile: toName, Context: 3,
+		})
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(text)
+	}
+	return sb.String(), nil
+}
+
+// maskSecret returns a Secret with every data and stringData value
+// replaced by "(sha256:<12 hex>)"; other objects are returned as they are.
+func maskSecret(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o.GetKind() != "Secret" || o.GroupVersionKind().Group != "" {
+		return o
+	}
+	c := o.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := c.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			sum := sha256.Sum256([]byte(fmt.Sprint(v)))
+			m[k] = "(sha256:" + hex.EncodeToString(sum[:])[:12] + ")"
+		}
+	}
+	return c
+}

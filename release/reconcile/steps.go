@@ -1,0 +1,563 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/helmfleet/helmfleet/release"
+	"helm.sh/helm/v3/pkg/action"
+	helmrelease "helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// observe determines the state of the release (Flux's
+// DetermineReleaseState, with drift detection through package drift).
+func (ru *run) observe() (*observation, error) {
+	rel, d := ru.rel, ru.d
+	last, err := ru.lastRecord()
+	if err != nil {
+		return nil, errStorage(rel, ru.cluster.Name(), err)
+	}
+	ru.res.Helm = last
+	switch {
+	case last == nil:
+		return &observation{state: StateAbsent, reason: "no release in storage"}, nil
+	case last.Info.Status.IsPending():
+		return &observation{state: StateLocked, reason: fmt.Sprintf("release with status '%s'", last.Info.Status), last: last}, nil
+	}
+	cur := rel.Status.History.Latest()
+	if cur == nil {
+		if last.Info.Status == helmrelease.StatusUninstalled {
+			return &observation{state: StateAbsent, reason: "found uninstalled release in storage", last: last}, nil
+		}
+		return &observation{state: StateUnmanaged, reason: "found existing release in storage", last: last}, nil
+	}
+	if reason := verifySnapshot(cur, last); reason != "" {
+		return &observation{state: StateUnmanaged, reason: reason, last: last}, nil
+	}
+	switch last.Info.Status {
+	case helmrelease.StatusFailed:
+		return &observation{state: StateFailed, reason: "last release failed", last: last}, nil
+	case helmrelease.StatusUninstalled:
+		return &observation{state: StateAbsent, reason: "found uninstalled release in storage", last: last}, nil
+	case helmrelease.StatusDeployed:
+	default:
+		return nil, fmt.Errorf("release %s: cannot determine state of helm release with status '%s'", refOf(rel), last.Info.Status)
+	}
+	if reason := outOfSync(last, d, rel); reason != "" {
+		return &observation{state: StateOutOfSync, reason: reason, last: last}, nil
+	}
+	if test := rel.GetTest(); test.Enable {
+		if !cur.HasBeenTested() {
+			return &observation{state: StateUntested, last: last}, nil
+		}
+		if rem := rel.GetActiveRemediation(); rem != nil && !rem.MustIgnoreTestFailures(test.IgnoreFailures) && cur.HasTestInPhase(release.HookPhaseFailed) {
+			return &observation{state: StateFailed, reason: "release has test in failed phase", last: last}, nil
+		}
+	}
+	if rel.GetDriftDetection().GetMode() != release.DriftDetectionDisabled {
+		report, err := ru.detectDrift(last)
+		if err != nil {
+			return nil, err
+		}
+		if report.Drifted() {
+			ru.res.Drift = report
+			return &observation{state: StateDrifted, last: last, drift: report}, nil
+		}
+		if ru.res.Drift == nil {
+			ru.res.Drift = report
+		}
+		if c := ru.rel.Status.GetCondition(release.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+			ru.setCondition(release.ConditionDrifted, metav1.ConditionFalse, release.ReasonNoDrift, "no drift detected")
+		}
+	}
+	return &observation{state: StateInSync, last: last}, nil
+}
+
+// outOfSync says why the deployed release differs from what is desired,
+// or "" when it does not.
+func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) string {
+	md := d.chart.Chart.Metadata
+	switch {
+	case last.Chart == nil || last.Chart.Metadata == nil:
+		return "release has no chart"
+	case last.Chart.Metadata.Name != md.Name:
+		return fmt.Sprintf("chart name changed from %s to %s", last.Chart.Metadata.Name, md.Name)
+	case last.Chart.Metadata.Version != md.Version:
+		return fmt.Sprintf("chart version changed from %s to %s", last.Chart.Metadata.Version, md.Version)
+	case ValuesDigestOf(last) != d.values.Digest:
+		return "values changed"
+	case rel.Status.ObservedGeneration == rel.Generation:
+		// As Flux does, post-renderers and common metadata are compared
+		// for a new generation only: they change with the spec, and the
+		// observed digests are written after each successful action.
+		return ""
+	case rel.Status.ObservedPostRenderersDigest != postRenderersDigest(rel):
+		return "post-renderers changed"
+	case rel.Status.ObservedCommonMetadataDigest != commonMetadataDigest(rel):
+		return "common metadata changed"
+	}
+	return ""
+}
+
+// decide picks the next action for the observed state (Flux's
+// actionForState), or returns a *StalledError.
+func (ru *run) decide(obs *observation) (Action, error) {
+	rel := ru.rel
+	st := &rel.Status
+	switch obs.state {
+	case StateInSync:
+		if ru.activeRetry() != nil {
+			st.History.TruncateIgnoringPreviousSnapshots()
+		} else {
+			st.History.Truncate(ru.ignoreTestFailures())
+		}
+		if ru.force {
+			ru.force = false
+			return ActionUpgrade, nil
+		}
+		ru.markReleasedInSync()
+		return ActionNone, nil
+	case StateLocked:
+		return ActionUnlock, nil
+	case StateAbsent:
+		if rel.GetInstall().GetRemediation().RetriesExhausted(st) && !ru.force {
+			return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot install release: failed %d time(s), retries exhausted", st.InstallFailures))
+		}
+		ru.force = false
+		return ActionInstall, nil
+	case StateUnmanaged:
+		st.ClearHistory()
+		return ActionUpgrade, nil
+	case StateOutOfSync:
+		if rel.GetUpgrade().GetRemediation().RetriesExhausted(st) && !ru.force {
+			return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot upgrade release: failed %d time(s), retries exhausted", st.UpgradeFailures))
+		}
+		ru.force = false
+		return ActionUpgrade, nil
+	case StateUntested:
+		ru.replaceRemediated()
+		return ActionTest, nil
+	case StateDrifted:
+		if rel.GetDriftDetection().GetMode() == release.DriftDetectionEnabled {
+			return ActionCorrectDrift, nil
+		}
+		return ActionNone, nil
+	case StateFailed:
+		return ru.decideFailed()
+	}
+	return ActionNone, fmt.Errorf("release %s: unknown release state %s", refOf(rel), obs.state)
+}
+
+// decideFailed is the remediation decision for a failed release.
+func (ru *run) decideFailed() (Action, error) {
+	rel := ru.rel
+	st := &rel.Status
+	if ru.activeRetry() != nil {
+		// RetryOnFailure upgrades again, like a forced upgrade with no
+		// retry limit (Flux); it keeps the newest snapshots only, as it
+		// never rolls back.
+		st.History.TruncateIgnoringPreviousSnapshots()
+		ru.force = false
+		return ActionUpgrade, nil
+	}
+	rem := rel.GetActiveRemediation()
+	if rem == nil || rem.GetFailureCount(st) <= 0 || ru.force {
+		// No failure counted against what is asked for now: the
+		// conditions changed since, so try again.
+		ru.force = false
+		return ActionUpgrade, nil
+	}
+	if rem.RetriesExhausted(st) && !rem.MustRemediateLastFailure() {
+		return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", st.LastAttemptedReleaseAction, rem.GetFailureCount(st)))
+	}
+	ignore := rem.MustIgnoreTestFailures(rel.GetTest().IgnoreFailures)
+	st.History.Truncate(ignore)
+	prev := st.History.Previous(ignore)
+	strategy := rem.GetStrategy()
+	if strategy == release.UninstallRemediationStrategy && prev != nil && !ru.r.uninstallOK {
+		// helmfleet differs from Flux: never uninstall a release whose
+		// previous revision was deployed and healthy.
+		ru.safeRollback = prev
+		strategy = release.RollbackRemediationStrategy
+	}
+	switch strategy {
+	case release.RollbackRemediationStrategy:
+		if prev == nil {
+			return ActionNone, ru.stalled(release.ReasonMissingRollbackTarget, "no previous successful release to roll back to")
+		}
+		h, err := ru.cfg.Releases.Get(prev.Name, prev.Version)
+		switch {
+		case errors.Is(err, driver.ErrReleaseNotFound) || (err == nil && h == nil):
+			// The target's record disappeared from storage: as Flux
+			// does, attempt the upgrade again rather than stall.
+			ru.safeRollback = nil
+			return ActionUpgrade, nil
+		case err != nil:
+			// Possibly transient: report it and try again later.
+			return ActionNone, fmt.Errorf("release %s: verify rollback target %s: %w", refOf(rel), prev.FullReleaseName(), err)
+		case releaseDigest(h) != prev.Digest:
+			// The target changed under us: the safest remediation is to
+			// attempt the upgrade again, as Flux does.
+			ru.safeRollback = nil
+			return ActionUpgrade, nil
+		}
+		return ActionRollback, nil
+	case release.UninstallRemediationStrategy:
+		return ActionUninstall, nil
+	}
+	return ActionNone, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
+}
+
+func (ru *run) ignoreTestFailures() bool {
+	ignore := ru.rel.GetTest().IgnoreFailures
+	if rem := ru.rel.GetActiveRemediation(); rem != nil {
+		ignore = rem.MustIgnoreTestFailures(ignore)
+	}
+	return ignore
+}
+
+// activeRetry is the RetryOnFailure strategy of the last attempted
+// install or upgrade, nil when that action remediates on failure (or
+// nothing was attempted yet): Flux's GetActiveRetry.
+func (ru *run) activeRetry() *release.ActionStrategy {
+	if ru.rel.Status.LastAttemptedReleaseAction == "" {
+		return nil
+	}
+	if s := ru.strategy(); s.Name == release.ActionStrategyRetryOnFailure {
+		return &s
+	}
+	return nil
+}
+
+// retryAfter is the interval of a RetryOnFailure strategy.
+func retryAfter(s *release.ActionStrategy) time.Duration {
+	if s.RetryInterval != nil && s.RetryInterval.Duration > 0 {
+		return s.RetryInterval.Duration
+	}
+	return defaultRetryInterval
+}
+
+// markReleasedInSync sets Released (and Ready, in finish) to reflect a
+// release found in sync, as Flux does: a Released condition left False by
+// an install or upgrade that failed before (then fixed by a retry or by
+// hand) turns True, and a Remediated condition gives way to Released
+// when the remediated revision is what is asked for now.
+func (ru *run) markReleasedInSync() {
+	ru.replaceRemediated()
+	st := &ru.rel.Status
+	c := st.GetCondition(release.ConditionReleased)
+	if c == nil || c.Status == metav1.ConditionTrue {
+		return
+	}
+	cur := st.History.Latest()
+	if cur == nil {
+		return
+	}
+	switch c.Reason {
+	case release.ReasonInstallFailed:
+		ru.setCondition(release.ConditionReleased, metav1.ConditionTrue, release.ReasonInstallSucceeded,
+			fmt.Sprintf("Helm install succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	case release.ReasonUpgradeFailed:
+		ru.setCondition(release.ConditionReleased, metav1.ConditionTrue, release.ReasonUpgradeSucceeded,
+			fmt.Sprintf("Helm upgrade succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	}
+}
+
+// replaceRemediated turns a True Remediated condition into Released
+// True/UpgradeSucceeded: the remediated revision matches the desired
+// state, so it stands as the release (Flux's replaceCondition).
+func (ru *run) replaceRemediated() {
+	st := &ru.rel.Status
+	c := st.GetCondition(release.ConditionRemediated)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return
+	}
+	st.RemoveCondition(release.ConditionRemediated)
+	if cur := st.History.Latest(); cur != nil {
+		ru.setCondition(release.ConditionReleased, metav1.ConditionTrue, release.ReasonUpgradeSucceeded,
+			fmt.Sprintf("Helm upgrade succeeded for release %s with chart %s", cur.FullReleaseName(), cur.VersionedChartName()))
+	}
+}
+
+// strategy is the install or upgrade strategy of the last attempt.
+func (ru *run) strategy() release.ActionStrategy {
+	if ru.rel.Status.LastAttemptedReleaseAction == release.ReleaseActionInstall {
+		return ru.rel.GetInstall().GetStrategy()
+	}
+	return ru.rel.GetUpgrade().GetStrategy()
+}
+
+func (ru *run) stalled(reason, msg string) *StalledError {
+	return &StalledError{Release: refOf(ru.rel), Cluster: ru.cluster.Name(), Reason: reason, Message: msg}
+}
+
+// act runs one action and records its outcome in the status.
+func (ru *run) act(a Action, obs *observation) error {
+	switch a {
+	case ActionInstall:
+		return ru.install()
+	case ActionUpgrade:
+		return ru.upgrade()
+	case ActionTest:
+		return ru.test()
+	case ActionRollback:
+		return ru.rollback()
+	case ActionUninstall:
+		return ru.uninstallRemediation()
+	case ActionUnlock:
+		return ru.unlock(obs.last)
+	case ActionCorrectDrift:
+		return ru.correctDrift(obs.drift)
+	}
+	return fmt.Errorf("release %s: unknown action %s", refOf(ru.rel), a)
+}
+
+// afterFailure decides whether a failed install, upgrade, test or unlock
+// ends the reconcile: RetryOnFailure waits for its interval; otherwise the
+// loop goes on to remediation.
+func (ru *run) afterFailure(a Action, err error) (bool, error) {
+	if retry := ru.activeRetry(); retry != nil && (a == ActionInstall || a == ActionUpgrade) {
+		// RetryOnFailure has no retry limit: Flux upgrades again after
+		// the interval however often it failed.
+		ru.res.Next, ru.res.RequeueAfter = NextRequeue, retryAfter(retry)
+		ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", ru.res.RequeueAfter))
+		return true, err
+	}
+	if a == ActionUnlock || a == ActionCorrectDrift {
+		ru.res.Next = NextRequeue
+		return true, err
+	}
+	return false, nil
+}
+
+// afterRemediation ends the reconcile after a rollback or uninstall that
+// remediated a failure.
+func (ru *run) afterRemediation(err error) error {
+	if err != nil {
+		ru.res.Next = NextRequeue
+		ru.markReady(metav1.ConditionFalse, ru.conditionReason(release.ConditionRemediated), err.Error())
+		return err
+	}
+	// After an uninstall remediation of an upgrade, Flux always comes
+	// back to install again, even out of retries.
+	if ru.res.Action == ActionUninstall && ru.rel.Status.LastAttemptedReleaseAction == release.ReleaseActionUpgrade {
+		return ru.requeue()
+	}
+	if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(&ru.rel.Status) {
+		return ru.stall(ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", ru.rel.Status.LastAttemptedReleaseAction, rem.GetFailureCount(&ru.rel.Status))))
+	}
+	return ru.requeue()
+}
+
+// requeue ends the reconcile with more work to do, at once; it returns
+// the failure that made the work necessary, if any.
+func (ru *run) requeue() error {
+	ru.res.Next = NextRequeue
+	ru.res.RequeueAfter = 0
+	ru.progressing()
+	return ru.lastErr
+}
+
+// progressing marks the release Reconciling, as Flux does when it must
+// come back to finish (a remediation ran, a retry is due).
+func (ru *run) progressing() {
+	msg := "more actions to run"
+	if c := ru.rel.Status.GetCondition(release.ConditionReady); c != nil && c.Message != "" {
+		msg = c.Message
+	}
+	ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", msg)
+}
+
+// stall ends the reconcile on a terminal error.
+func (ru *run) stall(err error) error {
+	var se *StalledError
+	if !errors.As(err, &se) {
+		ru.res.Next = NextRequeue
+		ru.markReady(metav1.ConditionFalse, release.ReasonReconciliationFailed, err.Error())
+		return err
+	}
+	msg := se.Message
+	if ru.lastErr != nil {
+		if se.Err == nil {
+			se.Err = ru.lastErr
+		}
+		if !strings.Contains(msg, ru.lastErr.Error()) {
+			msg += ": " + ru.lastErr.Error()
+			se.Message = msg
+		}
+	}
+	ru.res.Next = NextStalled
+	ru.res.RequeueAfter = 0
+	now := metav1.NewTime(ru.r.now())
+	ru.rel.Status.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: se.Reason, Message: msg, ObservedGeneration: ru.rel.Generation, LastTransitionTime: now})
+	ru.rel.Status.RemoveCondition(release.ConditionReconciling)
+	// As Flux does, Ready keeps saying what failed (InstallFailed,
+	// TestFailed, RollbackSucceeded, …) and Stalled says why nothing more
+	// is tried; a Ready that would still claim success is made False.
+	if c := ru.rel.Status.GetCondition(release.ConditionReady); c == nil || c.Status == metav1.ConditionTrue {
+		ru.markReady(metav1.ConditionFalse, se.Reason, msg)
+	}
+	return se
+}
+
+// finish ends a reconcile that has nothing left to do: the release is
+// ready (in sync, or drifted in warn mode).
+func (ru *run) finish(obs *observation) error {
+	st := &ru.rel.Status
+	st.ObservedGeneration = ru.rel.Generation
+	st.ObservedPostRenderersDigest = postRenderersDigest(ru.rel)
+	st.ObservedCommonMetadataDigest = commonMetadataDigest(ru.rel)
+	st.StorageNamespace = ru.rel.GetStorageNamespace()
+	st.RemoveCondition(release.ConditionReconciling)
+	st.RemoveCondition(release.ConditionStalled)
+	if c := st.GetCondition(release.ConditionRemediated); c != nil && c.Status == metav1.ConditionTrue {
+		// In sync with what is asked for after a remediation: the
+		// remediated revision matches the desired state.
+		st.RemoveCondition(release.ConditionRemediated)
+	}
+	if ru.lastErr != nil && obs.state != StateInSync && obs.state != StateDrifted {
+		ru.res.Next = NextRequeue
+		return ru.lastErr
+	}
+	reason, msg := release.ReasonReconciliationSucceeded, "release is in sync"
+	if c := st.GetCondition(release.ConditionReleased); c != nil && c.Status == metav1.ConditionTrue {
+		reason, msg = c.Reason, c.Message
+	}
+	if c := st.GetCondition(release.ConditionTestSuccess); c != nil && c.Status == metav1.ConditionTrue && ru.res.Did(ActionTest) {
+		reason, msg = c.Reason, c.Message
+	}
+	if obs.state == StateDrifted {
+		msg = fmt.Sprintf("%s; drift detected (mode warn): %d object(s) differ", msg, ru.res.Drift.Count("Modified")+ru.res.Drift.Count("Missing"))
+	}
+	ru.markReady(metav1.ConditionTrue, reason, msg)
+	ru.res.Next = NextDone
+	ru.res.RequeueAfter = ru.rel.GetRequeueAfter()
+	return nil
+}
+
+func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {
+	ru.rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: ru.rel.Generation, LastTransitionTime: metav1.NewTime(ru.r.now())})
+}
+
+func (ru *run) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
+	ru.rel.Status.SetCondition(metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+		ObservedGeneration: ru.rel.Generation, LastTransitionTime: metav1.NewTime(ru.r.now())})
+}
+
+func (ru *run) conditionReason(typ string) string {
+	if c := ru.rel.Status.GetCondition(typ); c != nil {
+		return c.Reason
+	}
+	return release.ReasonReconciliationFailed
+}
+
+// observeLatest records Helm's latest release of name in the history.
+func (ru *run) observeLatest() {
+	last, err := ru.lastRecord()
+	if err != nil || last == nil {
+		return
+	}
+	ru.res.Helm = last
+	ru.rel.Status.History = upsertSnapshot(ru.rel.Status.History, snapshotOf(last, ru.d.chart.Digest))
+}
+
+// snapshotOf turns Helm's release record into a history snapshot.
+func snapshotOf(h *helmrelease.Release, ociDigest string) *release.Snapshot {
+	s := &release.Snapshot{
+		APIVersion: release.SnapshotAPIVersion,
+		Name:       h.Name, Namespace: h.Namespace, Version: h.Version,
+		ConfigDigest: ValuesDigestOf(h),
+		OCIDigest:    ociDigest,
+		Digest:       releaseDigest(h),
+	}
+	if h.Chart != nil && h.Chart.Metadata != nil {
+		s.ChartName, s.ChartVersion, s.AppVersion = h.Chart.Metadata.Name, h.Chart.Metadata.Version, h.Chart.Metadata.AppVersion
+	}
+	if h.Info != nil {
+		s.Status = h.Info.Status.String()
+		s.FirstDeployed = metav1.NewTime(h.Info.FirstDeployed.Time)
+		s.LastDeployed = metav1.NewTime(h.Info.LastDeployed.Time)
+		if !h.Info.Deleted.IsZero() {
+			s.Deleted = metav1.NewTime(h.Info.Deleted.Time)
+		}
+	}
+	var tests map[string]*release.TestHookStatus
+	for _, hk := range h.Hooks {
+		if !isTestHook(hk) || hk.LastRun.StartedAt.IsZero() {
+			continue
+		}
+		if tests == nil {
+			tests = map[string]*release.TestHookStatus{}
+		}
+		tests[hk.Name] = &release.TestHookStatus{
+			LastStarted:   metav1.NewTime(hk.LastRun.StartedAt.Time),
+			LastCompleted: metav1.NewTime(hk.LastRun.CompletedAt.Time),
+			Phase:         hk.LastRun.Phase.String(),
+		}
+	}
+	if tests != nil {
+		s.SetTestHooks(tests)
+	}
+	return s
+}
+
+func isTestHook(h *helmrelease.Hook) bool {
+	for _, e := range h.Events {
+		if e == helmrelease.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+// upsertSnapshot puts s at the head of the history, replacing the
+// snapshot of the same Helm revision, and marks older deployed ones
+// superseded. Test results of a revision survive a re-observation that
+// sees none (Helm keeps them only on the record).
+func upsertSnapshot(h release.Snapshots, s *release.Snapshot) release.Snapshots {
+	out := release.Snapshots{s}
+	for _, old := range h {
+		if old.Name == s.Name && old.Namespace == s.Namespace && old.Version == s.Version {
+			if s.TestHooks == nil && old.TestHooks != nil {
+				s.TestHooks = old.TestHooks
+			}
+			continue
+		}
+		if old.Status == release.SnapshotStatusDeployed && s.Status == release.SnapshotStatusDeployed {
+			old.Status = release.SnapshotStatusSuperseded
+		}
+		out = append(out, old)
+	}
+	return out
+}
+
+// ValuesDigestOf returns the digest of the values a Helm release was
+// installed with, comparable with values.Result.Digest.
+func ValuesDigestOf(h *helmrelease.Release) string {
+	return valuesDigest(h.Config)
+}
+
+func fullName(h *helmrelease.Release) string {
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%s.v%d", h.Namespace, h.Name, h.Version)
+}
+
+func refOf(rel *release.Release) string { return rel.Namespace + "/" + rel.Name }
+
+// setFilters turns spec.test.filters into Helm's test filters.
+func setFilters(t *action.ReleaseTesting, filters []release.Filter) {
+	for _, f := range filters {
+		if f.Exclude {
+			t.Filters["!name"] = append(t.Filters["!name"], f.Name)
+		} else {
+			t.Filters["name"] = append(t.Filters["name"], f.Name)
+		}
+	}
+}
