@@ -39,10 +39,12 @@
 //     and an executor that starts each node as soon as it can run.
 //
 // Composition and side effects:
-//   - [github.com/helmfleet/helmfleet/release]: one release on one
-//     cluster: the Release type (Flux HelmRelease v2 YAML), the
-//     multi-document decoder, the cluster roles backends implement, and the
-//     reconciler (Flux's state machine) with its offline plan.
+//   - [github.com/helmfleet/helmfleet/release]: the API: the Release type
+//     (Flux HelmRelease v2 YAML) and the Kustomization, their status and
+//     conditions, the multi-document decoder, validation, the scheme, and
+//     the cluster roles backends implement. It imports no engine.
+//   - [github.com/helmfleet/helmfleet/release/reconcile]: the engine: one
+//     release on one cluster, Flux's state machine with its offline plan.
 //   - [github.com/helmfleet/helmfleet/release/fleet]: per-cluster releases
 //     across members: placement and overrides by policy, plan, apply in
 //     dependency order and waves, garbage collection, drift across members;

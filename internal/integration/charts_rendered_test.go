@@ -186,7 +186,7 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *reconcile.Reconciler
 		defer cancel()
 		res, err := rec.Reconcile(rctx, d, rel)
 		require.NoError(t, err, what)
-		require.Equal(t, want, res.Action, what)
+		require.Equal(t, want, res.Last(), what)
 		t.Logf("%s of %s over both members took %v", what, name, time.Since(start).Round(time.Millisecond))
 		return res
 	}

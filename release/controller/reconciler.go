@@ -391,26 +391,33 @@ func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release,
 	return errors.Join(ctrlreconcile.TerminalError(err), r.writeStatus(ctx, obj, st))
 }
 
-// result maps a release Result and error onto the controller's.
+// result maps a release Result and error onto the controller's. Next
+// says how the reconcile ended (reconcile.Result keeps it, RequeueAfter
+// and the error in agreement): stalled is terminal, done comes back after
+// the interval, and requeue comes back at once, after its delay, or, for
+// a chart or values that could not be had, after the controller's retry
+// interval.
 func (r *HelmReleaseReconciler) result(log logr.Logger, res *reconcile.Result, err error) (ctrl.Result, error) {
-	var (
-		stalled *reconcile.StalledError
-		stage   *reconcile.StageError
-	)
+	switch res.Next {
+	case reconcile.NextStalled:
+		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
+	case reconcile.NextDone:
+		log.V(1).Info("reconciled", "actions", res.Actions, "next", res.Next, "requeueAfter", res.RequeueAfter)
+		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
+	}
+	var stage *reconcile.StageError
 	switch {
-	case err == nil && res.Next == reconcile.NextRequeue && res.RequeueAfter <= 0:
+	case err == nil && res.RequeueAfter <= 0:
 		return ctrl.Result{RequeueAfter: immediately}, nil
 	case err == nil:
 		log.V(1).Info("reconciled", "actions", res.Actions, "next", res.Next, "requeueAfter", res.RequeueAfter)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
-	case errors.As(err, &stalled):
-		return ctrl.Result{}, ctrlreconcile.TerminalError(err)
 	case errors.As(err, &stage):
 		// Values and charts come from objects that may yet appear (and
 		// whose change is watched): retry after the interval, not at once.
 		log.Error(err, "reconcile failed", "retryAfter", r.retry)
 		return ctrl.Result{RequeueAfter: r.retry}, nil
-	case res.Next == reconcile.NextRequeue && res.RequeueAfter > 0:
+	case res.RequeueAfter > 0:
 		log.Error(err, "reconcile failed", "retryAfter", res.RequeueAfter)
 		return ctrl.Result{RequeueAfter: res.RequeueAfter}, nil
 	default:
@@ -527,7 +534,7 @@ func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *reconcile
 	if err != nil || ready.Status != metav1.ConditionTrue {
 		typ = corev1.EventTypeWarning
 	}
-	r.event(obj, typ, ready.Reason, string(res.Action), ready.Message)
+	r.event(obj, typ, ready.Reason, string(res.Last()), ready.Message)
 }
 
 func (r *HelmReleaseReconciler) event(obj *release.Release, typ, reason, action, msg string) {

@@ -76,7 +76,7 @@ func TestDistributorLifecycle(t *testing.T) {
 
 	res, err := rec.Reconcile(ctx, f.Dist, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionInstall, res.Action)
+	assert.Equal(t, reconcile.ActionInstall, res.Last())
 	assert.Equal(t, []string{"1 deployed"}, helmHistory(t, f), "helm ls on the hub shows the release")
 	assert.Empty(t, f.Hub.Objects(), "the hub holds no objects of the release")
 	assert.Equal(t, []string{
@@ -108,7 +108,7 @@ func TestDistributorLifecycle(t *testing.T) {
 		rel.Spec.Values["ui"] = map[string]any{"message": "v2"}
 		res, err := rec.Reconcile(ctx, f.Dist, rel)
 		require.NoError(t, err)
-		assert.Equal(t, reconcile.ActionUpgrade, res.Action)
+		assert.Equal(t, reconcile.ActionUpgrade, res.Last())
 		for _, m := range []string{"m1", "m2"} {
 			assert.Contains(t, view(t, f.Members[m]), "ConfigMap apps/podinfo message=v2", m)
 		}
@@ -415,7 +415,7 @@ func TestDistributorDrift(t *testing.T) {
 			require.NoError(t, err)
 			res, err := rec.Reconcile(ctx, f.Dist, rel)
 			require.NoError(t, err)
-			assert.Equal(t, reconcile.ActionNone, res.Action, "no drift right after install")
+			assert.Equal(t, reconcile.ActionNone, res.Last(), "no drift right after install")
 
 			tamper(t, f)
 			// A new Distributor over the same hub and members (a restarted

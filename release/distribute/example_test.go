@@ -107,7 +107,7 @@ spec:
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("%s revision %d on %s, hub objects: %d\n", res.Action, res.Helm.Version, dist.Name(), len(hub.Objects()))
+	fmt.Printf("%s revision %d on %s, hub objects: %d\n", res.Last(), res.Helm.Version, dist.Name(), len(hub.Objects()))
 	for _, m := range members {
 		fmt.Printf("%s:\n", m.Name())
 		for _, o := range m.Objects() {

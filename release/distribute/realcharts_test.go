@@ -452,7 +452,7 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			rel := realRelease(tc.chart, tc.ns, tc.values)
 			res, err := rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
-			require.Equal(t, reconcile.ActionInstall, res.Action)
+			require.Equal(t, reconcile.ActionInstall, res.Last())
 			table = append(table, checkAgainstOracle(t, f, tc, rel, crds))
 			report, err := f.dist.DetectDrift(ctx, res.Helm.Manifest, nil, drift.ModeEnabled)
 			require.NoError(t, err)
@@ -465,7 +465,7 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			tc.upgrade(rel.Spec.Values)
 			res, err = rec.Reconcile(ctx, f.dist, rel)
 			require.NoError(t, err)
-			require.Equal(t, reconcile.ActionUpgrade, res.Action)
+			require.Equal(t, reconcile.ActionUpgrade, res.Last())
 			assert.Equal(t, 2, res.Helm.Version, "revision 2 on the hub")
 			checkAgainstOracle(t, f, tc, rel, crds)
 			for _, m := range tc.members {

@@ -68,7 +68,7 @@ func TestRealChartsInstallReady(t *testing.T) {
 			rel := chartRelease(name)
 			res, err := chartReconciler(t, nil).Reconcile(t.Context(), c, rel)
 			require.NoError(t, err)
-			assert.Equal(t, reconcile.ActionInstall, res.Action)
+			assert.Equal(t, reconcile.ActionInstall, res.Last())
 			ready := rel.Status.GetCondition(release.ConditionReady)
 			require.NotNil(t, ready)
 			assert.Equal(t, metav1.ConditionTrue, ready.Status, ready.Message)

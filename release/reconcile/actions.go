@@ -264,7 +264,7 @@ func (ru *run) test() error {
 	return nil
 }
 
-func (ru *run) rollback() error {
+func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
 	rel, st := ru.rel, &ru.rel.Status
 	prev := st.History.Previous(ru.ignoreTestFailures())
 	spec := rel.GetRollback()
@@ -282,8 +282,8 @@ func (ru *run) rollback() error {
 	err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
 	ru.observeLatest()
 	why := ""
-	if ru.safeRollback != nil {
-		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and Config.UninstallHealthyRelease is off)", ru.safeRollback.Version)
+	if insteadOfUninstall != nil {
+		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and Config.UninstallHealthyRelease is off)", insteadOfUninstall.Version)
 	}
 	if err != nil {
 		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed%s: %v", prev.FullReleaseName(), prev.VersionedChartName(), why, err)
@@ -430,7 +430,6 @@ func (ru *run) handleTargetChange() error {
 		msg := fmt.Sprintf("%s: Helm uninstall of %s failed: %v", why, cur.FullReleaseName(), err)
 		ru.setCondition(release.ConditionReleased, metav1.ConditionFalse, release.ReasonUninstallFailed, msg)
 		ru.markReady(metav1.ConditionFalse, release.ReasonUninstallFailed, msg)
-		ru.res.Next = NextRequeue
 		return ru.actionErr(ActionUninstall, err)
 	}
 	st.ClearHistory()
@@ -607,13 +606,13 @@ func (ru *run) correctDrift(report *drift.Report) error {
 // the status history recorded it, so that a fleet can remove a release
 // from a member whose status it lost.
 func (r *Reconciler) Uninstall(ctx context.Context, cluster release.Cluster, rel *release.Release) (*Result, error) {
-	res := &Result{Action: ActionNone, Next: NextDone}
+	res := &Result{Next: NextDone}
 	if rel.Spec.Suspend {
 		res.Status = rel.Status
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
-	res.Action, res.Actions = ActionUninstall, []Action{ActionUninstall}
+	res.Actions = []Action{ActionUninstall}
 	// Ready is summarized from Released before the status is returned.
 	defer func() { rel.SummarizeReady(); res.Status = rel.Status }()
 	name := rel.GetTargetNamespace() + "/" + rel.GetReleaseName()

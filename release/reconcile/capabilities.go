@@ -35,7 +35,7 @@ const (
 // where they came from: the cluster's CapabilitiesReader, else the
 // configuration's own Capabilities, else discovery through its
 // RESTClientGetter (what Helm's install does), else Helm's defaults.
-func capabilitiesOf(ctx context.Context, cluster any, cfg *action.Configuration) (*chartutil.Capabilities, string, error) {
+func capabilitiesOf(ctx context.Context, cluster release.Cluster, cfg *action.Configuration) (*chartutil.Capabilities, string, error) {
 	if cr, ok := cluster.(release.CapabilitiesReader); ok {
 		caps, err := cr.Capabilities(ctx)
 		if err != nil {

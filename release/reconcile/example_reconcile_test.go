@@ -52,7 +52,7 @@ spec:
 			return
 		}
 		ready := rel.Status.GetCondition(release.ConditionReady)
-		fmt.Printf("%s revision=%d ready=%s reason=%s\n", res.Action, res.Helm.Version, ready.Status, ready.Reason)
+		fmt.Printf("%s revision=%d ready=%s reason=%s\n", res.Last(), res.Helm.Version, ready.Status, ready.Reason)
 	}
 	fmt.Println(strings.Join(cluster.Summary(), "\n"))
 	// Output:

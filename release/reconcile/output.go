@@ -123,7 +123,7 @@ type helmRecordJSON struct {
 // resultJSON is how a Result encodes.
 type resultJSON struct {
 	Actions      []Action
-	Action       Action
+	Action       Action // Result.Last()
 	State        State
 	Next         Next
 	RequeueAfter time.Duration
@@ -152,7 +152,7 @@ func helmRecordOf(h *helmrelease.Release) *helmRecordJSON {
 // name, revision, status and chart (the record holds the values and the
 // rendered manifest in the clear) and the values redacted.
 func (r Result) MarshalJSON() ([]byte, error) {
-	return json.Marshal(resultJSON{Actions: r.Actions, Action: r.Action, State: r.State, Next: r.Next, RequeueAfter: r.RequeueAfter,
+	return json.Marshal(resultJSON{Actions: r.Actions, Action: r.Last(), State: r.State, Next: r.Next, RequeueAfter: r.RequeueAfter,
 		Unlocked: r.Unlocked, Helm: helmRecordOf(r.Helm), Values: r.Values, Drift: r.Drift, Status: r.Status})
 }
 

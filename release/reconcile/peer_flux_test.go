@@ -245,13 +245,14 @@ func runScenario(t *testing.T, sc scenario) {
 	switch sc.Mode {
 	case "uninstall":
 		res, uerr := rec.Uninstall(ctx, c, rel)
-		state, err, action = res.State, uerr, res.Action
+		state, err, action = res.State, uerr, res.Last()
 		// The conditions are read from the status the Result returns.
 		decided = rel.DeepCopy()
 		decided.Status = res.Status
 	case "reconcile":
 		var res *reconcile.Result
 		res, err = rec.Reconcile(ctx, c, rel)
+		assertOutcome(t, res, err)
 		state, decided = res.State, rel
 		if len(res.Actions) > 0 {
 			action = res.Actions[0]
@@ -485,4 +486,29 @@ func (h *scriptedHealth) fn(u *unstructured.Unstructured) memory.Health {
 		}
 	}
 	return memory.Health{Ready: true}
+}
+
+// assertOutcome checks that a Result's Next and RequeueAfter agree with
+// the error Reconcile returned, as Result documents: a caller reads the
+// outcome from any one of them.
+func assertOutcome(t *testing.T, res *reconcile.Result, err error) {
+	t.Helper()
+	var se *reconcile.StalledError
+	stalled := errors.As(err, &se)
+	switch res.Next {
+	case reconcile.NextStalled:
+		assert.True(t, stalled, "Next stalled comes with a *StalledError, got %v", err)
+		assert.Zero(t, res.RequeueAfter, "a stalled release is not requeued")
+	case reconcile.NextDone:
+		assert.NoError(t, err, "Next done comes with no error")
+	case reconcile.NextRequeue:
+		assert.False(t, stalled, "Next requeue never comes with a *StalledError")
+	default:
+		t.Errorf("unknown Next %q", res.Next)
+	}
+	if len(res.Actions) == 0 {
+		assert.Equal(t, reconcile.ActionNone, res.Last())
+	} else {
+		assert.Equal(t, res.Actions[len(res.Actions)-1], res.Last())
+	}
 }

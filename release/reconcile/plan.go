@@ -77,7 +77,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		return p
 	}
 	res := &Result{}
-	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
 	d, err := r.prepare(ctx, rel)
 	if err != nil {
 		p.Err = err
@@ -86,7 +86,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 	ru.d, p.Values = d, d.values
 	mask := newSecretMask(d.values)
 	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
-	ru.handleRequests()
+	force := ru.handleRequests()
 	ru.resetFailuresOnChange()
 	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
 		p.Err = err
@@ -103,7 +103,8 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		p.Revision = obs.last.Version
 		current = obs.last.Manifest
 	}
-	if p.Action, err = ru.decide(obs); err != nil {
+	dec, err := ru.decide(obs, force)
+	if p.Action = dec.action; err != nil {
 		p.Err = err
 	}
 	caps, from, err := capabilitiesOf(ctx, cluster, ru.cfg)

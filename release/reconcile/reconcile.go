@@ -170,13 +170,17 @@ const (
 
 // Result is the outcome of one reconcile.
 type Result struct {
-	// Actions are the actions run, in order.
+	// Actions are the actions run, in order (Last is the last of them).
 	Actions []Action
-	// Action is the last action run, ActionNone if none.
-	Action Action
 	// State is the state the last decision was taken in.
 	State State
-	// Next says what to do now; RequeueAfter says when.
+	// Next says what to do now, RequeueAfter when: NextDone with the
+	// release's interval, NextRequeue with a delay (0: at once) and then
+	// the error, if any, that made the work necessary, NextStalled with
+	// 0 and always a *StalledError. Reconcile sets both in one place from
+	// how the reconcile ended, so they agree with each other and with the
+	// error it returns: a nil error never comes with NextStalled, and
+	// NextDone never comes with an error.
 	Next Next
 	// RequeueAfter is when to reconcile again.
 	RequeueAfter time.Duration
@@ -193,6 +197,14 @@ type Result struct {
 	// Status is the Release's new status; it is also written to the
 	// Release passed in.
 	Status release.Status
+}
+
+// Last returns the last action run, ActionNone if none ran.
+func (r *Result) Last() Action {
+	if len(r.Actions) == 0 {
+		return ActionNone
+	}
+	return r.Actions[len(r.Actions)-1]
 }
 
 // Did reports whether a was among the actions run.
@@ -275,12 +287,6 @@ type run struct {
 	d       *desired
 	cfg     *action.Configuration
 	res     *Result
-	done    map[actionType]bool
-	force   bool
-	lastErr error
-	// safeRollback is the healthy revision a rollback replaces a
-	// configured uninstall remediation with.
-	safeRollback *release.Snapshot
 	// lists, when set, is shared by the drift checks of several releases.
 	lists liveCache
 	// stores caches Helm's storage reads of this run, by storage
@@ -300,20 +306,71 @@ const (
 	typeDrift
 )
 
-func typeOf(a Action) actionType {
-	switch a {
-	case ActionTest:
-		return typeTest
-	case ActionRollback, ActionUninstall:
-		return typeRemediate
-	case ActionUnlock:
-		return typeUnlock
-	case ActionCorrectDrift:
-		return typeDrift
-	default:
-		return typeRelease
-	}
+// decision is what decide chose for the observed state: the action, and
+// what that action needs to know about how it was chosen. It is made by
+// decide and read by the action; nothing else carries it.
+type decision struct {
+	// action is the action to run, ActionNone for none.
+	action Action
+	// usesForce is true when the decision takes up a force request
+	// (ForceRequestAnnotation): the request counts once per reconcile.
+	usesForce bool
+	// insteadOfUninstall is the healthy revision a rollback goes back to
+	// in place of the configured uninstall remediation
+	// (Config.UninstallHealthyRelease off); nil for a rollback asked for.
+	insteadOfUninstall *release.Snapshot
 }
+
+// step is how one action runs: its Flux action type and its code. stepOf
+// is the one place that knows every action: adding an action means one
+// constant and one case there.
+type step struct {
+	typ actionType
+	run func(ru *run, dec decision, obs *observation) error
+}
+
+func stepOf(a Action) (step, bool) {
+	switch a {
+	case ActionInstall:
+		return step{typeRelease, func(ru *run, _ decision, _ *observation) error { return ru.install() }}, true
+	case ActionUpgrade:
+		return step{typeRelease, func(ru *run, _ decision, _ *observation) error { return ru.upgrade() }}, true
+	case ActionTest:
+		return step{typeTest, func(ru *run, _ decision, _ *observation) error { return ru.test() }}, true
+	case ActionRollback:
+		return step{typeRemediate, func(ru *run, dec decision, _ *observation) error { return ru.rollback(dec.insteadOfUninstall) }}, true
+	case ActionUninstall:
+		return step{typeRemediate, func(ru *run, _ decision, _ *observation) error { return ru.uninstallRemediation() }}, true
+	case ActionUnlock:
+		return step{typeUnlock, func(ru *run, _ decision, obs *observation) error { return ru.unlock(obs.last) }}, true
+	case ActionCorrectDrift:
+		return step{typeDrift, func(ru *run, _ decision, obs *observation) error { return ru.correctDrift(obs.drift) }}, true
+	}
+	return step{}, false
+}
+
+// outcome is how a reconcile ends: what the caller does next, when, and
+// the error Reconcile returns. Every exit of the reconcile returns one,
+// made by done, again or stalledOutcome, and Reconcile copies it into the
+// Result in one place.
+type outcome struct {
+	next  Next
+	after time.Duration
+	err   error
+}
+
+// done ends a reconcile with the release as desired; after is its
+// interval.
+func done(after time.Duration) outcome { return outcome{next: NextDone, after: after} }
+
+// again ends a reconcile with work left: after a delay (0: at once),
+// returning err, the failure that made the work necessary, if any.
+func again(after time.Duration, err error) outcome {
+	return outcome{next: NextRequeue, after: after, err: err}
+}
+
+// stalledOutcome ends a reconcile on which no progress is possible.
+func stalledOutcome(se *StalledError) outcome { return outcome{next: NextStalled, err: se} }
 
 // Reconcile makes the Helm release of rel on cluster match rel, one step
 // of Flux's state machine after another, each action type at most once,
@@ -346,31 +403,31 @@ func typeOf(a Action) actionType {
 // writes already sent are not interrupted. A process killed mid-action
 // can leave a release pending; the next reconcile unlocks it.
 func (r *Reconciler) Reconcile(ctx context.Context, cluster release.Cluster, rel *release.Release) (*Result, error) {
-	res := &Result{Action: ActionNone, Next: NextDone}
+	res := &Result{Next: NextDone}
 	if rel.Spec.Suspend {
 		res.Status = rel.Status
 		return res, nil
 	}
-	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res, done: map[actionType]bool{}}
-	err := ru.reconcile()
+	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	out := ru.reconcile()
+	res.Next, res.RequeueAfter = out.next, out.after
 	if v, ok := rel.GetAnnotations()[release.ReconcileRequestAnnotation]; ok {
 		rel.Status.LastHandledReconcileAt = v
 	}
 	res.Status = rel.Status
-	return res, err
+	return res, out.err
 }
 
-func (ru *run) reconcile() error {
+func (ru *run) reconcile() outcome {
 	rel, res := ru.rel, ru.res
 	d, err := ru.r.prepare(ru.ctx, rel)
 	ru.markSourceVerified(d, err)
 	if err != nil {
-		res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, stageReason(err), err.Error())
-		return err
+		return again(0, err)
 	}
 	ru.d, res.Values = d, d.values
-	ru.handleRequests()
+	force := ru.handleRequests()
 	ru.resetFailuresOnChange()
 	rel.Status.LastAttemptedGeneration = rel.Generation
 	rel.Status.LastAttemptedRevision = d.chart.Chart.Metadata.Version
@@ -378,58 +435,58 @@ func (ru *run) reconcile() error {
 	rel.Status.LastAttemptedConfigDigest = d.values.Digest
 
 	if err := ru.handleTargetChange(); err != nil {
-		return err
+		return again(0, err)
 	}
 	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
-		res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, release.ReasonInitFailed, err.Error())
-		return err
+		return again(0, err)
 	}
 	if err := ru.checkKubeVersion(); err != nil {
-		res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, release.ReasonInitFailed, err.Error())
-		return err
+		return again(0, err)
 	}
+	ran := map[actionType]bool{}
+	var lastErr error // the failure of the last action that failed
 	for {
 		if err := ru.ctx.Err(); err != nil {
-			res.Next = NextRequeue
-			return fmt.Errorf("release %s on cluster %s: reconcile cancelled after %v: %w", refOf(rel), ru.cluster.Name(), res.Actions, err)
+			return again(0, fmt.Errorf("release %s on cluster %s: reconcile cancelled after %v: %w", refOf(rel), ru.cluster.Name(), res.Actions, err))
 		}
 		obs, err := ru.observe()
 		if err != nil {
-			res.Next = NextRequeue
 			ru.markReady(metav1.ConditionFalse, release.ReasonStateError, err.Error())
-			return err
+			return again(0, err)
 		}
 		res.State = obs.state
-		next, err := ru.decide(obs)
+		dec, err := ru.decide(obs, force)
 		if err != nil {
-			return ru.stall(err)
+			return ru.stall(err, lastErr)
 		}
-		if next == ActionNone {
-			return ru.finish(obs)
+		force = force && !dec.usesForce
+		if dec.action == ActionNone {
+			return ru.finish(obs, lastErr)
 		}
-		if ru.done[typeOf(next)] {
+		st, ok := stepOf(dec.action)
+		if !ok {
+			return again(0, fmt.Errorf("release %s: unknown action %s", refOf(rel), dec.action))
+		}
+		if ran[st.typ] {
 			// Flux's rule: an action type runs once per reconcile. With
 			// RetryOnFailure the next attempt waits for its interval.
-			if retry := ru.activeRetry(); retry != nil && typeOf(next) == typeRelease {
-				ru.res.Next, ru.res.RequeueAfter = NextRequeue, retryAfter(retry)
-				ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", ru.res.RequeueAfter))
-				return ru.lastErr
+			if retry := ru.activeRetry(); retry != nil && st.typ == typeRelease {
+				return ru.retryLater(retry, lastErr)
 			}
-			return ru.requeue()
+			return ru.requeue(lastErr)
 		}
-		err = ru.act(next, obs)
-		ru.done[typeOf(next)] = true
-		res.Actions = append(res.Actions, next)
-		res.Action = next
-		if typeOf(next) == typeRemediate {
-			return ru.afterRemediation(err)
+		err = st.run(ru, dec, obs)
+		ran[st.typ] = true
+		res.Actions = append(res.Actions, dec.action)
+		if st.typ == typeRemediate {
+			return ru.afterRemediation(err, lastErr)
 		}
 		if err != nil {
-			ru.lastErr = err
-			if stop, retErr := ru.afterFailure(next, err); stop {
-				return retErr
+			lastErr = err
+			if out, stop := ru.afterFailure(dec.action, err); stop {
+				return out
 			}
 		}
 	}
@@ -524,14 +581,15 @@ func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, er
 	return cfg, nil
 }
 
-// handleRequests handles the reset and force annotations.
-func (ru *run) handleRequests() {
+// handleRequests handles the reset and force annotations; it reports
+// whether a force request is to be taken up by this reconcile.
+func (ru *run) handleRequests() (force bool) {
 	st := &ru.rel.Status
 	if handleRequest(ru.rel, release.ResetRequestAnnotation, &st.LastHandledResetAt) {
 		st.ClearFailures()
 		st.RemoveCondition(release.ConditionStalled)
 	}
-	ru.force = handleRequest(ru.rel, release.ForceRequestAnnotation, &st.LastHandledForceAt)
+	return handleRequest(ru.rel, release.ForceRequestAnnotation, &st.LastHandledForceAt)
 }
 
 // handleRequest reports whether the request in annotation is to be

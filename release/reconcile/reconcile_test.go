@@ -42,7 +42,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionInstall, res.Action)
+	assert.Equal(t, reconcile.ActionInstall, res.Last())
 	assert.Equal(t, 1, res.Helm.Version)
 	assert.Equal(t, 10*time.Minute, res.RequeueAfter)
 	assert.Equal(t, []string{"6.5.0 deployed"}, history(t, c))
@@ -64,7 +64,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	// In sync: nothing happens, Helm's history does not grow.
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionNone, res.Action)
+	assert.Equal(t, reconcile.ActionNone, res.Last())
 	assert.Equal(t, []string{"6.5.0 deployed"}, history(t, c))
 
 	// Values change: upgrade.
@@ -72,7 +72,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	rel.Generation = 2
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionUpgrade, res.Action)
+	assert.Equal(t, reconcile.ActionUpgrade, res.Last())
 	assert.Equal(t, int64(3), fixture.Replicas(t, c))
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 deployed"}, history(t, c))
 
@@ -81,7 +81,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 	rel.Generation = 3
 	res, err = rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionUpgrade, res.Action)
+	assert.Equal(t, reconcile.ActionUpgrade, res.Last())
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 superseded", "6.5.1 deployed"}, history(t, c))
 	assert.Equal(t, release.ReasonUpgradeSucceeded, rel.Status.GetCondition(release.ConditionReady).Reason)
 	require.Len(t, rel.Status.History, 2, "in sync, the history keeps the latest revision and the previous good one (Flux's truncation)")
@@ -91,7 +91,7 @@ func TestReconcileInstallUpgradeNoopUninstall(t *testing.T) {
 
 	res, err = rec.Uninstall(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionUninstall, res.Action)
+	assert.Equal(t, reconcile.ActionUninstall, res.Last())
 	assert.Empty(t, c.Summary())
 	assert.Equal(t, release.ReasonUninstallSucceeded, rel.Status.GetCondition(release.ConditionReady).Reason)
 	_, err = rec.Uninstall(ctx, c, rel)
@@ -158,7 +158,7 @@ func TestReconcileUnlocksPendingRelease(t *testing.T) {
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
 	assert.True(t, res.Unlocked)
-	assert.Equal(t, reconcile.ActionUpgrade, res.Action)
+	assert.Equal(t, reconcile.ActionUpgrade, res.Last())
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.0 failed", "6.5.0 deployed"}, history(t, c))
 }
 
@@ -184,7 +184,7 @@ func TestReconcileValuesFromAndStageErrors(t *testing.T) {
 	rel.Spec.Values = nil
 	res, err := fixture.Reconciler(t, reader).Reconcile(ctx, c, rel)
 	require.NoError(t, err)
-	assert.Equal(t, reconcile.ActionInstall, res.Action)
+	assert.Equal(t, reconcile.ActionInstall, res.Last())
 	assert.Equal(t, int64(5), fixture.Replicas(t, c))
 
 	broken := reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {

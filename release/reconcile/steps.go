@@ -104,10 +104,12 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) stri
 }
 
 // decide picks the next action for the observed state (Flux's
-// actionForState), or returns a *StalledError.
-func (ru *run) decide(obs *observation) (Action, error) {
+// actionForState), or returns a *StalledError. force says whether a force
+// request is still to be taken up; the decision says when it is.
+func (ru *run) decide(obs *observation, force bool) (decision, error) {
 	rel := ru.rel
 	st := &rel.Status
+	none := decision{action: ActionNone}
 	switch obs.state {
 	case StateInSync:
 		if ru.activeRetry() != nil {
@@ -115,101 +117,96 @@ func (ru *run) decide(obs *observation) (Action, error) {
 		} else {
 			st.History.Truncate(ru.ignoreTestFailures())
 		}
-		if ru.force {
-			ru.force = false
-			return ActionUpgrade, nil
+		if force {
+			return decision{action: ActionUpgrade, usesForce: true}, nil
 		}
 		ru.markReleasedInSync()
-		return ActionNone, nil
+		return none, nil
 	case StateLocked:
-		return ActionUnlock, nil
+		return decision{action: ActionUnlock}, nil
 	case StateAbsent:
-		if rel.GetInstall().GetRemediation().RetriesExhausted(st) && !ru.force {
-			return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot install release: failed %d time(s), retries exhausted", st.InstallFailures))
+		if rel.GetInstall().GetRemediation().RetriesExhausted(st) && !force {
+			return none, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot install release: failed %d time(s), retries exhausted", st.InstallFailures))
 		}
-		ru.force = false
-		return ActionInstall, nil
+		return decision{action: ActionInstall, usesForce: true}, nil
 	case StateUnmanaged:
 		st.ClearHistory()
-		return ActionUpgrade, nil
+		return decision{action: ActionUpgrade}, nil
 	case StateOutOfSync:
-		if rel.GetUpgrade().GetRemediation().RetriesExhausted(st) && !ru.force {
-			return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot upgrade release: failed %d time(s), retries exhausted", st.UpgradeFailures))
+		if rel.GetUpgrade().GetRemediation().RetriesExhausted(st) && !force {
+			return none, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot upgrade release: failed %d time(s), retries exhausted", st.UpgradeFailures))
 		}
-		ru.force = false
-		return ActionUpgrade, nil
+		return decision{action: ActionUpgrade, usesForce: true}, nil
 	case StateUntested:
 		ru.replaceRemediated()
-		return ActionTest, nil
+		return decision{action: ActionTest}, nil
 	case StateDrifted:
 		if rel.GetDriftDetection().GetMode() == release.DriftDetectionEnabled {
-			return ActionCorrectDrift, nil
+			return decision{action: ActionCorrectDrift}, nil
 		}
-		return ActionNone, nil
+		return none, nil
 	case StateFailed:
-		return ru.decideFailed()
+		return ru.decideFailed(force)
 	}
-	return ActionNone, fmt.Errorf("release %s: unknown release state %s", refOf(rel), obs.state)
+	return none, fmt.Errorf("release %s: unknown release state %s", refOf(rel), obs.state)
 }
 
 // decideFailed is the remediation decision for a failed release.
-func (ru *run) decideFailed() (Action, error) {
+func (ru *run) decideFailed(force bool) (decision, error) {
 	rel := ru.rel
 	st := &rel.Status
+	none, upgrade := decision{action: ActionNone}, decision{action: ActionUpgrade, usesForce: true}
 	if ru.activeRetry() != nil {
 		// RetryOnFailure upgrades again, like a forced upgrade with no
 		// retry limit (Flux); it keeps the newest snapshots only, as it
 		// never rolls back.
 		st.History.TruncateIgnoringPreviousSnapshots()
-		ru.force = false
-		return ActionUpgrade, nil
+		return upgrade, nil
 	}
 	rem := rel.GetActiveRemediation()
-	if rem == nil || rem.GetFailureCount(st) <= 0 || ru.force {
+	if rem == nil || rem.GetFailureCount(st) <= 0 || force {
 		// No failure counted against what is asked for now: the
 		// conditions changed since, so try again.
-		ru.force = false
-		return ActionUpgrade, nil
+		return upgrade, nil
 	}
 	if rem.RetriesExhausted(st) && !rem.MustRemediateLastFailure() {
-		return ActionNone, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", st.LastAttemptedReleaseAction, rem.GetFailureCount(st)))
+		return none, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", st.LastAttemptedReleaseAction, rem.GetFailureCount(st)))
 	}
 	ignore := rem.MustIgnoreTestFailures(rel.GetTest().IgnoreFailures)
 	st.History.Truncate(ignore)
 	prev := st.History.Previous(ignore)
 	strategy := rem.GetStrategy()
+	rollback := decision{action: ActionRollback}
 	if strategy == release.UninstallRemediationStrategy && prev != nil && !ru.r.uninstallOK {
 		// helmfleet differs from Flux: never uninstall a release whose
 		// previous revision was deployed and healthy.
-		ru.safeRollback = prev
+		rollback.insteadOfUninstall = prev
 		strategy = release.RollbackRemediationStrategy
 	}
 	switch strategy {
 	case release.RollbackRemediationStrategy:
 		if prev == nil {
-			return ActionNone, ru.stalled(release.ReasonMissingRollbackTarget, "no previous successful release to roll back to")
+			return none, ru.stalled(release.ReasonMissingRollbackTarget, "no previous successful release to roll back to")
 		}
 		h, err := ru.cfg.Releases.Get(prev.Name, prev.Version)
 		switch {
 		case errors.Is(err, driver.ErrReleaseNotFound) || (err == nil && h == nil):
 			// The target's record disappeared from storage: as Flux
 			// does, attempt the upgrade again rather than stall.
-			ru.safeRollback = nil
-			return ActionUpgrade, nil
+			return decision{action: ActionUpgrade}, nil
 		case err != nil:
 			// Possibly transient: report it and try again later.
-			return ActionNone, fmt.Errorf("release %s: verify rollback target %s: %w", refOf(rel), prev.FullReleaseName(), err)
+			return none, fmt.Errorf("release %s: verify rollback target %s: %w", refOf(rel), prev.FullReleaseName(), err)
 		case releaseDigest(h) != prev.Digest:
 			// The target changed under us: the safest remediation is to
 			// attempt the upgrade again, as Flux does.
-			ru.safeRollback = nil
-			return ActionUpgrade, nil
+			return decision{action: ActionUpgrade}, nil
 		}
-		return ActionRollback, nil
+		return rollback, nil
 	case release.UninstallRemediationStrategy:
-		return ActionUninstall, nil
+		return decision{action: ActionUninstall}, nil
 	}
-	return ActionNone, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
+	return none, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
 }
 
 func (ru *run) ignoreTestFailures() bool {
@@ -295,71 +292,53 @@ func (ru *run) stalled(reason, msg string) *StalledError {
 	return &StalledError{Release: refOf(ru.rel), Cluster: ru.cluster.Name(), Reason: reason, Message: msg}
 }
 
-// act runs one action and records its outcome in the status.
-func (ru *run) act(a Action, obs *observation) error {
-	switch a {
-	case ActionInstall:
-		return ru.install()
-	case ActionUpgrade:
-		return ru.upgrade()
-	case ActionTest:
-		return ru.test()
-	case ActionRollback:
-		return ru.rollback()
-	case ActionUninstall:
-		return ru.uninstallRemediation()
-	case ActionUnlock:
-		return ru.unlock(obs.last)
-	case ActionCorrectDrift:
-		return ru.correctDrift(obs.drift)
-	}
-	return fmt.Errorf("release %s: unknown action %s", refOf(ru.rel), a)
-}
-
 // afterFailure decides whether a failed install, upgrade, test or unlock
 // ends the reconcile: RetryOnFailure waits for its interval; otherwise the
 // loop goes on to remediation.
-func (ru *run) afterFailure(a Action, err error) (bool, error) {
+func (ru *run) afterFailure(a Action, err error) (outcome, bool) {
 	if retry := ru.activeRetry(); retry != nil && (a == ActionInstall || a == ActionUpgrade) {
 		// RetryOnFailure has no retry limit: Flux upgrades again after
 		// the interval however often it failed.
-		ru.res.Next, ru.res.RequeueAfter = NextRequeue, retryAfter(retry)
-		ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", ru.res.RequeueAfter))
-		return true, err
+		return ru.retryLater(retry, err), true
 	}
 	if a == ActionUnlock || a == ActionCorrectDrift {
-		ru.res.Next = NextRequeue
-		return true, err
+		return again(0, err), true
 	}
-	return false, nil
+	return outcome{}, false
+}
+
+// retryLater ends the reconcile until retry's interval has passed,
+// returning lastErr, the failure retried.
+func (ru *run) retryLater(retry *release.ActionStrategy, lastErr error) outcome {
+	after := retryAfter(retry)
+	ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", fmt.Sprintf("retrying after %s", after))
+	return again(after, lastErr)
 }
 
 // afterRemediation ends the reconcile after a rollback or uninstall that
-// remediated a failure.
-func (ru *run) afterRemediation(err error) error {
+// remediated a failure (err: the remediation's own failure; lastErr: the
+// failure it remediated, if this reconcile met it).
+func (ru *run) afterRemediation(err, lastErr error) outcome {
 	if err != nil {
-		ru.res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, ru.conditionReason(release.ConditionRemediated), err.Error())
-		return err
+		return again(0, err)
 	}
 	// After an uninstall remediation of an upgrade, Flux always comes
 	// back to install again, even out of retries.
-	if ru.res.Action == ActionUninstall && ru.rel.Status.LastAttemptedReleaseAction == release.ReleaseActionUpgrade {
-		return ru.requeue()
+	if ru.res.Last() == ActionUninstall && ru.rel.Status.LastAttemptedReleaseAction == release.ReleaseActionUpgrade {
+		return ru.requeue(lastErr)
 	}
 	if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(&ru.rel.Status) {
-		return ru.stall(ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", ru.rel.Status.LastAttemptedReleaseAction, rem.GetFailureCount(&ru.rel.Status))))
+		return ru.stall(ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", ru.rel.Status.LastAttemptedReleaseAction, rem.GetFailureCount(&ru.rel.Status))), lastErr)
 	}
-	return ru.requeue()
+	return ru.requeue(lastErr)
 }
 
 // requeue ends the reconcile with more work to do, at once; it returns
-// the failure that made the work necessary, if any.
-func (ru *run) requeue() error {
-	ru.res.Next = NextRequeue
-	ru.res.RequeueAfter = 0
+// lastErr, the failure that made the work necessary, if any.
+func (ru *run) requeue(lastErr error) outcome {
 	ru.progressing()
-	return ru.lastErr
+	return again(0, lastErr)
 }
 
 // progressing marks the release Reconciling, as Flux does when it must
@@ -372,26 +351,25 @@ func (ru *run) progressing() {
 	ru.setCondition(release.ConditionReconciling, metav1.ConditionTrue, "ProgressingWithRetry", msg)
 }
 
-// stall ends the reconcile on a terminal error.
-func (ru *run) stall(err error) error {
+// stall ends the reconcile on a decision's error: a *StalledError stalls
+// it (lastErr, the failure that used up the retries, joins its message);
+// any other error fails it, to be tried again.
+func (ru *run) stall(err, lastErr error) outcome {
 	var se *StalledError
 	if !errors.As(err, &se) {
-		ru.res.Next = NextRequeue
 		ru.markReady(metav1.ConditionFalse, release.ReasonReconciliationFailed, err.Error())
-		return err
+		return again(0, err)
 	}
 	msg := se.Message
-	if ru.lastErr != nil {
+	if lastErr != nil {
 		if se.Err == nil {
-			se.Err = ru.lastErr
+			se.Err = lastErr
 		}
-		if !strings.Contains(msg, ru.lastErr.Error()) {
-			msg += ": " + ru.lastErr.Error()
+		if !strings.Contains(msg, lastErr.Error()) {
+			msg += ": " + lastErr.Error()
 			se.Message = msg
 		}
 	}
-	ru.res.Next = NextStalled
-	ru.res.RequeueAfter = 0
 	now := metav1.NewTime(ru.r.now())
 	ru.rel.Status.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: se.Reason, Message: msg, ObservedGeneration: ru.rel.Generation, LastTransitionTime: now})
 	ru.rel.Status.RemoveCondition(release.ConditionReconciling)
@@ -401,12 +379,13 @@ func (ru *run) stall(err error) error {
 	if c := ru.rel.Status.GetCondition(release.ConditionReady); c == nil || c.Status == metav1.ConditionTrue {
 		ru.markReady(metav1.ConditionFalse, se.Reason, msg)
 	}
-	return se
+	return stalledOutcome(se)
 }
 
 // finish ends a reconcile that has nothing left to do: the release is
-// ready (in sync, or drifted in warn mode).
-func (ru *run) finish(obs *observation) error {
+// ready (in sync, or drifted in warn mode), unless lastErr, an action's
+// failure in this reconcile, left it in another state.
+func (ru *run) finish(obs *observation, lastErr error) outcome {
 	st := &ru.rel.Status
 	st.ObservedGeneration = ru.rel.Generation
 	st.ObservedPostRenderersDigest = postRenderersDigest(ru.rel)
@@ -419,9 +398,8 @@ func (ru *run) finish(obs *observation) error {
 		// remediated revision matches the desired state.
 		st.RemoveCondition(release.ConditionRemediated)
 	}
-	if ru.lastErr != nil && obs.state != StateInSync && obs.state != StateDrifted {
-		ru.res.Next = NextRequeue
-		return ru.lastErr
+	if lastErr != nil && obs.state != StateInSync && obs.state != StateDrifted {
+		return again(0, lastErr)
 	}
 	reason, msg := release.ReasonReconciliationSucceeded, "release is in sync"
 	if c := st.GetCondition(release.ConditionReleased); c != nil && c.Status == metav1.ConditionTrue {
@@ -434,9 +412,7 @@ func (ru *run) finish(obs *observation) error {
 		msg = fmt.Sprintf("%s; drift detected (mode warn): %d object(s) differ", msg, ru.res.Drift.Count("Modified")+ru.res.Drift.Count("Missing"))
 	}
 	ru.markReady(metav1.ConditionTrue, reason, msg)
-	ru.res.Next = NextDone
-	ru.res.RequeueAfter = ru.rel.GetRequeueAfter()
-	return nil
+	return done(ru.rel.GetRequeueAfter())
 }
 
 func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {

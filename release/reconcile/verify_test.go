@@ -95,7 +95,7 @@ func TestReconcileVerifiesChart(t *testing.T) {
 
 		res, err := rec.Reconcile(ctx, c, rel)
 		require.NoError(t, err)
-		assert.Equal(t, reconcile.ActionInstall, res.Action)
+		assert.Equal(t, reconcile.ActionInstall, res.Last())
 		assert.Equal(t, 1, releases(c))
 		cond := rel.Status.GetCondition(release.ConditionSourceVerified)
 		require.NotNil(t, cond)
