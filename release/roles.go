@@ -20,7 +20,7 @@ type ContextWaiter interface {
 // CapabilitiesReader is the role of a cluster that says which Kubernetes
 // version it runs and which API versions it serves: what Helm shows
 // templates as .Capabilities and checks a chart's kubeVersion against.
-// Every render the library does itself (Plan, and the Distributor's
+// Every render the library does itself (reconcile.Reconciler.Plan, and the Distributor's
 // render-once) asks it first, so a plan renders a chart as an install on
 // that cluster would. release/memory answers from its own schema,
 // release/kube from discovery (cached, refreshed when a CRD is added).

@@ -12,7 +12,7 @@ import (
 //
 // A Kustomization's build sets it on the HelmReleases it produces when
 // spec.postBuild.substituteFrom substituted a Secret's variables into
-// them (package release/kustomize). The Reconciler then treats the
+// them (package release/kustomize). The reconcile.Reconciler then treats the
 // inline values at those places (pointers under /spec/values) as
 // Secret-sourced, as if they came from a valuesFrom Secret: plans,
 // diffs and every printed or encoded form of the values mask them, and

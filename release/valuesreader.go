@@ -14,8 +14,8 @@ import (
 
 // ObjectValues is a values.Reader over the ConfigMaps and Secrets of one
 // cluster, read through its ObjectReader (a release/memory or
-// release/kube cluster, or any other backend): what a Reconciler's
-// ReconcilerConfig.Values needs to read spec.valuesFrom where the objects
+// release/kube cluster, or any other backend): what a reconcile.Reconciler's
+// reconcile.Config.Values needs to read spec.valuesFrom where the objects
 // live.
 //
 // It reads what Flux's helm-controller reads: a ConfigMap's .data (never
