@@ -123,3 +123,37 @@ func TestDistributorIdenticalManifestsConcurrently(t *testing.T) {
 	assert.Equal(t, reconcile.ActionNone, res.Action)
 	assert.False(t, res.Drift != nil && res.Drift.Drifted(), "team-b has not drifted: %v", res.Drift)
 }
+
+// A configuration whose scope names a release deletes only that release's
+// copies from the first call, before Helm has read any record; one whose
+// scope names none deletes what it is told to.
+func TestDistributorScopeReleaseBindsDeletes(t *testing.T) {
+	const manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: podinfo, namespace: apps}\n"
+	tests := []struct {
+		name  string
+		scope release.HelmScope
+		kept  bool
+	}{
+		{name: "bound", scope: release.HelmScope{StorageNamespace: "apps", Namespace: "apps", ReleaseNamespace: "apps", ReleaseObjectName: "podinfo", HelmReleaseName: "podinfo"}, kept: true},
+		{name: "unbound", scope: release.HelmScope{StorageNamespace: "apps", Namespace: "apps"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+			otherReleasesConfigMap(t, f, "m1")
+			cfg, err := f.Dist.HelmConfig(ctx, tt.scope)
+			require.NoError(t, err)
+			rl, err := cfg.KubeClient.Build(strings.NewReader(manifest), false)
+			require.NoError(t, err)
+			_, errs := cfg.KubeClient.Delete(rl)
+			require.Empty(t, errs)
+			_, err = f.Members["m1"].Get(ctx, configMapRef)
+			if tt.kept {
+				assert.NoError(t, err, "team-b/other's ConfigMap is not apps/podinfo's to delete")
+			} else {
+				assert.ErrorIs(t, err, release.ErrNotFound)
+			}
+		})
+	}
+}
