@@ -27,6 +27,23 @@ type HelmScope struct {
 	// Namespace is the default namespace of the release's objects (the
 	// Release's targetNamespace).
 	Namespace string
+	// ReleaseNamespace and ReleaseObjectName name the Release object (a
+	// HelmRelease) the action works for. The Reconciler sets them; they
+	// are empty for a caller that works for no Release.
+	ReleaseNamespace, ReleaseObjectName string
+	// HelmReleaseName is the name of the Helm release the Release names
+	// (its spec.releaseName or the default); empty when the caller works
+	// for no Release. A configuration may still act on another Helm
+	// release of the same Release: the Reconciler uninstalls, through a
+	// configuration of this scope, the release its history recorded under
+	// an older name or namespace.
+	//
+	// The identity lets a backend that keeps state per release (the
+	// rendered-manifest Distributor of release/distribute) bind the
+	// configuration to it, instead of learning it from which record Helm
+	// reads or writes. Backends that keep no such state (release/memory,
+	// release/kube) ignore it.
+	HelmReleaseName string
 }
 
 // HelmConfigurer gives Helm's action configuration for one scope of a

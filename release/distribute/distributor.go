@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -221,12 +222,26 @@ func (d *Distributor) Name() string { return d.name }
 func (d *Distributor) Members() []release.Member { return append([]release.Member(nil), d.members...) }
 
 // HelmConfig returns the hub's action configuration for scope with its
-// kube client replaced by one that spreads objects over the members, its
-// storage observed so that the client knows which release it works for,
-// and the capabilities of the render-once (Capabilities; the hub's when no
+// kube client replaced by one that spreads objects over the members, and
+// the capabilities of the render-once (Capabilities; the hub's when no
 // member reports), to which the API versions of the CRDs Helm creates are
 // added as Helm's discovery would see them. The client observes ctx:
 // after cancellation it writes nothing more.
+//
+// The configuration is bound to the Helm release scope names
+// (HelmReleaseName in Namespace, or StorageNamespace when Namespace is
+// empty): its kube client writes, prunes and deletes for that release
+// from the first call, whatever record Helm reads or writes first, and
+// DetectDrift called with ctx finds that release even when another
+// release has the same manifest. The one exception is a Helm action,
+// through this configuration, on the record of another release (the
+// Reconciler uninstalls so the release a Release had under an older name
+// or namespace): the client then works for that record's release.
+//
+// A scope without HelmReleaseName (a caller that works for no Release)
+// binds nothing: the client works for the release whose record Helm last
+// read or wrote through the configuration, and refuses to write objects
+// before Helm has read or written one.
 func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (*action.Configuration, error) {
 	hubCfg, err := d.hub.HelmConfig(ctx, scope)
 	if err != nil {
@@ -242,6 +257,11 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	}
 	cfg := *hubCfg
 	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
+	if scope.HelmReleaseName != "" {
+		rel := releaseID{Namespace: ns, Name: scope.HelmReleaseName}
+		kc.cur, kc.chart = rel, d.known.chartOf(rel)
+		d.known.bind(ctx, rel)
+	}
 	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
 	kc.releases = hubCfg.Releases.Driver
 	st := storage.Init(obs)
@@ -910,16 +930,28 @@ func (d *Distributor) deleteEverywhere(ctx context.Context, refs []release.Objec
 // write: DetectDrift gets only a manifest, and needs the release's
 // namespace (the default namespace of its objects) and name (its
 // inventory labels). Only the newest revision of each release is kept.
+// Releases may share a manifest (one chart, release name and values in
+// two namespaces); the context each release's newest bound configuration
+// was made with tells them apart (see lookup).
 type manifestIndex struct {
 	mu        sync.Mutex
 	byRelease map[releaseID]indexed
-	byDigest  map[string]releaseID
+	byDigest  map[string]map[releaseID]bool
+	bound     map[releaseID]binding
+	seq       uint64
 }
 
 type indexed struct {
 	version int
 	digest  string
 	chart   *chart.Chart
+	seq     uint64 // when it was learned
+}
+
+// binding is the context of a release's newest bound configuration.
+type binding struct {
+	ctx context.Context
+	seq uint64
 }
 
 // chartOf returns the chart of rel's newest record seen, or nil.
@@ -929,22 +961,40 @@ func (x *manifestIndex) chartOf(rel releaseID) *chart.Chart {
 	return x.byRelease[rel].chart
 }
 
+// bind notes that a configuration bound to rel was made with ctx.
+func (x *manifestIndex) bind(ctx context.Context, rel releaseID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.bound == nil {
+		x.bound = map[releaseID]binding{}
+	}
+	x.seq++
+	x.bound[rel] = binding{ctx: ctx, seq: x.seq}
+}
+
 func (x *manifestIndex) learn(rel releaseID, version int, manifest string, c *chart.Chart) {
 	digest := manifestDigest(manifest)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.byRelease == nil {
-		x.byRelease, x.byDigest = map[releaseID]indexed{}, map[string]releaseID{}
+		x.byRelease, x.byDigest = map[releaseID]indexed{}, map[string]map[releaseID]bool{}
 	}
 	old, ok := x.byRelease[rel]
 	if ok && old.version > version {
 		return
 	}
 	if ok {
-		delete(x.byDigest, old.digest)
+		delete(x.byDigest[old.digest], rel)
+		if len(x.byDigest[old.digest]) == 0 {
+			delete(x.byDigest, old.digest)
+		}
 	}
-	x.byRelease[rel] = indexed{version: version, digest: digest, chart: c}
-	x.byDigest[digest] = rel
+	x.seq++
+	x.byRelease[rel] = indexed{version: version, digest: digest, chart: c, seq: x.seq}
+	if x.byDigest[digest] == nil {
+		x.byDigest[digest] = map[releaseID]bool{}
+	}
+	x.byDigest[digest][rel] = true
 }
 
 func manifestDigest(manifest string) string {
@@ -952,10 +1002,41 @@ func manifestDigest(manifest string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (x *manifestIndex) lookup(manifest string) (releaseID, bool) {
+// lookup returns the release whose newest record has manifest. When
+// several have it, it is the one whose newest bound configuration was
+// made with ctx (the newest such, for a caller that works on several
+// releases in turn with one context); when none was, the fallback is the
+// release whose record was read or written last, which a caller without
+// a scope identity had before releases were bound.
+func (x *manifestIndex) lookup(ctx context.Context, manifest string) (releaseID, bool) {
 	digest := manifestDigest(manifest)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	rel, ok := x.byDigest[digest]
-	return rel, ok
+	var byCtx, byLearn releaseID
+	var ctxSeq, learnSeq uint64
+	for rel := range x.byDigest[digest] {
+		if b, ok := x.bound[rel]; ok && b.seq > ctxSeq && sameContext(b.ctx, ctx) {
+			byCtx, ctxSeq = rel, b.seq
+		}
+		if s := x.byRelease[rel].seq; s > learnSeq {
+			byLearn, learnSeq = rel, s
+		}
+	}
+	switch {
+	case ctxSeq > 0:
+		return byCtx, true
+	case learnSeq > 0:
+		return byLearn, true
+	}
+	return releaseID{}, false
+}
+
+// sameContext reports whether a and b are the same context; contexts
+// whose dynamic type cannot be compared are never the same.
+func sameContext(a, b context.Context) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
 }

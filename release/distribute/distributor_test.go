@@ -340,21 +340,28 @@ func TestDistributorDriftWithoutPatcherAndIgnoreRules(t *testing.T) {
 	assert.Contains(t, view(t, f.Members["m1"]), "ConfigMap apps/podinfo message=edited", "ignored paths stay as they are")
 }
 
-// An object a member holds for another release is not taken over; the
-// other members and objects are still written.
-func TestDistributorDoesNotTakeOverAnotherReleasesObject(t *testing.T) {
-	ctx := context.Background()
-	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
-	foreign := &unstructured.Unstructured{Object: map[string]any{
+// otherReleasesConfigMap puts on member m the ConfigMap apps/podinfo as
+// release team-b/other holds it (its inventory labels).
+func otherReleasesConfigMap(t *testing.T, f *fixture.DistFleet, m string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "podinfo", "namespace": "apps", "labels": map[string]any{
 			distribute.InventoryNameLabel: "other", distribute.InventoryNamespaceLabel: "team-b"}},
 		"data": map[string]any{"owner": "team-b"},
 	}}
-	_, err := f.Members["m1"].Update(ctx, foreign, "helmfleet")
+	_, err := f.Members[m].Update(context.Background(), obj, "helmfleet")
 	require.NoError(t, err)
+}
+
+// An object a member holds for another release is not taken over; the
+// other members and objects are still written.
+func TestDistributorDoesNotTakeOverAnotherReleasesObject(t *testing.T) {
+	ctx := context.Background()
+	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
+	otherReleasesConfigMap(t, f, "m1")
 	rec := fixture.Reconciler(t, nil)
-	_, err = rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
+	_, err := rec.Reconcile(ctx, f.Dist, fixture.DistRelease())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "member m1: v1 ConfigMap apps/podinfo exists and belongs to release team-b/other; it is not taken over")
 	assert.NotContains(t, err.Error(), "member m2")

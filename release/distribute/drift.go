@@ -24,7 +24,14 @@ import (
 // (one List per kind and member). manifest must be the manifest of a
 // release record read or written through one of the Distributor's Helm
 // configurations (the Reconciler's always is): that is how the
-// Distributor knows the release's namespace and inventory.
+// Distributor knows the release's namespace and inventory. When several
+// releases have that manifest (one chart, release name and values in two
+// namespaces), it is the release of the newest configuration bound to
+// one of them (its scope named the release, see HelmConfig) that was
+// made with ctx, as the Reconciler's is; a caller that checks such
+// releases concurrently must give each check its own context. Without
+// such a configuration it is the release whose record was read or
+// written last.
 //
 // The report holds every member's results, members in name order; each
 // result's Reason starts with "member <name>" so that people and
@@ -34,7 +41,7 @@ func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []
 	if err != nil {
 		return nil, err
 	}
-	rel, ok := d.known.lookup(manifest)
+	rel, ok := d.known.lookup(ctx, manifest)
 	if !ok {
 		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
 	}

@@ -48,7 +48,7 @@ type distClient struct {
 	pre       *preRelease           // what Helm wrote before its record
 
 	mu       sync.Mutex
-	cur      releaseID                      // the release Helm works on, from storage
+	cur      releaseID                      // the release Helm works on: the scope's, else from storage
 	chart    *chart.Chart                   // its chart, for the kinds of its crds/
 	recorded bool                           // Helm created a release record through this client's configuration
 	hooks    map[release.ObjectRef][]string // members each hook object went to
@@ -73,12 +73,6 @@ var (
 
 // hookAnnotation marks Helm's hook objects.
 const hookAnnotation = "helm.sh/hook"
-
-func (k *distClient) setRelease(rel releaseID, c *chart.Chart) {
-	k.mu.Lock()
-	k.cur, k.chart = rel, c
-	k.mu.Unlock()
-}
 
 // markRecorded notes that Helm created a release record: what it writes
 // from now on are the release's objects and hooks.
@@ -125,8 +119,10 @@ func (k *distClient) beforeRecord(objs []*unstructured.Unstructured, replace boo
 	return nil
 }
 
-// release returns the release Helm works on: the one whose record it
-// last wrote or read.
+// release returns the release Helm works on: the one the scope bound
+// the configuration to, unless Helm works on another one's record (see
+// observedDriver); without a binding, the one whose record Helm last
+// wrote or read.
 func (k *distClient) release() (releaseID, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -791,10 +787,14 @@ func (k *distClient) WaitAndGetCompletedPodPhase(name string, timeout time.Durat
 	return corev1.PodUnknown, err
 }
 
-// observedDriver is the hub's storage driver, watched: the release whose
-// record Helm writes or reads is the release the kube client works for,
-// and each record read or written teaches the Distributor which release
-// a manifest belongs to (for DetectDrift).
+// observedDriver is the hub's storage driver, watched: each record read
+// or written teaches the Distributor which release a manifest belongs to
+// (for DetectDrift). A client bound to a release keeps it while Helm
+// works on that release's records, and gets their chart; it follows a
+// record of another release, as the Reconciler's uninstall of a release
+// the Release had under an older name or namespace goes through a
+// configuration scoped to its current one. An unbound client works for
+// the release whose record Helm wrote or read last.
 type observedDriver struct {
 	driver.Driver
 	d      *Distributor
@@ -816,6 +816,13 @@ func (o *observedDriver) saw(rls ...*helmrelease.Release) {
 	if newest != nil {
 		o.client.setRelease(releaseID{Namespace: newest.Namespace, Name: newest.Name}, newest.Chart)
 	}
+}
+
+// setRelease notes that Helm works on the record of rel, whose chart is c.
+func (k *distClient) setRelease(rel releaseID, c *chart.Chart) {
+	k.mu.Lock()
+	k.cur, k.chart = rel, c
+	k.mu.Unlock()
 }
 
 // Create stores rls and notes it.

@@ -569,7 +569,7 @@ func (noReader) Read(context.Context, values.Kind, string, string) (map[string][
 // helmConfig returns Helm's configuration for one scope, with the kube
 // client wrapped to observe ctx and to wait with kstatus.
 func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, error) {
-	cfg, err := ru.cluster.HelmConfig(ru.ctx, release.HelmScope{StorageNamespace: storageNS, Namespace: targetNS})
+	cfg, err := ru.cluster.HelmConfig(ru.ctx, release.HelmScope{StorageNamespace: storageNS, Namespace: targetNS, ReleaseNamespace: ru.rel.Namespace, ReleaseObjectName: ru.rel.Name, HelmReleaseName: ru.rel.GetReleaseName()})
 	if err != nil {
 		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
