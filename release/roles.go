@@ -36,9 +36,13 @@ type CapabilitiesReader interface {
 // each member's copy with what that member should hold. The reconciler
 // uses it when the cluster has it.
 type DriftDetector interface {
-	// DetectDrift compares the objects of manifest (a Helm release's
-	// manifest) with what runs, under rules.
-	DetectDrift(ctx context.Context, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error)
+	// DetectDrift compares the objects of manifest, the manifest of the
+	// Helm release scope names (scope.HelmReleaseName, its objects'
+	// namespace scope.Namespace, its records in scope.StorageNamespace),
+	// with what runs, under rules. A scope without HelmReleaseName leaves
+	// the detector to find the release from the manifest alone, which it
+	// may refuse.
+	DetectDrift(ctx context.Context, scope HelmScope, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error)
 	// CorrectDrift applies the corrections of a report DetectDrift made.
 	CorrectDrift(ctx context.Context, report *drift.Report, fieldManager string) error
 }

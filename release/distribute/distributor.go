@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -260,7 +259,6 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	if scope.HelmReleaseName != "" {
 		rel := releaseID{Namespace: ns, Name: scope.HelmReleaseName}
 		kc.cur, kc.chart = rel, d.known.chartOf(rel)
-		d.known.bind(ctx, rel)
 	}
 	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
 	kc.releases = hubCfg.Releases.Driver
@@ -925,19 +923,16 @@ func (d *Distributor) deleteEverywhere(ctx context.Context, refs []release.Objec
 	})
 }
 
-// manifestIndex remembers which Helm release a manifest belongs to, from
-// the release records the Distributor's Helm configurations read or
-// write: DetectDrift gets only a manifest, and needs the release's
-// namespace (the default namespace of its objects) and name (its
-// inventory labels). Only the newest revision of each release is kept.
-// Releases may share a manifest (one chart, release name and values in
-// two namespaces); the context each release's newest bound configuration
-// was made with tells them apart (see lookup).
+// manifestIndex remembers the Helm releases whose records the
+// Distributor's Helm configurations read or write: their chart, and which
+// manifest each has, for DetectDrift (a release's scope names it; a
+// caller without a scope identity is served by manifest). Only the
+// newest revision of each release is kept. Releases may share a manifest
+// (one chart, release name and values in two namespaces).
 type manifestIndex struct {
 	mu        sync.Mutex
 	byRelease map[releaseID]indexed
 	byDigest  map[string]map[releaseID]bool
-	bound     map[releaseID]binding
 	seq       uint64
 }
 
@@ -948,28 +943,11 @@ type indexed struct {
 	seq     uint64 // when it was learned
 }
 
-// binding is the context of a release's newest bound configuration.
-type binding struct {
-	ctx context.Context
-	seq uint64
-}
-
 // chartOf returns the chart of rel's newest record seen, or nil.
 func (x *manifestIndex) chartOf(rel releaseID) *chart.Chart {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.byRelease[rel].chart
-}
-
-// bind notes that a configuration bound to rel was made with ctx.
-func (x *manifestIndex) bind(ctx context.Context, rel releaseID) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.bound == nil {
-		x.bound = map[releaseID]binding{}
-	}
-	x.seq++
-	x.bound[rel] = binding{ctx: ctx, seq: x.seq}
 }
 
 func (x *manifestIndex) learn(rel releaseID, version int, manifest string, c *chart.Chart) {
@@ -1002,41 +980,27 @@ func manifestDigest(manifest string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// lookup returns the release whose newest record has manifest. When
-// several have it, it is the one whose newest bound configuration was
-// made with ctx (the newest such, for a caller that works on several
-// releases in turn with one context); when none was, the fallback is the
-// release whose record was read or written last, which a caller without
-// a scope identity had before releases were bound.
-func (x *manifestIndex) lookup(ctx context.Context, manifest string) (releaseID, bool) {
-	digest := manifestDigest(manifest)
+// lookup returns the release DetectDrift works on: the one scope names,
+// when it names one and a record of it was read or written; for a scope
+// without a Helm release name, the release whose newest record has
+// manifest (the one read or written last, when several share it).
+func (x *manifestIndex) lookup(scope release.HelmScope, manifest string) (releaseID, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var byCtx, byLearn releaseID
-	var ctxSeq, learnSeq uint64
-	for rel := range x.byDigest[digest] {
-		if b, ok := x.bound[rel]; ok && b.seq > ctxSeq && sameContext(b.ctx, ctx) {
-			byCtx, ctxSeq = rel, b.seq
+	if scope.HelmReleaseName != "" {
+		rel := releaseID{Namespace: scope.Namespace, Name: scope.HelmReleaseName}
+		if rel.Namespace == "" {
+			rel.Namespace = scope.StorageNamespace
 		}
-		if s := x.byRelease[rel].seq; s > learnSeq {
-			byLearn, learnSeq = rel, s
+		_, ok := x.byRelease[rel]
+		return rel, ok
+	}
+	var last releaseID
+	var seq uint64
+	for rel := range x.byDigest[manifestDigest(manifest)] {
+		if s := x.byRelease[rel].seq; s > seq {
+			last, seq = rel, s
 		}
 	}
-	switch {
-	case ctxSeq > 0:
-		return byCtx, true
-	case learnSeq > 0:
-		return byLearn, true
-	}
-	return releaseID{}, false
-}
-
-// sameContext reports whether a and b are the same context; contexts
-// whose dynamic type cannot be compared are never the same.
-func sameContext(a, b context.Context) bool {
-	if a == nil || b == nil {
-		return false
-	}
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	return ta == tb && ta.Comparable() && a == b
+	return last, seq > 0
 }

@@ -708,8 +708,10 @@ func TestDistributorRemediationRollbackRestoresMembers(t *testing.T) {
 func TestDistributorDriftNeedsKnownRelease(t *testing.T) {
 	ctx := context.Background()
 	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
-	_, err := f.Dist.DetectDrift(ctx, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
+	_, err := f.Dist.DetectDrift(ctx, release.HelmScope{}, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
 	assert.ErrorContains(t, err, "not one of a release record")
+	_, err = f.Dist.DetectDrift(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps", HelmReleaseName: "x"}, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", nil, "enabled")
+	assert.ErrorContains(t, err, "release apps/x: no record of it was read or written")
 	assert.ErrorContains(t, f.Dist.CorrectDrift(ctx, &drift.Report{Mode: drift.ModeEnabled}, "helm"), "not made by this distributor")
 }
 

@@ -21,28 +21,29 @@ import (
 
 // DetectDrift compares what every member holds of a release with what it
 // should hold: the copies placed on it, with its replicas and overrides
-// (one List per kind and member). manifest must be the manifest of a
-// release record read or written through one of the Distributor's Helm
+// (one List per kind and member). scope names the release (its Helm
+// release name, and the namespace of its objects); a record of it must
+// have been read or written through one of the Distributor's Helm
 // configurations (the Reconciler's always is): that is how the
-// Distributor knows the release's namespace and inventory. When several
-// releases have that manifest (one chart, release name and values in two
-// namespaces), it is the release of the newest configuration bound to
-// one of them (its scope named the release, see HelmConfig) that was
-// made with ctx, as the Reconciler's is; a caller that checks such
-// releases concurrently must give each check its own context. Without
-// such a configuration it is the release whose record was read or
-// written last.
+// Distributor knows its chart and inventory. Releases that share a
+// manifest (one chart, release name and values in two namespaces) are
+// told apart by their scopes, also when checked concurrently. A scope
+// without a Helm release name finds the release by manifest: the release
+// whose record with that manifest was read or written last.
 //
 // The report holds every member's results, members in name order; each
 // result's Reason starts with "member <name>" so that people and
 // conditions can tell the copies apart. CorrectDrift takes this report.
-func (d *Distributor) DetectDrift(ctx context.Context, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error) {
+func (d *Distributor) DetectDrift(ctx context.Context, scope release.HelmScope, manifest string, rules []drift.IgnoreRule, mode drift.Mode) (*drift.Report, error) {
 	cfg, err := drift.Compile(rules, drift.Options{Mode: mode})
 	if err != nil {
 		return nil, err
 	}
-	rel, ok := d.known.lookup(ctx, manifest)
-	if !ok {
+	rel, ok := d.known.lookup(scope, manifest)
+	switch {
+	case !ok && scope.HelmReleaseName != "":
+		return nil, fmt.Errorf("distributor %s: release %s: no record of it was read or written through the distributor's Helm configuration", d.name, rel)
+	case !ok:
 		return nil, fmt.Errorf("distributor %s: the manifest is not one of a release record read through the distributor's Helm configuration", d.name)
 	}
 	objs, _, err := d.buildWith(ctx, manifest, rel.Namespace, d.known.chartOf(rel))

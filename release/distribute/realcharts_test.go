@@ -454,7 +454,8 @@ func TestRealChartsOnePolicyForTheWorkloads(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, reconcile.ActionInstall, res.Last())
 			table = append(table, checkAgainstOracle(t, f, tc, rel, crds))
-			report, err := f.dist.DetectDrift(ctx, res.Helm.Manifest, nil, drift.ModeEnabled)
+			scope := release.HelmScope{StorageNamespace: rel.GetStorageNamespace(), Namespace: res.Helm.Namespace, HelmReleaseName: res.Helm.Name}
+			report, err := f.dist.DetectDrift(ctx, scope, res.Helm.Manifest, nil, drift.ModeEnabled)
 			require.NoError(t, err)
 			assert.False(t, report.Drifted(), "drift detection places the objects as the install did:\n%s", report)
 			for _, w := range f.warnings {

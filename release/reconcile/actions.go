@@ -421,7 +421,7 @@ func (ru *run) handleTargetChange() error {
 	default:
 		return nil
 	}
-	cfg, err := ru.helmConfig(oldStorage, cur.Namespace)
+	cfg, err := ru.helmConfig(ru.scopeOf(oldStorage, cur.Namespace, cur.Name))
 	if err == nil {
 		err = ru.uninstall(cfg, cur.Name)
 	}
@@ -477,7 +477,7 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		rules = append(rules, r)
 	}
 	if dd, ok := ru.cluster.(release.DriftDetector); ok {
-		report, err := dd.DetectDrift(ru.ctx, last.Manifest, rules, drift.Mode(ru.rel.GetDriftDetection().GetMode()))
+		report, err := dd.DetectDrift(ru.ctx, ru.scopeOf(ru.rel.GetStorageNamespace(), last.Namespace, last.Name), last.Manifest, rules, drift.Mode(ru.rel.GetDriftDetection().GetMode()))
 		if err != nil {
 			return nil, fmt.Errorf("release %s: drift: %w", refOf(ru.rel), ru.helmErr("drift", err))
 		}
@@ -616,7 +616,7 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster release.Cluster, rel
 	// Ready is summarized from Released before the status is returned.
 	defer func() { rel.SummarizeReady(); res.Status = rel.Status }()
 	name := rel.GetTargetNamespace() + "/" + rel.GetReleaseName()
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	cfg, err := ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName()))
 	if err == nil {
 		ru.cfg = cfg
 		err = ru.helmUninstall(cfg, rel.GetReleaseName())

@@ -45,7 +45,7 @@ func (r *Reconciler) Drift(ctx context.Context, cluster release.Cluster, rel *re
 	if opts.Cache != nil {
 		ru.lists = opts.Cache.lists
 	}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	cfg, err := ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName()))
 	if err != nil {
 		return nil, false, err
 	}

@@ -13,7 +13,7 @@ import (
 // a rollout gate must look at (never the previous revision's health).
 func (r *Reconciler) Health(ctx context.Context, cluster release.Cluster, rel *release.Release) error {
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	cfg, err := ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName()))
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func (r *Reconciler) Health(ctx context.Context, cluster release.Cluster, rel *r
 // status: what a halted rollout does to the members that failed.
 func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster release.Cluster, rel *release.Release) error {
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: &Result{}}
-	cfg, err := ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace())
+	cfg, err := ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName()))
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
 	force := ru.handleRequests()
 	ru.resetFailuresOnChange()
-	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
+	if ru.cfg, err = ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName())); err != nil {
 		p.Err = err
 		return p
 	}

@@ -437,7 +437,7 @@ func (ru *run) reconcile() outcome {
 	if err := ru.handleTargetChange(); err != nil {
 		return again(0, err)
 	}
-	if ru.cfg, err = ru.helmConfig(rel.GetStorageNamespace(), rel.GetTargetNamespace()); err != nil {
+	if ru.cfg, err = ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName())); err != nil {
 		ru.markReady(metav1.ConditionFalse, release.ReasonInitFailed, err.Error())
 		return again(0, err)
 	}
@@ -568,17 +568,24 @@ func (noReader) Read(context.Context, values.Kind, string, string) (map[string][
 
 // helmConfig returns Helm's configuration for one scope, with the kube
 // client wrapped to observe ctx and to wait with kstatus.
-func (ru *run) helmConfig(storageNS, targetNS string) (*action.Configuration, error) {
-	cfg, err := ru.cluster.HelmConfig(ru.ctx, release.HelmScope{StorageNamespace: storageNS, Namespace: targetNS, ReleaseNamespace: ru.rel.Namespace, ReleaseObjectName: ru.rel.Name, HelmReleaseName: ru.rel.GetReleaseName()})
+func (ru *run) helmConfig(scope release.HelmScope) (*action.Configuration, error) {
+	cfg, err := ru.cluster.HelmConfig(ru.ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
 	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name()}
 	cfg.Releases.MaxHistory = ru.rel.GetMaxHistory()
 	if cfg.Releases.Driver != nil {
-		cfg.Releases.Driver = &cachingDriver{Driver: cfg.Releases.Driver, c: ru.cachedStorage(storageNS)}
+		cfg.Releases.Driver = &cachingDriver{Driver: cfg.Releases.Driver, c: ru.cachedStorage(scope.StorageNamespace)}
 	}
 	return cfg, nil
+}
+
+// scopeOf is the scope of Helm release name, its records in storageNS
+// and its objects in targetNS, worked on for this run's Release.
+func (ru *run) scopeOf(storageNS, targetNS, name string) release.HelmScope {
+	return release.HelmScope{StorageNamespace: storageNS, Namespace: targetNS,
+		ReleaseNamespace: ru.rel.Namespace, ReleaseObjectName: ru.rel.Name, HelmReleaseName: name}
 }
 
 // handleRequests handles the reset and force annotations; it reports
