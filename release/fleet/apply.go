@@ -186,67 +186,72 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (rep *
 	rep = &ApplyReport{graph: plan.graph}
 	items := map[Key]*ItemReport{}
 	state := map[Key]depgraph.State{}
-	budget := 0
-	if opts.Rollout != nil {
-		budget = opts.Rollout.MaxFailures
-	}
-	failures := 0
+	ro := newRolloutState(opts.Rollout)
 	for wi, w := range waves {
-		in := map[string]bool{}
-		for _, c := range w.clusters {
-			in[c] = true
-		}
-		wr := WaveReport{Name: w.name, Clusters: w.clusters}
-		start := f.cfg.Clock.Now()
-		f.emit(Event{Kind: EventWaveStarted, Time: start, Wave: w.name})
-		res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
-		for _, n := range res.Nodes {
-			state[n.Key] = n.State
-			switch n.State {
-			case depgraph.Succeeded:
-				wr.Succeeded++
-			case depgraph.Failed:
-				wr.Failed++
-			}
-		}
-		if err := f.uninstallWave(ctx, plan, w.name, in, items); err != nil {
-			wr.Failed++
-		}
-		if runErr != nil && ctx.Err() != nil {
-			rep.Waves = append(rep.Waves, wr)
+		wr, err := f.applyWave(ctx, plan, w, wi == len(waves)-1, ro, state, items)
+		rep.Waves = append(rep.Waves, wr)
+		if err != nil {
 			rep.finish(items, plan)
-			return rep, fmt.Errorf("fleet apply: cancelled in wave %s: %w", w.name, ctx.Err())
+			return rep, err
 		}
-		last := wi == len(waves)-1
-		if opts.Rollout != nil && !last {
-			if opts.Rollout.BakeTime > 0 {
-				select {
-				case <-ctx.Done():
-					rep.Waves = append(rep.Waves, wr)
-					rep.finish(items, plan)
-					return rep, fmt.Errorf("fleet apply: cancelled while baking wave %s: %w", w.name, ctx.Err())
-				case <-f.cfg.Clock.After(opts.Rollout.BakeTime):
-				}
-			}
-			wr.Unhealthy = f.unhealthy(ctx, plan, in, state)
-		}
-		failures += wr.Failed + len(wr.Unhealthy)
-		if opts.Rollout != nil && opts.Rollout.Gate != nil && !last && failures <= budget {
-			wr.GateErr = f.callbacks.gate(ctx, opts.Rollout.Gate, wr)
-		}
-		if opts.Rollout != nil && !last && (failures > budget || wr.GateErr != nil) {
-			wr.Halted, rep.Halted = true, true
-			if opts.Rollout.RollbackFailed {
-				f.rollbackFailed(ctx, plan, in, state, items, wr.Unhealthy)
-			}
-			rep.Waves = append(rep.Waves, wr)
-			f.emit(Event{Kind: EventHalted, Time: f.cfg.Clock.Now(), Wave: w.name, Err: wr.GateErr})
+		if wr.Halted {
+			rep.Halted = true
 			break
 		}
-		rep.Waves = append(rep.Waves, wr)
-		f.emit(Event{Kind: EventWaveFinished, Time: f.cfg.Clock.Now(), Wave: w.name, Elapsed: since(f.cfg.Clock, start)})
 	}
 	rep.finish(items, plan)
+	return rep, rep.err()
+}
+
+// applyWave runs wave w of plan, bakes it, checks its health and asks ro
+// whether the rollout goes on after it (last: it is the last wave). The
+// error is a cancellation; a halt is in the report.
+func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro *rolloutState, state map[Key]depgraph.State, items map[Key]*ItemReport) (WaveReport, error) {
+	in := map[string]bool{}
+	for _, c := range w.clusters {
+		in[c] = true
+	}
+	wr := WaveReport{Name: w.name, Clusters: w.clusters}
+	start := f.cfg.Clock.Now()
+	f.emit(Event{Kind: EventWaveStarted, Time: start, Wave: w.name})
+	res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
+	for _, n := range res.Nodes {
+		state[n.Key] = n.State
+		switch n.State {
+		case depgraph.Succeeded:
+			wr.Succeeded++
+		case depgraph.Failed:
+			wr.Failed++
+		}
+	}
+	if err := f.uninstallWave(ctx, plan, w.name, in, items); err != nil {
+		wr.Failed++
+	}
+	if runErr != nil && ctx.Err() != nil {
+		return wr, fmt.Errorf("fleet apply: cancelled in wave %s: %w", w.name, ctx.Err())
+	}
+	if ro.staged(last) {
+		if err := ro.bake(ctx, f.cfg.Clock); err != nil {
+			return wr, fmt.Errorf("fleet apply: cancelled while baking wave %s: %w", w.name, err)
+		}
+		wr.Unhealthy = f.unhealthy(ctx, in, state)
+	}
+	d := ro.decide(ctx, &f.callbacks, wr, last)
+	wr.GateErr, wr.Halted = d.gateErr, d.halt
+	if d.halt {
+		if d.rollback {
+			f.rollbackFailed(ctx, plan, in, state, items, wr.Unhealthy)
+		}
+		f.emit(Event{Kind: EventHalted, Time: f.cfg.Clock.Now(), Wave: w.name, Err: wr.GateErr})
+		return wr, nil
+	}
+	f.emit(Event{Kind: EventWaveFinished, Time: f.cfg.Clock.Now(), Wave: w.name, Elapsed: since(f.cfg.Clock, start)})
+	return wr, nil
+}
+
+// err is the error of a finished Apply: every failed item's, and the
+// halt's.
+func (rep *ApplyReport) err() error {
 	var errs []error
 	for _, it := range rep.Items {
 		if it.State == depgraph.Failed {
@@ -257,140 +262,38 @@ func (f *Fleet) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (rep *
 		errs = append(errs, fmt.Errorf("rollout halted after wave %s", rep.Waves[len(rep.Waves)-1].Name))
 	}
 	if len(errs) > 0 {
-		return rep, fmt.Errorf("fleet apply: %w", errors.Join(errs...))
+		return fmt.Errorf("fleet apply: %w", errors.Join(errs...))
 	}
-	return rep, nil
+	return nil
+}
+
+// itemLog records the items of a wave as its goroutines start them.
+type itemLog struct {
+	mu    sync.Mutex
+	items map[Key]*ItemReport
+}
+
+// add records it under its key.
+func (l *itemLog) add(it *ItemReport) {
+	l.mu.Lock()
+	l.items[it.Key] = it
+	l.mu.Unlock()
 }
 
 // runWave reconciles the plan's releases on the wave's members.
 func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport) (*depgraph.Result[Key], error) {
-	g := depgraph.New[Key]()
-	blocked := map[Key]error{}
-	for _, n := range plan.graph.Nodes() {
-		if !in[n.Key.Cluster] {
-			continue
-		}
-		var deps []Key
-		for _, d := range n.Deps {
-			switch {
-			case in[d.Cluster]:
-				deps = append(deps, d)
-			case state[d] == depgraph.Succeeded:
-			case state[d] == depgraph.NotStarted && f.readyNow(d):
-				// In a later wave, but ready from an earlier Apply.
-			default:
-				blocked[n.Key] = fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
-			}
-		}
-		g.AddNode(depgraph.Node[Key]{Key: n.Key, Deps: deps, Group: n.Group})
-	}
-	var itemsMu sync.Mutex
-	run := func(ctx context.Context, k Key) error {
+	g, blocked := f.waveGraph(plan, wave, in, state)
+	log := &itemLog{items: items}
+	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
 		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now()}
-		itemsMu.Lock()
-		items[k] = item
-		itemsMu.Unlock()
-		if err := blocked[k]; err != nil {
-			item.Err = err
-			return err
-		}
-		if k.IsKustomization() {
-			item.Err = f.applyKustomization(ctx, plan.kitems[k], item)
-			return item.Err
-		}
-		p := plan.items[k]
-		if p.Err != nil {
-			var se *reconcile.StalledError
-			if !errors.As(p.Err, &se) {
-				item.Err = p.Err
-				return p.Err
-			}
-		}
-		rec := f.rec
-		from, hasValuesFrom := plan.valuesFrom[k]
-		if hasValuesFrom {
-			var err error
-			if rec, err = f.reconcilerFor(k, from); err != nil {
-				item.Err = err
-				return err
-			}
-		}
-		rel := p.Release.DeepCopy()
-		cluster, cerr := f.releaseCluster(k.Cluster, rel)
-		if cerr != nil {
-			item.Err = cerr
-			return cerr
-		}
-		// A release installed for the first time is written to the store
-		// before, so that a process dying during the install leaves it
-		// known to garbage collection.
-		f.mu.Lock()
-		_, known := f.applied[k]
-		f.mu.Unlock()
-		if !known {
-			if err := f.save(ctx, k, rel); err != nil {
-				item.Err = err
-				return err
-			}
-		}
-		// A reconcile that ends asking to come back at once (a pending
-		// release unlocked, a remediation done) is run again, as a
-		// controller would requeue it; one that must wait (a retry
-		// interval) leaves the release unfinished, which is a failure here:
-		// dependents and waves must not start on it.
-		var (
-			res *reconcile.Result
-			err error
-		)
-		for pass := 0; pass < maxPasses; pass++ {
-			res, err = rec.Reconcile(ctx, cluster, rel)
-			err = nameValuesFrom(k, from, err)
-			if res != nil {
-				item.Actions = append(item.Actions, res.Actions...)
-			}
-			if err != nil || res == nil || res.Next != reconcile.NextRequeue || res.RequeueAfter > 0 {
-				break
-			}
-		}
-		f.mu.Lock()
-		f.applied[k] = rel
-		f.mu.Unlock()
-		if serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) }); serr != nil {
-			err = errors.Join(err, serr)
-		}
-		if res != nil {
-			item.Next, item.RequeueAfter = res.Next, res.RequeueAfter
-			if res.Helm != nil {
-				item.Revision = res.Helm.Version
-			}
-			if err == nil && res.Next == reconcile.NextRequeue {
-				err = &UnfinishedError{Release: refOf(rel), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
-			}
-		}
-		item.Err = err
-		return err
-	}
-	res, err := depgraph.Run(ctx, g, run, depgraph.Options[Key]{
+		log.add(item)
+		item.Err = f.applyItem(ctx, plan, k, blocked[k], item)
+		return item.Err
+	}, depgraph.Options[Key]{
 		Concurrency:      f.cfg.Concurrency,
 		GroupConcurrency: f.cfg.ClusterConcurrency,
 		Clock:            f.cfg.Clock,
-		Events: func(e depgraph.Event[Key]) {
-			fe := Event{Time: e.Time, Key: e.Key, Wave: wave, Elapsed: e.Elapsed, Err: e.Err}
-			switch e.Kind {
-			case depgraph.EventStarted:
-				fe.Kind = EventStarted
-			case depgraph.EventSucceeded:
-				fe.Kind = EventReady
-			case depgraph.EventFailed:
-				fe.Kind = EventFailed
-			case depgraph.EventSkipped:
-				fe.Kind = EventSkipped
-				fe.Err = fmt.Errorf("dependency %s failed", e.Cause)
-			default:
-				return
-			}
-			f.emit(fe)
-		},
+		Events:           f.waveEvents(wave),
 	})
 	if res == nil {
 		return &depgraph.Result[Key]{}, err
@@ -410,16 +313,136 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 	return res, err
 }
 
-// readyNow reports whether the fleet's last applied copy of k is Ready.
-func (f *Fleet) readyNow(k Key) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if k.IsKustomization() {
-		ks, ok := f.appliedK[k]
-		return ok && ks.IsReady()
+// waveGraph is the part of the plan's graph on the wave's members, with
+// the dependencies on other members that are not ready as blocked: why
+// each such release cannot start.
+func (f *Fleet) waveGraph(plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State) (*depgraph.Graph[Key], map[Key]error) {
+	g := depgraph.New[Key]()
+	blocked := map[Key]error{}
+	for _, n := range plan.graph.Nodes() {
+		if !in[n.Key.Cluster] {
+			continue
+		}
+		var deps []Key
+		for _, d := range n.Deps {
+			switch {
+			case in[d.Cluster]:
+				deps = append(deps, d)
+			case state[d] == depgraph.Succeeded:
+			case state[d] == depgraph.NotStarted && f.inv.ready(d):
+				// In a later wave, but ready from an earlier Apply.
+			default:
+				blocked[n.Key] = fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
+			}
+		}
+		g.AddNode(depgraph.Node[Key]{Key: n.Key, Deps: deps, Group: n.Group})
 	}
-	r, ok := f.applied[k]
-	return ok && r.Status.IsConditionTrue(release.ConditionReady) && r.Status.ObservedGeneration == r.Generation
+	return g, blocked
+}
+
+// waveEvents turns the graph run's events of a wave into the fleet's.
+func (f *Fleet) waveEvents(wave string) func(depgraph.Event[Key]) {
+	return func(e depgraph.Event[Key]) {
+		fe := Event{Time: e.Time, Key: e.Key, Wave: wave, Elapsed: e.Elapsed, Err: e.Err}
+		switch e.Kind {
+		case depgraph.EventStarted:
+			fe.Kind = EventStarted
+		case depgraph.EventSucceeded:
+			fe.Kind = EventReady
+		case depgraph.EventFailed:
+			fe.Kind = EventFailed
+		case depgraph.EventSkipped:
+			fe.Kind = EventSkipped
+			fe.Err = fmt.Errorf("dependency %s failed", e.Cause)
+		default:
+			return
+		}
+		f.emit(fe)
+	}
+}
+
+// applyItem applies unit k of plan on its member, filling item, and
+// returns why it failed; blocked, if not nil, is why it cannot start.
+func (f *Fleet) applyItem(ctx context.Context, plan *Plan, k Key, blocked error, item *ItemReport) error {
+	if blocked != nil {
+		return blocked
+	}
+	if k.IsKustomization() {
+		return f.applyKustomization(ctx, plan.kitems[k], item)
+	}
+	p := plan.items[k]
+	if p.Err != nil {
+		var se *reconcile.StalledError
+		if !errors.As(p.Err, &se) {
+			return p.Err
+		}
+	}
+	from, hasValuesFrom := plan.valuesFrom[k]
+	rec := f.rec
+	if hasValuesFrom {
+		var err error
+		if rec, err = f.reconcilerFor(k, from); err != nil {
+			return err
+		}
+	}
+	return f.applyRelease(ctx, k, rec, from, p.Release.DeepCopy(), item)
+}
+
+// applyRelease reconciles rel, member k's copy of a release, with rec
+// (from is where it reads valuesFrom), records it in the inventory and
+// fills item.
+func (f *Fleet) applyRelease(ctx context.Context, k Key, rec *reconcile.Reconciler, from ValuesFrom, rel *release.Release, item *ItemReport) error {
+	cluster, err := f.releaseCluster(k.Cluster, rel)
+	if err != nil {
+		return err
+	}
+	// A release installed for the first time is written to the store
+	// before, so that a process dying during the install leaves it
+	// known to garbage collection.
+	if !f.inv.has(k) {
+		if err := f.save(ctx, k, rel); err != nil {
+			return err
+		}
+	}
+	res, err := reconcilePasses(ctx, k, rec, cluster, from, rel, item)
+	f.inv.putRelease(k, rel)
+	if serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) }); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	if res != nil {
+		item.Next, item.RequeueAfter = res.Next, res.RequeueAfter
+		if res.Helm != nil {
+			item.Revision = res.Helm.Version
+		}
+		if err == nil && res.Next == reconcile.NextRequeue {
+			err = &UnfinishedError{Release: refOf(rel), Cluster: k.Cluster, Actions: item.Actions, RequeueAfter: res.RequeueAfter, Message: readyMessage(rel)}
+		}
+	}
+	return err
+}
+
+// reconcilePasses reconciles rel on cluster, adding the actions to item.
+// A reconcile that ends asking to come back at once (a pending release
+// unlocked, a remediation done) is run again, up to maxPasses, as a
+// controller would requeue it; one that must wait (a retry interval)
+// leaves the release unfinished, which the caller counts as a failure:
+// dependents and waves must not start on it.
+func reconcilePasses(ctx context.Context, k Key, rec *reconcile.Reconciler, cluster release.Cluster, from ValuesFrom, rel *release.Release, item *ItemReport) (*reconcile.Result, error) {
+	var (
+		res *reconcile.Result
+		err error
+	)
+	for pass := 0; pass < maxPasses; pass++ {
+		res, err = rec.Reconcile(ctx, cluster, rel)
+		err = nameValuesFrom(k, from, err)
+		if res != nil {
+			item.Actions = append(item.Actions, res.Actions...)
+		}
+		if err != nil || res == nil || res.Next != reconcile.NextRequeue || res.RequeueAfter > 0 {
+			break
+		}
+	}
+	return res, err
 }
 
 // uninstallWave removes, dependents first, the releases the wave's
@@ -440,36 +463,9 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 	if g.Len() == 0 {
 		return nil
 	}
-	var itemsMu sync.Mutex
+	log := &itemLog{items: items}
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
-		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []reconcile.Action{reconcile.ActionUninstall}}
-		var err error
-		if k.IsKustomization() {
-			item.Actions = []reconcile.Action{ActionDelete}
-			err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
-		} else {
-			rel := plan.items[k].Release.DeepCopy()
-			var cluster release.Cluster
-			if cluster, err = f.releaseCluster(k.Cluster, rel); err == nil {
-				_, err = f.rec.Uninstall(ctx, cluster, rel)
-			}
-		}
-		item.Err = err
-		item.Finished = f.cfg.Clock.Now()
-		itemsMu.Lock()
-		items[k] = item
-		itemsMu.Unlock()
-		if err == nil {
-			f.mu.Lock()
-			delete(f.applied, k)
-			delete(f.appliedK, k)
-			f.mu.Unlock()
-			if err = bookkeeping(ctx, func(ctx context.Context) error { return f.forget(ctx, k) }); err != nil {
-				item.Err = err
-			}
-			f.emit(Event{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
-		}
-		return err
+		return f.uninstallItem(ctx, plan, wave, k, log)
 	}, depgraph.Options[Key]{Concurrency: f.cfg.Concurrency, GroupConcurrency: f.cfg.ClusterConcurrency, Clock: f.cfg.Clock})
 	if res != nil {
 		for _, n := range res.Nodes {
@@ -481,10 +477,39 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 	return err
 }
 
+// uninstallItem removes unit k of plan from its member, records its item
+// in log and, once it is gone, forgets it.
+func (f *Fleet) uninstallItem(ctx context.Context, plan *Plan, wave string, k Key, log *itemLog) error {
+	item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now(), Actions: []reconcile.Action{reconcile.ActionUninstall}}
+	var err error
+	if k.IsKustomization() {
+		item.Actions = []reconcile.Action{ActionDelete}
+		err = f.kust.delete(ctx, k.Cluster, f.byName[k.Cluster].Cluster, plan.kitems[k].Kustomization.DeepCopy())
+	} else {
+		rel := plan.items[k].Release.DeepCopy()
+		var cluster release.Cluster
+		if cluster, err = f.releaseCluster(k.Cluster, rel); err == nil {
+			_, err = f.rec.Uninstall(ctx, cluster, rel)
+		}
+	}
+	item.Err = err
+	item.Finished = f.cfg.Clock.Now()
+	log.add(item)
+	if err != nil {
+		return err
+	}
+	f.inv.forget(k)
+	if err = bookkeeping(ctx, func(ctx context.Context) error { return f.forget(ctx, k) }); err != nil {
+		item.Err = err
+	}
+	f.emit(Event{Kind: EventUninstalled, Time: item.Finished, Key: k, Wave: wave})
+	return err
+}
+
 // unhealthy returns the wave's members whose new revision is not healthy
 // now: the Helm release is not the revision just made, not deployed, or
 // its objects are not Current.
-func (f *Fleet) unhealthy(ctx context.Context, plan *Plan, in map[string]bool, state map[Key]depgraph.State) []string {
+func (f *Fleet) unhealthy(ctx context.Context, in map[string]bool, state map[Key]depgraph.State) []string {
 	bad := map[string]bool{}
 	for k, s := range state {
 		if !in[k.Cluster] || s != depgraph.Succeeded {
@@ -494,14 +519,12 @@ func (f *Fleet) unhealthy(ctx context.Context, plan *Plan, in map[string]bool, s
 			// Its objects' health is its Ready (with wait or
 			// healthChecks); the releases it produces are checked here
 			// as releases.
-			if !f.readyNow(k) {
+			if !f.inv.ready(k) {
 				bad[k.Cluster] = true
 			}
 			continue
 		}
-		f.mu.Lock()
-		rel := f.applied[k].DeepCopy()
-		f.mu.Unlock()
+		rel, _ := f.inv.release(k)
 		cluster, err := f.releaseCluster(k.Cluster, rel)
 		if err == nil {
 			err = f.rec.Health(ctx, cluster, rel)
@@ -530,12 +553,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		if !in[k.Cluster] || it.Action == reconcile.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
 			continue
 		}
-		f.mu.Lock()
-		rel, ok := f.applied[k]
-		if ok {
-			rel = rel.DeepCopy()
-		}
-		f.mu.Unlock()
+		rel, ok := f.inv.release(k)
 		if !ok {
 			continue
 		}
@@ -544,9 +562,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			err = f.rec.RollbackToPrevious(ctx, cluster, rel)
 		}
 		if err == nil {
-			f.mu.Lock()
-			f.applied[k] = rel
-			f.mu.Unlock()
+			f.inv.putRelease(k, rel)
 			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
 			if ir, ok := items[k]; ok {
 				ir.RolledBack = true

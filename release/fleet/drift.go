@@ -72,14 +72,11 @@ func (f *Fleet) Drift(ctx context.Context, correct bool) (*DriftReport, error) {
 	if err := f.ensureLoaded(ctx); err != nil {
 		return nil, fmt.Errorf("fleet drift: %w", err)
 	}
-	f.mu.Lock()
 	byCluster := map[string][]Key{}
-	rels := map[Key]*release.Release{}
-	for k, r := range f.applied {
+	rels := f.inv.releases()
+	for k := range rels {
 		byCluster[k.Cluster] = append(byCluster[k.Cluster], k)
-		rels[k] = r.DeepCopy()
 	}
-	f.mu.Unlock()
 	out := &DriftReport{}
 	results := make(chan DriftItem, len(rels))
 	g, gctx := errgroup.WithContext(ctx)

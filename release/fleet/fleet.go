@@ -157,9 +157,7 @@ type Fleet struct {
 
 	kust kustomizer
 
-	mu       sync.Mutex
-	applied  map[Key]*release.Release
-	appliedK map[Key]*release.Kustomization
+	inv *inventory // what the fleet applied last
 }
 
 // New returns a Fleet for cfg.
@@ -183,8 +181,7 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = depgraph.SystemClock()
 	}
-	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, applied: map[Key]*release.Release{},
-		appliedK: map[Key]*release.Kustomization{}}
+	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, inv: newInventory()}
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
 	}
@@ -312,34 +309,9 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet plan: policies: %w", err)
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(in.Releases)+len(in.Kustomizations))
-	byRef := map[string]*release.Release{}
-	for i, rel := range in.Releases {
-		r := rel.DeepCopy()
-		r.Default()
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("fleet plan: releases[%d]: %w", i, err)
-		}
-		u, err := toUnstructured(r)
-		if err != nil {
-			return nil, fmt.Errorf("fleet plan: releases[%d] %s: %w", i, refOf(r), err)
-		}
-		byRef[refOf(r)] = r
-		objs = append(objs, u)
-	}
-	kByRef := map[string]bool{}
-	for i, ks := range in.Kustomizations {
-		k := ks.DeepCopy()
-		k.Default()
-		if err := k.Validate(); err != nil {
-			return nil, fmt.Errorf("fleet plan: kustomizations[%d]: %w", i, err)
-		}
-		u, err := kustomizationToUnstructured(k)
-		if err != nil {
-			return nil, fmt.Errorf("fleet plan: kustomizations[%d] %s/%s: %w", i, k.Namespace, k.Name, err)
-		}
-		kByRef[k.Namespace+"/"+k.Name] = true
-		objs = append(objs, u)
+	objs, byRef, kByRef, err := inputObjects(in)
+	if err != nil {
+		return nil, err
 	}
 	placement, err := engine.Place(objs, release.FactsOf(f.members))
 	if placement == nil {
@@ -358,9 +330,77 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			plan.Errors = append(plan.Errors, fmt.Errorf("%s %s/%s: %w", what, op.Object.Namespace, op.Object.Name, op.Err))
 		}
 	}
+	work, kwork := f.memberWork(plan, engine.Materialize(placement))
+	// Kustomizations first: what they produce is planned with the
+	// releases.
+	produced, err := f.planKustomizations(ctx, plan, in.Policies, engine, kwork, work)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.planReleases(ctx, plan, append(work, produced...)); err != nil {
+		return nil, err
+	}
+
+	// Garbage collection: what the fleet applied before and no longer
+	// wants there.
+	f.collectGarbage(plan, byRef, kByRef)
+	sort.SliceStable(plan.Items, func(i, j int) bool { return keyLess(keyOfPlan(plan.Items[i]), keyOfPlan(plan.Items[j])) })
+	sort.SliceStable(plan.Kustomizations, func(i, j int) bool {
+		return keyLess(plan.Kustomizations[i].Key(), plan.Kustomizations[j].Key())
+	})
+
+	plan.graph, plan.gc = f.graphs(plan)
+	plan.deferMissingKinds()
+	if err := plan.graph.Validate(); err != nil {
+		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
+	}
+	return plan, nil
+}
+
+// inputObjects defaults and validates the inputs' releases and
+// Kustomizations and returns them as objects for the policy engine, with
+// the releases and the Kustomizations by namespace/name.
+func inputObjects(in Inputs) ([]*unstructured.Unstructured, map[string]*release.Release, map[string]bool, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(in.Releases)+len(in.Kustomizations))
+	byRef := map[string]*release.Release{}
+	for i, rel := range in.Releases {
+		r := rel.DeepCopy()
+		r.Default()
+		if err := r.Validate(); err != nil {
+			return nil, nil, nil, fmt.Errorf("fleet plan: releases[%d]: %w", i, err)
+		}
+		u, err := toUnstructured(r)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("fleet plan: releases[%d] %s: %w", i, refOf(r), err)
+		}
+		byRef[refOf(r)] = r
+		objs = append(objs, u)
+	}
+	kByRef := map[string]bool{}
+	for i, ks := range in.Kustomizations {
+		k := ks.DeepCopy()
+		k.Default()
+		if err := k.Validate(); err != nil {
+			return nil, nil, nil, fmt.Errorf("fleet plan: kustomizations[%d]: %w", i, err)
+		}
+		u, err := kustomizationToUnstructured(k)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("fleet plan: kustomizations[%d] %s/%s: %w", i, k.Namespace, k.Name, err)
+		}
+		kByRef[k.Namespace+"/"+k.Name] = true
+		objs = append(objs, u)
+	}
+	return objs, byRef, kByRef, nil
+}
+
+// memberWork turns the members' objects into the plan's work: the
+// releases and the Kustomizations to plan, each with the status it was
+// last applied with; what cannot be decoded or is invalid goes to
+// plan.Errors.
+func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo, []*KustomizationPlan) {
 	var work []todo
 	var kwork []*KustomizationPlan
-	for _, co := range engine.Materialize(placement) {
+	for _, co := range members {
 		for _, e := range co.Errors {
 			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: %w", co.Cluster, e))
 		}
@@ -375,11 +415,9 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 					continue
 				}
 				key := Key{Cluster: co.Cluster, Namespace: k.Namespace, Name: k.Name, Kind: KindKustomization}
-				f.mu.Lock()
-				if prev, ok := f.appliedK[key]; ok {
-					k.Status = *prev.Status.DeepCopy()
+				if st, ok := f.inv.kustomizationStatus(key); ok {
+					k.Status = st
 				}
-				f.mu.Unlock()
 				kwork = append(kwork, &KustomizationPlan{Cluster: co.Cluster, Kustomization: k, Action: ActionApply})
 				continue
 			}
@@ -395,13 +433,13 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			work = append(work, f.releaseWork(co.Cluster, r))
 		}
 	}
-	// Kustomizations first: what they produce is planned with the
-	// releases.
-	produced, err := f.planKustomizations(ctx, plan, in.Policies, engine, kwork, work)
-	if err != nil {
-		return nil, err
-	}
-	work = append(work, produced...)
+	return work, kwork
+}
+
+// planReleases plans the work's releases on their members, at most
+// Config.Concurrency at a time, into plan (in key order), naming each
+// failed item in plan.Errors.
+func (f *Fleet) planReleases(ctx context.Context, plan *Plan, work []todo) error {
 	sort.Slice(work, func(i, j int) bool { return keyLess(work[i].key, work[j].key) })
 	plan.Items = make([]*reconcile.Plan, len(work))
 	g, gctx := errgroup.WithContext(ctx)
@@ -425,10 +463,10 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("fleet plan: %w", err)
+		return fmt.Errorf("fleet plan: %w", err)
 	}
 	for i, w := range work {
 		plan.items[w.key] = plan.Items[i]
@@ -439,21 +477,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			plan.Errors = append(plan.Errors, &ItemError{Key: w.key, Err: err})
 		}
 	}
-
-	// Garbage collection: what the fleet applied before and no longer
-	// wants there.
-	f.collectGarbage(plan, byRef, kByRef)
-	sort.SliceStable(plan.Items, func(i, j int) bool { return keyLess(keyOfPlan(plan.Items[i]), keyOfPlan(plan.Items[j])) })
-	sort.SliceStable(plan.Kustomizations, func(i, j int) bool {
-		return keyLess(plan.Kustomizations[i].Key(), plan.Kustomizations[j].Key())
-	})
-
-	plan.graph, plan.gc = f.graphs(plan)
-	plan.deferMissingKinds()
-	if err := plan.graph.Validate(); err != nil {
-		plan.Errors = append(plan.Errors, fmt.Errorf("dependencies: %w", err))
-	}
-	return plan, nil
+	return nil
 }
 
 // todo is a release to plan on a member.
@@ -471,11 +495,9 @@ type todo struct {
 // the reconciler that reads its valuesFrom.
 func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 	k := Key{Cluster: member, Namespace: r.Namespace, Name: r.Name}
-	f.mu.Lock()
-	if prev, ok := f.applied[k]; ok {
-		r.Status = *prev.Status.DeepCopy()
+	if st, ok := f.inv.releaseStatus(k); ok {
+		r.Status = st
 	}
-	f.mu.Unlock()
 	w := todo{key: k, rel: r, rec: f.rec}
 	if w.err = f.denyCrossNamespaceRefs(r); w.err != nil {
 		return w
@@ -497,14 +519,17 @@ func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 // when that Kustomization does not prune it (as Flux orphans it) or
 // failed (what it produces is unknown).
 func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kByRef map[string]bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var goneK []*KustomizationPlan
-	for k, prev := range f.appliedK {
-		if _, ok := plan.kitems[k]; ok {
-			continue
+	goneRels, goneKusts := f.inv.except(func(k Key) bool {
+		if k.IsKustomization() {
+			_, ok := plan.kitems[k]
+			return ok
 		}
-		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev.DeepCopy(), State: reconcile.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
+		_, ok := plan.items[k]
+		return ok
+	})
+	var goneK []*KustomizationPlan
+	for k, prev := range goneKusts {
+		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev, State: reconcile.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
 		if !kByRef[k.Namespace+"/"+k.Name] {
 			item.Reason = "removed from the inputs"
 		}
@@ -534,15 +559,13 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		}
 	}
 	plan.Kustomizations = append(plan.Kustomizations, goneK...)
-	var gone []Key
-	for k := range f.applied {
-		if _, ok := plan.items[k]; !ok {
-			gone = append(gone, k)
-		}
+	gone := make([]Key, 0, len(goneRels))
+	for k := range goneRels {
+		gone = append(gone, k)
 	}
 	sort.Slice(gone, func(i, j int) bool { return keyLess(gone[i], gone[j]) })
 	for _, k := range gone {
-		prev := f.applied[k].DeepCopy()
+		prev := goneRels[k]
 		item := &reconcile.Plan{Cluster: k.Cluster, Release: prev, State: reconcile.StateInSync, Action: reconcile.ActionUninstall, Reason: "no longer placed on this member"}
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
@@ -985,16 +1008,15 @@ func (p *Plan) Mermaid() string { return p.graph.Mermaid(nil) }
 // without a Config.Store persists by hand to continue after a restart
 // (see Restore).
 func (f *Fleet) Inventory() []*release.Release {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	keys := make([]Key, 0, len(f.applied))
-	for k := range f.applied {
+	rels := f.inv.releases()
+	keys := make([]Key, 0, len(rels))
+	for k := range rels {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return keyLess(keys[i], keys[j]) })
 	out := make([]*release.Release, len(keys))
 	for i, k := range keys {
-		r := f.applied[k].DeepCopy()
+		r := rels[k]
 		if r.Annotations == nil {
 			r.Annotations = map[string]string{}
 		}
@@ -1025,22 +1047,14 @@ func (f *Fleet) Restore(inventory []*release.Release) error {
 	f.loadMu.Lock()
 	f.loaded = true
 	f.loadMu.Unlock()
-	f.mu.Lock()
-	f.applied = applied
-	f.mu.Unlock()
+	f.inv.replace(applied, nil)
 	return nil
 }
 
 // Status returns the status of one release on one member, as last
 // applied.
 func (f *Fleet) Status(k Key) (release.Status, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r, ok := f.applied[k]
-	if !ok {
-		return release.Status{}, false
-	}
-	return *r.Status.DeepCopy(), true
+	return f.inv.releaseStatus(k)
 }
 
 func (f *Fleet) emit(e Event) { f.callbacks.event(f.cfg.Events, e) }

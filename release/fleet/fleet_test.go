@@ -286,10 +286,17 @@ func TestFleetGarbageCollectionDependentsFirst(t *testing.T) {
 	assert.Equal(t, []string{"podinfo", "database"}, order)
 }
 
-func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
+// brokenUpgrade returns a test fleet with podinfo 6.5.0 applied on every
+// member and the plan of its upgrade to 6.5.1, a chart that crashes on
+// the members named in broken (dev-1 is pinned to 6.5.0 by an override).
+func brokenUpgrade(t *testing.T, broken ...string) (*testFleet, *fleet.Plan) {
+	t.Helper()
 	ctx := context.Background()
-	// Chart 6.5.1 crashes on prod-eu-1 only.
-	tf := newTestFleet(t, map[string]memory.HealthFunc{"prod-eu-1": fixture.BrokenVersion("6.5.1")})
+	health := map[string]memory.HealthFunc{}
+	for _, m := range broken {
+		health[m] = fixture.BrokenVersion("6.5.1")
+	}
+	tf := newTestFleet(t, health)
 	in := decodeInputs(t, strings.Replace(fleetYAML, "value: \"6.6.0-rc.1\"", "value: \"6.5.0\"", 1))
 	for _, r := range in.Releases {
 		r.Spec.Timeout = nil
@@ -301,12 +308,18 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	require.NoError(t, err)
 
 	in.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
-	in.Releases[0].Spec.Timeout = nil
 	for _, r := range in.Releases {
 		r.Spec.Timeout = &metav1Duration20ms
 	}
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)
+	return tf, plan
+}
+
+func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
+	ctx := context.Background()
+	// Chart 6.5.1 crashes on prod-eu-1 only.
+	tf, plan := brokenUpgrade(t, "prod-eu-1")
 	var gated []string
 	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
 		Waves:          []fleet.Wave{{Name: "dev", Selector: "env=dev"}, {Name: "prod-eu", Clusters: []string{"prod-eu-1"}}, {Name: "prod-us", Clusters: []string{"prod-us-1"}}},
@@ -333,6 +346,41 @@ func TestFleetRolloutHaltsAndRollsBack(t *testing.T) {
 	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]))
 	assert.Contains(t, rep.Table(), "HALTED")
 	assert.Contains(t, rep.Mermaid(), "prod-eu-1")
+}
+
+// TestFleetRolloutFailureBudget: the failure budget counts failed
+// members over all waves so far; while it holds, the gate is asked and
+// the rollout goes on, and the wave that exceeds it halts the rollout
+// without asking the gate.
+func TestFleetRolloutFailureBudget(t *testing.T) {
+	ctx := context.Background()
+	// Chart 6.5.1 crashes on the prod members (dev-1 stays on 6.5.0).
+	tf, plan := brokenUpgrade(t, "prod-eu-1", "prod-us-1")
+	var gated []string
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
+		Waves:       []fleet.Wave{{Name: "prod-eu", Clusters: []string{"prod-eu-1"}}, {Name: "prod-us", Clusters: []string{"prod-us-1"}}, {Name: "dev", Clusters: []string{"dev-1"}}},
+		MaxFailures: 1,
+		Gate: func(_ context.Context, w fleet.WaveReport) error {
+			gated = append(gated, w.Name)
+			return nil
+		},
+	}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "rollout halted after wave prod-us")
+	assert.True(t, rep.Halted)
+	assert.Equal(t, []string{"prod-eu"}, gated, "the gate is asked while the budget holds, not after the wave that exceeds it")
+	require.Len(t, rep.Waves, 2)
+	assert.Equal(t, 1, rep.Waves[0].Failed)
+	assert.False(t, rep.Waves[0].Halted, "one failure is within a budget of one")
+	assert.Equal(t, 1, rep.Waves[1].Failed)
+	assert.True(t, rep.Waves[1].Halted, "the second failure, in another wave, exceeds the budget")
+	byKey := map[string]fleet.ItemReport{}
+	for _, it := range rep.Items {
+		byKey[it.Key.Cluster] = it
+	}
+	assert.Equal(t, depgraph.Failed, byKey["prod-eu-1"].State)
+	assert.Equal(t, depgraph.Failed, byKey["prod-us-1"].State)
+	assert.Equal(t, depgraph.NotStarted, byKey["dev-1"].State, "the last wave never started")
 }
 
 func TestFleetCrossClusterDependency(t *testing.T) {

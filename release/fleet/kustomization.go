@@ -170,12 +170,10 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 	g.SetLimit(f.cfg.Concurrency)
 	for i, it := range items {
 		k := it.Key()
-		f.mu.Lock()
-		prev, known := f.appliedK[k]
+		st, known := f.inv.kustomizationStatus(k)
 		if known {
-			it.Kustomization.Status = *prev.Status.DeepCopy()
+			it.Kustomization.Status = st
 		}
-		f.mu.Unlock()
 		it.State = reconcile.StateAbsent
 		if known {
 			it.State = reconcile.StateInSync
@@ -377,10 +375,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 		return nil
 	}
 	ks := p.Kustomization.DeepCopy()
-	f.mu.Lock()
-	_, known := f.appliedK[k]
-	f.mu.Unlock()
-	if !known {
+	if !f.inv.has(k) {
 		// Known to garbage collection before anything is applied.
 		if err := f.saveKustomization(ctx, k, ks); err != nil {
 			return err
@@ -388,9 +383,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 	}
 	err := f.kust.reconcile(ctx, k.Cluster, f.byName[k.Cluster].Cluster, ks)
 	item.SourceRevision = ks.Status.LastAppliedRevision
-	f.mu.Lock()
-	f.appliedK[k] = ks
-	f.mu.Unlock()
+	f.inv.putKustomization(k, ks)
 	if serr := bookkeeping(ctx, func(ctx context.Context) error { return f.saveKustomization(ctx, k, ks) }); serr != nil {
 		err = errors.Join(err, serr)
 	}
@@ -425,11 +418,5 @@ type kustomizer interface {
 // KustomizationStatus returns the status of one Kustomization on one
 // member, as last applied.
 func (f *Fleet) KustomizationStatus(k Key) (release.KustomizationStatus, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ks, ok := f.appliedK[k]
-	if !ok {
-		return release.KustomizationStatus{}, false
-	}
-	return *ks.Status.DeepCopy(), true
+	return f.inv.kustomizationStatus(k)
 }

@@ -349,9 +349,7 @@ func (f *Fleet) Load(ctx context.Context) error {
 			applied[e.Key] = e.Release.DeepCopy()
 		}
 	}
-	f.mu.Lock()
-	f.applied, f.appliedK = applied, appliedK
-	f.mu.Unlock()
+	f.inv.replace(applied, appliedK)
 	f.loaded = true
 	return nil
 }
