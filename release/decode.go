@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
 	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/policy"
@@ -56,7 +57,7 @@ type Problem struct {
 
 // Object returns "Kind namespace/name", or what of it is known.
 func (p Problem) Object() string {
-	return objectName(p.Kind, p.Namespace, p.Name)
+	return fieldcheck.ObjectName(p.Kind, p.Namespace, p.Name)
 }
 
 // Error renders "document N (Kind namespace/name, line L): path: message".
@@ -558,12 +559,3 @@ func dotted(prefix string) string {
 }
 
 func shortValue(s string) string { return strictyaml.Value(s) }
-
-// objectName renders "Kind namespace/name", leaving out what is empty.
-func objectName(kind, namespace, name string) string {
-	id := name
-	if namespace != "" && name != "" {
-		id = namespace + "/" + name
-	}
-	return strings.TrimSpace(kind + " " + id)
-}
