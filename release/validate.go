@@ -388,15 +388,16 @@ func sortedStringKeys(m map[string]string) []string {
 	return keys
 }
 
-// ValidateHelmRepository is r.Validate(); see
-// source.HelmRepository.Validate.
+// ValidateHelmRepository checks r and returns every problem as a
+// *ValidationError, or nil: it is r.Validate (source.HelmRepository).
 func ValidateHelmRepository(r *source.HelmRepository) error { return r.Validate() }
 
-// ValidateOCIRepository is r.Validate(); see
-// source.OCIRepository.Validate.
+// ValidateOCIRepository checks r and returns every problem as a
+// *ValidationError, or nil: it is r.Validate (source.OCIRepository).
 func ValidateOCIRepository(r *source.OCIRepository) error { return r.Validate() }
 
-// ValidateHelmChart is c.Validate(); see source.HelmChart.Validate.
+// ValidateHelmChart checks c and returns every problem as a
+// *ValidationError, or nil: it is c.Validate (source.HelmChart).
 func ValidateHelmChart(c *source.HelmChart) error { return c.Validate() }
 
 // Validate checks every object (Releases with Release.Validate, sources
