@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
 	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/policy"
@@ -56,7 +57,7 @@ type Problem struct {
 
 // Object returns "Kind namespace/name", or what of it is known.
 func (p Problem) Object() string {
-	return objectName(p.Kind, p.Namespace, p.Name)
+	return fieldcheck.ObjectName(p.Kind, p.Namespace, p.Name)
 }
 
 // Error renders "document N (Kind namespace/name, line L): path: message".
@@ -118,58 +119,6 @@ func into[T any](add func(*Objects, *T)) decodeFunc {
 // T strictly and converts it to a Release.
 func converted[T any](convert func(*T) *Release) decodeFunc {
 	return into(func(o *Objects, old *T) { o.Releases = append(o.Releases, convert(old)) })
-}
-
-// versions maps each of vs to f.
-func versions(f decodeFunc, vs ...string) map[string]decodeFunc {
-	m := make(map[string]decodeFunc, len(vs))
-	for _, v := range vs {
-		m[v] = f
-	}
-	return m
-}
-
-// decoders is the registry of the kinds Decode understands: API group and
-// kind, then version, to the function that decodes such a document. A new
-// kind is one line here and one field in Objects.
-func decoders() map[schema.GroupKind]map[string]decodeFunc {
-	karmadaVersion := schema.FromAPIVersionAndKind(policy.GroupVersion, "").Version
-	return map[schema.GroupKind]map[string]decodeFunc{
-		{Group: Group, Kind: Kind}: {
-			Version:        into(func(o *Objects, r *Release) { o.Releases = append(o.Releases, r) }),
-			VersionV2Beta2: converted(convertV2Beta2),
-			VersionV2Beta1: converted(convertV2Beta1),
-		},
-		{Group: KustomizationGroup, Kind: KustomizationKind}: {
-			KustomizationVersion: into(func(o *Objects, k *Kustomization) { o.Kustomizations = append(o.Kustomizations, k) }),
-		},
-		{Group: source.Group, Kind: source.KindHelmRepository}: versions(into(func(o *Objects, r *source.HelmRepository) {
-			o.HelmRepositories = append(o.HelmRepositories, r)
-		}), "v1", "v1beta2"),
-		{Group: source.Group, Kind: source.KindOCIRepository}: versions(into(func(o *Objects, r *source.OCIRepository) {
-			o.OCIRepositories = append(o.OCIRepositories, r)
-		}), "v1", "v1beta2"),
-		{Group: source.Group, Kind: source.KindHelmChart}: versions(into(func(o *Objects, c *source.HelmChart) {
-			o.HelmCharts = append(o.HelmCharts, c)
-		}), "v1", "v1beta2"),
-		karmada(policy.KindPropagationPolicy): versions(into(func(o *Objects, p *policy.PropagationPolicy) {
-			o.Policies.Propagation = append(o.Policies.Propagation, *p)
-		}), karmadaVersion),
-		karmada(policy.KindClusterPropagationPolicy): versions(into(func(o *Objects, p *policy.ClusterPropagationPolicy) {
-			o.Policies.ClusterPropagation = append(o.Policies.ClusterPropagation, *p)
-		}), karmadaVersion),
-		karmada(policy.KindOverridePolicy): versions(into(func(o *Objects, p *policy.OverridePolicy) {
-			o.Policies.Override = append(o.Policies.Override, *p)
-		}), karmadaVersion),
-		karmada(policy.KindClusterOverridePolicy): versions(into(func(o *Objects, p *policy.ClusterOverridePolicy) {
-			o.Policies.ClusterOverride = append(o.Policies.ClusterOverride, *p)
-		}), karmadaVersion),
-	}
-}
-
-// karmada returns the group and kind of a Karmada policy kind.
-func karmada(kind string) schema.GroupKind {
-	return schema.FromAPIVersionAndKind(policy.GroupVersion, kind).GroupKind()
 }
 
 // Decode reads a multi-document YAML stream (any document of which may be
@@ -558,12 +507,3 @@ func dotted(prefix string) string {
 }
 
 func shortValue(s string) string { return strictyaml.Value(s) }
-
-// objectName renders "Kind namespace/name", leaving out what is empty.
-func objectName(kind, namespace, name string) string {
-	id := name
-	if namespace != "" && name != "" {
-		id = namespace + "/" + name
-	}
-	return strings.TrimSpace(kind + " " + id)
-}

@@ -1,7 +1,6 @@
 package release
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -28,12 +27,3 @@ var SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 // client built on s, reads and writes Releases as typed objects. The
 // source kinds a Release refers to are registered by source.AddToScheme.
 func AddToScheme(s *runtime.Scheme) error { return SchemeBuilder.AddToScheme(s) }
-
-func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypeWithName(GroupVersion.WithKind(Kind), &Release{})
-	s.AddKnownTypeWithName(GroupVersion.WithKind(Kind+"List"), &ReleaseList{})
-	metav1.AddToGroupVersion(s, GroupVersion)
-	s.AddKnownTypes(KustomizationGroupVersion, &Kustomization{}, &KustomizationList{})
-	metav1.AddToGroupVersion(s, KustomizationGroupVersion)
-	return nil
-}

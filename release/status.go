@@ -174,6 +174,29 @@ func (in *Status) SetCondition(c metav1.Condition) {
 	apimeta.SetStatusCondition(&in.Conditions, c)
 }
 
+// Mark sets the condition typ to status, with reason and message msg,
+// observed at generation gen: SetCondition of that condition with
+// LastTransitionTime now, which it keeps only when the status changes
+// (an unchanged status keeps the time it last changed).
+func (in *Status) Mark(typ string, status metav1.ConditionStatus, reason, msg string, gen int64, now metav1.Time) {
+	in.SetCondition(metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: now})
+}
+
+// MarkTrue sets the condition typ True (see Mark).
+func (in *Status) MarkTrue(typ, reason, msg string, gen int64, now metav1.Time) {
+	in.Mark(typ, metav1.ConditionTrue, reason, msg, gen, now)
+}
+
+// MarkFalse sets the condition typ False (see Mark).
+func (in *Status) MarkFalse(typ, reason, msg string, gen int64, now metav1.Time) {
+	in.Mark(typ, metav1.ConditionFalse, reason, msg, gen, now)
+}
+
+// MarkUnknown sets the condition typ Unknown (see Mark).
+func (in *Status) MarkUnknown(typ, reason, msg string, gen int64, now metav1.Time) {
+	in.Mark(typ, metav1.ConditionUnknown, reason, msg, gen, now)
+}
+
 // GetCondition returns the condition of type t, or nil.
 func (in *Status) GetCondition(t string) *metav1.Condition {
 	return apimeta.FindStatusCondition(in.Conditions, t)
@@ -445,8 +468,7 @@ func (in *Release) SummarizeReady() {
 	if status == metav1.ConditionTrue {
 		in.Status.RemoveCondition(ConditionStalled)
 	}
-	in.Status.SetCondition(metav1.Condition{Type: ConditionReady, Status: status, Reason: first.Reason,
-		Message: first.Message, ObservedGeneration: in.Generation, LastTransitionTime: first.LastTransitionTime})
+	in.Status.Mark(ConditionReady, status, first.Reason, first.Message, in.Generation, first.LastTransitionTime)
 }
 
 // Condition reasons helmfleet adds to Flux's.

@@ -173,3 +173,26 @@ func TestDeepCopy(t *testing.T) {
 	assert.Equal(t, again.Releases[0], r, "the original is untouched")
 	assert.Nil(t, (*Release)(nil).DeepCopy())
 }
+
+// Mark and its shorthands set a condition for a generation and keep the
+// time of its last transition while its status stays the same, as Flux's
+// conditions.MarkTrue/MarkFalse do: kstatus and alerts read that time.
+func TestStatusMark(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	t2 := metav1.NewTime(t0.Add(2 * time.Minute))
+	var st Status
+	st.MarkFalse(ConditionReady, ReasonInstallFailed, "boom", 1, t0)
+	st.MarkFalse(ConditionReady, ReasonUpgradeFailed, "boom again", 2, t1)
+	assert.Equal(t, []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonUpgradeFailed,
+		Message: "boom again", ObservedGeneration: 2, LastTransitionTime: t0}}, st.Conditions, "same status: the transition time stays")
+
+	st.MarkTrue(ConditionReady, ReasonUpgradeSucceeded, "ok", 2, t2)
+	st.MarkUnknown(ConditionReconciling, ReasonProgressing, "working", 3, t2)
+	st.Mark(ConditionStalled, metav1.ConditionFalse, ReasonRetriesExceeded, "", 3, t1)
+	assert.Equal(t, []metav1.Condition{
+		{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonUpgradeSucceeded, Message: "ok", ObservedGeneration: 2, LastTransitionTime: t2},
+		{Type: ConditionReconciling, Status: metav1.ConditionUnknown, Reason: ReasonProgressing, Message: "working", ObservedGeneration: 3, LastTransitionTime: t2},
+		{Type: ConditionStalled, Status: metav1.ConditionFalse, Reason: ReasonRetriesExceeded, ObservedGeneration: 3, LastTransitionTime: t1},
+	}, st.Conditions)
+}

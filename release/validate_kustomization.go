@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
 )
 
 // VariableNameRe is the rule a postBuild variable name follows, Flux's
@@ -24,32 +26,32 @@ var VariableNameRe = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // come from the caller's backends), spec.decryption (no SOPS) and
 // spec.healthCheckExprs (no CEL health checks).
 func (in *Kustomization) Validate() error {
-	var p problems
-	validateMeta(&p, in.ObjectMeta)
+	var p fieldcheck.Problems
+	fieldcheck.Meta(&p, in.ObjectMeta)
 	s := &in.Spec
-	validateKind(&p, "spec.sourceRef.kind", s.SourceRef.Kind,
+	fieldcheck.Kind(&p, "spec.sourceRef.kind", s.SourceRef.Kind,
 		SourceKindOCIRepository, SourceKindGitRepository, SourceKindBucket, SourceKindExternalArtifact)
-	validateRefName(&p, "spec.sourceRef", s.SourceRef.Name, s.SourceRef.Namespace)
+	fieldcheck.RefName(&p, "spec.sourceRef", s.SourceRef.Name, s.SourceRef.Namespace)
 	pathOK := validateSourcePath(&p, "spec.path", s.Path, s.Path)
 	if s.Interval.Duration <= 0 {
-		p.add("spec.interval", s.Interval.Duration.String(), "is required and must be positive")
+		p.Add("spec.interval", s.Interval.Duration.String(), "is required and must be positive")
 	}
-	validateDuration(&p, "spec.retryInterval", s.RetryInterval)
-	validateDuration(&p, "spec.timeout", s.Timeout)
+	fieldcheck.Duration(&p, "spec.retryInterval", s.RetryInterval)
+	fieldcheck.Duration(&p, "spec.timeout", s.Timeout)
 	validateDependsOn(&p, KustomizationKind, KustomizationKind, in.ObjectMeta, s.DependsOn)
-	validateEnum(&p, "spec.deletionPolicy", s.DeletionPolicy,
+	fieldcheck.Enum(&p, "spec.deletionPolicy", s.DeletionPolicy,
 		DeletionPolicyMirrorPrune, DeletionPolicyDelete, DeletionPolicyWaitForTermination, DeletionPolicyOrphan)
 	for i, hc := range s.HealthChecks {
 		hp := fmt.Sprintf("spec.healthChecks[%d]", i)
 		if hc.Kind == "" {
-			p.add(hp+".kind", "", "is required")
+			p.Add(hp+".kind", "", "is required")
 		}
-		validateRefName(&p, hp, hc.Name, hc.Namespace)
+		fieldcheck.RefName(&p, hp, hc.Name, hc.Namespace)
 	}
-	validateNamespace(&p, "spec.targetNamespace", s.TargetNamespace)
+	fieldcheck.Namespace(&p, "spec.targetNamespace", s.TargetNamespace)
 	for _, f := range []struct{ path, v string }{{"spec.namePrefix", s.NamePrefix}, {"spec.nameSuffix", s.NameSuffix}} {
 		if len(f.v) > 200 {
-			p.add(f.path, f.v, "must be at most 200 characters, is %d", len(f.v))
+			p.Add(f.path, f.v, "must be at most 200 characters, is %d", len(f.v))
 		}
 	}
 	if m := s.CommonMetadata; m != nil {
@@ -60,11 +62,11 @@ func (in *Kustomization) Validate() error {
 	for i, c := range s.Components {
 		cp := fmt.Sprintf("spec.components[%d]", i)
 		if strings.TrimSpace(c) == "" {
-			p.add(cp, c, "must not be empty")
+			p.Add(cp, c, "must not be empty")
 			continue
 		}
 		if path.IsAbs(c) {
-			p.add(cp, c, "must be relative to spec.path")
+			p.Add(cp, c, "must be relative to spec.path")
 			continue
 		}
 		if pathOK {
@@ -72,45 +74,45 @@ func (in *Kustomization) Validate() error {
 		}
 	}
 	if pb := s.PostBuild; pb != nil {
-		validateEnum(&p, "spec.postBuild.substituteStrategy", pb.SubstituteStrategy,
+		fieldcheck.Enum(&p, "spec.postBuild.substituteStrategy", pb.SubstituteStrategy,
 			SubstituteStrategyWithVariables, SubstituteStrategyAlways)
 		for _, k := range sortedStringKeys(pb.Substitute) {
 			if !VariableNameRe.MatchString(k) {
-				p.add("spec.postBuild.substitute", k, "invalid variable name: must match %s", VariableNameRe)
+				p.Add("spec.postBuild.substitute", k, "invalid variable name: must match %s", VariableNameRe)
 			}
 		}
 		for i, r := range pb.SubstituteFrom {
 			rp := fmt.Sprintf("spec.postBuild.substituteFrom[%d]", i)
-			validateKind(&p, rp+".kind", r.Kind, "ConfigMap", "Secret")
+			fieldcheck.Kind(&p, rp+".kind", r.Kind, "ConfigMap", "Secret")
 			if r.Name == "" {
-				p.add(rp+".name", "", "is required")
+				p.Add(rp+".name", "", "is required")
 			} else {
 				for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
-					p.add(rp+".name", r.Name, "%s", msg)
+					p.Add(rp+".name", r.Name, "%s", msg)
 				}
 			}
 		}
 	}
 	if s.KubeConfig != nil {
-		p.add("spec.kubeConfig", "", "is not supported: helmfleet applies to the cluster its caller gives; remove it and place the Kustomization on that cluster")
+		p.Add("spec.kubeConfig", "", "is not supported: helmfleet applies to the cluster its caller gives; remove it and place the Kustomization on that cluster")
 	}
 	if s.Decryption != nil {
-		p.add("spec.decryption", s.Decryption.Provider, "is not supported: helmfleet does not decrypt SOPS; decrypt the Secrets before or remove the field")
+		p.Add("spec.decryption", s.Decryption.Provider, "is not supported: helmfleet does not decrypt SOPS; decrypt the Secrets before or remove the field")
 	}
 	if len(s.HealthCheckExprs) > 0 {
-		p.add("spec.healthCheckExprs", "", "are not supported: helmfleet has no CEL health checks; use kstatus-compatible conditions or remove the field")
+		p.Add("spec.healthCheckExprs", "", "are not supported: helmfleet has no CEL health checks; use kstatus-compatible conditions or remove the field")
 	}
-	return p.err(KustomizationKind, in.ObjectMeta)
+	return p.Err(KustomizationKind, in.ObjectMeta)
 }
 
 // validateSourcePath requires a path that stays inside the source: an
 // absolute path is taken from the source's root, as Flux does, but ".."
 // must not climb above it (Flux clamps it at the root silently).
 // It reports the value as written and whether the path is good.
-func validateSourcePath(p *problems, field, written, v string) bool {
+func validateSourcePath(p *fieldcheck.Problems, field, written, v string) bool {
 	rel := path.Clean(strings.TrimPrefix(v, "/"))
 	if rel == ".." || strings.HasPrefix(rel, "../") {
-		p.add(field, written, "must not leave the source's root")
+		p.Add(field, written, "must not leave the source's root")
 		return false
 	}
 	return true

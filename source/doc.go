@@ -34,6 +34,11 @@
 // (hack/generate.sh), and their CRDs live in release/crds. This package
 // reads only their specs; the status is Flux's source-controller's, kept
 // so that objects read from a cluster write back unchanged.
+// Kinds lists them, with the versions release.Decode reads into them
+// (v1 and v1beta2). Each has a Validate method that returns every problem
+// of its spec at once as a *ValidationError naming the object, the field
+// path and the bad value; release.Objects.Validate reports the same
+// errors.
 //
 // # Version selection
 //

@@ -408,9 +408,9 @@ func (r *FleetReconciler) writeFleetStatus(ctx context.Context, obj *release.Rel
 	st := obj.Status
 	old := st.GetCondition(release.ConditionReady)
 	changed := old == nil || old.Status != status || old.Reason != reason || old.Message != msg || st.ObservedGeneration != obj.Generation
-	st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()})
+	st.Mark(release.ConditionReady, status, reason, msg, obj.Generation, metav1.Now())
 	if reason == release.ReasonAccessDenied {
-		st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: metav1.Now()})
+		st.MarkTrue(release.ConditionStalled, reason, msg, obj.Generation, metav1.Now())
 	} else {
 		changed = changed || st.GetCondition(release.ConditionStalled) != nil
 		st.RemoveCondition(release.ConditionStalled)

@@ -338,28 +338,24 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	if msg := r.dependencyNotReady(ctx, rel); msg != "" {
 		log.Info("dependencies not ready", "message", msg, "retryAfter", r.retry)
-		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: release.ReasonDependencyNotReady, Message: msg, ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
-		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
+		rel.Status.MarkFalse(release.ConditionReady, release.ReasonDependencyNotReady, msg, rel.Generation, metav1.Now())
+		return ctrl.Result{RequeueAfter: r.retry}, r.publish(ctx, obj, rel)
 	}
 
 	cluster, err := r.targets.cluster(ctx, rel)
 	if err != nil {
 		log.Error(err, "target cluster", "retryAfter", r.retry)
-		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse,
-			Reason: release.ReasonInitFailed, Message: err.Error(), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
+		rel.Status.MarkFalse(release.ConditionReady, release.ReasonInitFailed, err.Error(), rel.Generation, metav1.Now())
 		r.event(obj, corev1.EventTypeWarning, release.ReasonInitFailed, "Reconcile", err.Error())
-		r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, obj, rel.Status)
+		return ctrl.Result{RequeueAfter: r.retry}, r.publish(ctx, obj, rel)
 	}
 	log = log.WithValues("cluster", cluster.Name())
 
 	if rel.Status.ObservedGeneration != rel.Generation {
 		// Flux marks the work in progress first, so kstatus and
 		// `flux get` show InProgress while Helm runs.
-		rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReconciling, Status: metav1.ConditionTrue,
-			Reason: release.ReasonProgressing, Message: fmt.Sprintf("reconciling generation %d", rel.Generation), ObservedGeneration: rel.Generation, LastTransitionTime: metav1.Now()})
+		rel.Status.MarkTrue(release.ConditionReconciling, release.ReasonProgressing,
+			fmt.Sprintf("reconciling generation %d", rel.Generation), rel.Generation, metav1.Now())
 		if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -367,8 +363,7 @@ func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	res, recErr := r.rec.Reconcile(ctx, cluster, rel)
 	r.metrics.countActions(cluster.Name(), res.Actions)
-	r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
-	if err := r.writeStatus(ctx, obj, rel.Status); err != nil {
+	if err := r.publish(ctx, obj, rel); err != nil {
 		return ctrl.Result{}, errors.Join(recErr, err)
 	}
 	r.recordEvent(obj, res, recErr)
@@ -382,8 +377,8 @@ func (r *HelmReleaseReconciler) stall(ctx context.Context, obj *release.Release,
 	st := obj.Status
 	msg := err.Error()
 	now := metav1.Now()
-	st.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
-	st.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.Generation, LastTransitionTime: now})
+	st.MarkTrue(release.ConditionStalled, reason, msg, obj.Generation, now)
+	st.MarkFalse(release.ConditionReady, reason, msg, obj.Generation, now)
 	st.RemoveCondition(release.ConditionReconciling)
 	st.ObservedGeneration = obj.Generation
 	r.metrics.recordConditions(release.Kind, obj.Namespace, obj.Name, &st)
@@ -480,6 +475,14 @@ func (r *HelmReleaseReconciler) writeStatus(ctx context.Context, obj *release.Re
 		obj.ResourceVersion = cur.ResourceVersion
 	}
 	return nil
+}
+
+// publish records the conditions of rel, the release obj was prepared
+// into, in the metrics and writes its status over obj (see writeStatus):
+// the last step of every reconcile that gets as far as rel.
+func (r *HelmReleaseReconciler) publish(ctx context.Context, obj, rel *release.Release) error {
+	r.metrics.recordConditions(release.Kind, rel.Namespace, rel.Name, &rel.Status)
+	return r.writeStatus(ctx, obj, rel.Status)
 }
 
 // finalize uninstalls the Helm release of a HelmRelease being deleted
