@@ -370,8 +370,7 @@ func (ru *run) stall(err, lastErr error) outcome {
 			se.Message = msg
 		}
 	}
-	now := metav1.NewTime(ru.r.now())
-	ru.rel.Status.SetCondition(metav1.Condition{Type: release.ConditionStalled, Status: metav1.ConditionTrue, Reason: se.Reason, Message: msg, ObservedGeneration: ru.rel.Generation, LastTransitionTime: now})
+	ru.setCondition(release.ConditionStalled, metav1.ConditionTrue, se.Reason, msg)
 	ru.rel.Status.RemoveCondition(release.ConditionReconciling)
 	// As Flux does, Ready keeps saying what failed (InstallFailed,
 	// TestFailed, RollbackSucceeded, …) and Stalled says why nothing more
@@ -415,14 +414,14 @@ func (ru *run) finish(obs *observation, lastErr error) outcome {
 	return done(ru.rel.GetRequeueAfter())
 }
 
+// markReady sets the Release's Ready condition, for its generation, now.
 func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {
-	ru.rel.Status.SetCondition(metav1.Condition{Type: release.ConditionReady, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: ru.rel.Generation, LastTransitionTime: metav1.NewTime(ru.r.now())})
+	ru.setCondition(release.ConditionReady, status, reason, msg)
 }
 
+// setCondition sets the Release's condition typ, for its generation, now.
 func (ru *run) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
-	ru.rel.Status.SetCondition(metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
-		ObservedGeneration: ru.rel.Generation, LastTransitionTime: metav1.NewTime(ru.r.now())})
+	ru.rel.Status.Mark(typ, status, reason, msg, ru.rel.Generation, metav1.NewTime(ru.r.now()))
 }
 
 func (ru *run) conditionReason(typ string) string {
