@@ -250,10 +250,7 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	if err != nil {
 		return nil, err
 	}
-	ns := scope.Namespace
-	if ns == "" {
-		ns = scope.StorageNamespace
-	}
+	ns := scopeNamespace(scope)
 	cfg := *hubCfg
 	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
 	if scope.HelmReleaseName != "" {
@@ -328,6 +325,15 @@ type releaseID struct {
 }
 
 func (r releaseID) String() string { return r.Namespace + "/" + r.Name }
+
+// scopeNamespace is the namespace of the objects of the release scope
+// names: its Namespace, else its StorageNamespace.
+func scopeNamespace(scope release.HelmScope) string {
+	if scope.Namespace != "" {
+		return scope.Namespace
+	}
+	return scope.StorageNamespace
+}
 
 // MemberError is the failure of one member's part of an action.
 type MemberError struct {
@@ -988,10 +994,7 @@ func (x *manifestIndex) lookup(scope release.HelmScope, manifest string) (releas
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if scope.HelmReleaseName != "" {
-		rel := releaseID{Namespace: scope.Namespace, Name: scope.HelmReleaseName}
-		if rel.Namespace == "" {
-			rel.Namespace = scope.StorageNamespace
-		}
+		rel := releaseID{Namespace: scopeNamespace(scope), Name: scope.HelmReleaseName}
 		_, ok := x.byRelease[rel]
 		return rel, ok
 	}
