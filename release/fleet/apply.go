@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/helmfleet/helmfleet/depgraph"
@@ -542,7 +543,10 @@ func (f *Fleet) unhealthy(ctx context.Context, in map[string]bool, state map[Key
 }
 
 // rollbackFailed rolls the failed and unhealthy members of a halting wave
-// back to their previous good revision.
+// back to their previous good revision. A member whose reconciler
+// already remediated by a rollback (upgrade.remediation) is back there
+// and is left alone: rolling it back again would add a second
+// "Rollback to" revision. The item's revision is then Helm's.
 func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport, unhealthy []string) {
 	sick := map[string]bool{}
 	for _, c := range unhealthy {
@@ -554,7 +558,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			continue
 		}
 		rel, ok := f.inv.release(k)
-		if !ok {
+		if !ok || remediatedByRollback(rel) {
 			continue
 		}
 		cluster, err := f.releaseCluster(k.Cluster, rel)
@@ -566,6 +570,9 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
 			if ir, ok := items[k]; ok {
 				ir.RolledBack = true
+				if cur := rel.Status.History.Latest(); cur != nil {
+					ir.Revision = cur.Version
+				}
 				if serr != nil {
 					ir.Err = errors.Join(ir.Err, serr)
 				}
@@ -573,6 +580,16 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 			f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 		}
 	}
+}
+
+// remediatedByRollback says whether rel's latest revision is a rollback
+// that remediated its failure (the reconciler's, or an earlier halted
+// rollout's) and is deployed: rolling back from it would only repeat it.
+func remediatedByRollback(rel *release.Release) bool {
+	c := rel.Status.GetCondition(release.ConditionRemediated)
+	cur := rel.Status.History.Latest()
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == release.ReasonRollbackSucceeded &&
+		cur != nil && cur.Status == release.SnapshotStatusDeployed
 }
 
 type wave struct {

@@ -291,6 +291,13 @@ func TestFleetGarbageCollectionDependentsFirst(t *testing.T) {
 // the members named in broken (dev-1 is pinned to 6.5.0 by an override).
 func brokenUpgrade(t *testing.T, broken ...string) (*testFleet, *fleet.Plan) {
 	t.Helper()
+	return brokenUpgradeWith(t, nil, broken...)
+}
+
+// brokenUpgradeWith is brokenUpgrade with upgrade, when not nil, applied
+// to each release of the plan of the upgrade.
+func brokenUpgradeWith(t *testing.T, upgrade func(*release.Release), broken ...string) (*testFleet, *fleet.Plan) {
+	t.Helper()
 	ctx := context.Background()
 	health := map[string]memory.HealthFunc{}
 	for _, m := range broken {
@@ -310,6 +317,9 @@ func brokenUpgrade(t *testing.T, broken ...string) (*testFleet, *fleet.Plan) {
 	in.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
 	for _, r := range in.Releases {
 		r.Spec.Timeout = &metav1Duration20ms
+		if upgrade != nil {
+			upgrade(r)
+		}
 	}
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)

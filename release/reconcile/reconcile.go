@@ -319,6 +319,9 @@ type decision struct {
 	// in place of the configured uninstall remediation
 	// (Config.UninstallHealthyRelease off); nil for a rollback asked for.
 	insteadOfUninstall *release.Snapshot
+	// completesUninstall is true for an uninstall run again to complete
+	// one that left the release 'uninstalling'.
+	completesUninstall bool
 }
 
 // step is how one action runs: its Flux action type and its code. stepOf
@@ -379,8 +382,10 @@ func stalledOutcome(se *StalledError) outcome { return outcome{next: NextStalled
 //	Absent → install; Locked → unlock, then go on; Unmanaged → upgrade;
 //	OutOfSync → upgrade; Untested → test; Failed → remediate (rollback or
 //	uninstall, while retries remain; RetryOnFailure upgrades again after
-//	its interval); Drifted → correct (mode enabled) or report (warn);
-//	InSync → nothing.
+//	its interval); Uninstalling (an uninstall left the release
+//	'uninstalling') → stalled once retries are used up, else uninstall
+//	again, then stalled if that fails too; Drifted → correct (mode
+//	enabled) or report (warn); InSync → nothing.
 //
 // A change of release name, target namespace, storage namespace or chart
 // name uninstalls the old release first (a chart-name change upgrades in
@@ -481,7 +486,7 @@ func (ru *run) reconcile() outcome {
 		ran[st.typ] = true
 		res.Actions = append(res.Actions, dec.action)
 		if st.typ == typeRemediate {
-			return ru.afterRemediation(err, lastErr)
+			return ru.afterRemediation(dec, err, lastErr)
 		}
 		if err != nil {
 			lastErr = err
