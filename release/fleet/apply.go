@@ -217,7 +217,10 @@ func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro
 	res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
 	for _, n := range res.Nodes {
 		state[n.Key] = n.State
-		switch n.State {
+	}
+	f.checkProduced(ctx, plan, state, items)
+	for _, n := range res.Nodes {
+		switch state[n.Key] {
 		case depgraph.Succeeded:
 			wr.Succeeded++
 		case depgraph.Failed:

@@ -734,8 +734,8 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 	}
 	expand := func(out []Key, d Key) []Key {
 		out = append(out, d)
-		if kp, ok := plan.kitems[d]; ok && kp.Kustomization.Spec.Wait {
-			out = append(out, plan.produced[d]...)
+		if kp, ok := plan.kitems[d]; ok {
+			out = append(out, waitedFor(kp.Kustomization, plan.produced[d])...)
 		}
 		return out
 	}

@@ -508,3 +508,31 @@ func TestReconcileInvalidAndSuspended(t *testing.T) {
 	assert.Empty(t, snapshot(c))
 	assert.Empty(t, k.Status.Conditions)
 }
+
+// TestReconcileHealthChecksSkipExcluded: a health check naming an object
+// Exclude left out (a HelmRelease the fleet runs as a unit of its own, and
+// checks itself) is not waited for on the cluster, where it never is;
+// the other health checks are.
+func TestReconcileHealthChecksSkipExcluded(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", fstest.MapFS{
+		"app/kustomization.yaml": file("resources: [a.yaml, hr.yaml]\n"),
+		"app/a.yaml":             file(configMap("a")),
+		"app/hr.yaml":            file("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: apps\nspec:\n  interval: 5m\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}\n"),
+	})
+	c := memory.New("dev")
+	r := newReconciler(t, src, func(cfg *kustomize.ReconcilerConfig) { cfg.Exclude = kustomize.FleetUnit })
+	for _, apiVersion := range []string{"helm.toolkit.fluxcd.io/v2", ""} {
+		k := ks("./app", func(k *release.Kustomization) {
+			k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second} // the shortest
+			k.Spec.HealthChecks = []release.NamespacedObjectKindReference{
+				{APIVersion: apiVersion, Kind: "HelmRelease", Name: "web", Namespace: "apps"},
+				{Kind: "ConfigMap", Name: "a", Namespace: "apps"},
+			}
+		})
+		_, err := r.Reconcile(t.Context(), c, k)
+		require.NoError(t, err, "apiVersion %q", apiVersion)
+		assert.True(t, k.Status.IsConditionTrue(release.ConditionHealthy), "the ConfigMap is checked")
+		assert.True(t, k.IsReady())
+	}
+}
