@@ -889,7 +889,13 @@ func (p *Plan) Table() string {
 		if it.Revision != "" {
 			src += "@" + it.Revision
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", it.Cluster, it.Key().unit(), it.State, it.Action, src, strings.Join(notes, "; "))
+		action := it.Action
+		if action == ActionApply && it.State == reconcile.StateInSync {
+			// Apply re-applies it (as Flux does every interval) and
+			// changes nothing: as for a release in sync, nothing to do.
+			action = reconcile.ActionNone
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", it.Cluster, it.Key().unit(), it.State, action, src, strings.Join(notes, "; "))
 	})
 	_ = tw.Flush()
 	for _, e := range p.Errors {

@@ -368,6 +368,9 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	apps, _ := plan.Kustomization(kkey("dev-1", "apps"))
 	assert.Equal(t, fleet.ActionApply, apps.Action)
 	assert.Equal(t, reconcile.StateInSync, apps.State)
+	// In sync, the table says there is nothing to do, as for a release.
+	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/apps\s+InSync\s+none\s`, plan.Table())
+	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/infrastructure\s+InSync\s+delete\s`, plan.Table())
 
 	_, err = tf2.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
