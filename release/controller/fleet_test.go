@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -177,4 +178,14 @@ func TestFleetOverrideFailureIsNotReady(t *testing.T) {
 	ev := <-rec.Events
 	assert.Contains(t, ev, "Warning ReconciliationFailed")
 	assert.Contains(t, ev, "prod-1: ")
+
+	// Failing on every member, it is placed but runs nowhere: failed,
+	// not NotPlaced.
+	tf = newTestFleet(t, placeEverywhere, strings.Replace(overrideFailsOnProd, "- targetCluster: {labelSelector: {matchLabels: {env: prod}}}\n      overriders:", "- overriders:", 1))
+	res, got = tf.reconcile(t)
+	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter)
+	ready = got.Status.GetCondition(release.ConditionReady)
+	assert.Equal(t, "False ReconciliationFailed", condition(got.Status, release.ConditionReady))
+	assert.Contains(t, ready.Message, "ready on 0/2 members; dev-1: ")
+	assert.Contains(t, ready.Message, "; prod-1: ")
 }
