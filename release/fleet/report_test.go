@@ -64,7 +64,8 @@ func TestKustomizationErrorsNameItOnce(t *testing.T) {
 	require.Error(t, err)
 	require.Len(t, rep.Items, 1)
 	msg := rep.Items[0].Err.Error()
-	assert.True(t, strings.HasPrefix(msg, "member dev-1: Kustomization flux-system/apps: apply "), msg)
+	assert.True(t, strings.HasPrefix(msg, "member dev-1: Kustomization flux-system/apps: cluster dev-1: apply v1 ConfigMap apps/app-config: "), msg)
 	assert.Equal(t, 1, strings.Count(msg, "flux-system/apps"), msg)
+	assert.Equal(t, 1, strings.Count(msg, "ConfigMap apps/app-config"), msg)
 	assert.Contains(t, msg, "etcd is full")
 }

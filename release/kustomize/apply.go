@@ -359,8 +359,15 @@ type ApplyError struct {
 	Err error
 }
 
+// Error names the Kustomization, the object and the cluster's error; the
+// object once when the cluster's error names the apply of it already
+// (release/kube and release/memory say "cluster c: apply <object>: …").
 func (e *ApplyError) Error() string {
-	return fmt.Sprintf("Kustomization %s: apply %s: %v", e.Kustomization, e.Object, e.Err)
+	msg := e.Err.Error()
+	if strings.Contains(msg, "apply "+e.Object.String()+": ") {
+		return fmt.Sprintf("Kustomization %s: %s", e.Kustomization, msg)
+	}
+	return fmt.Sprintf("Kustomization %s: apply %s: %s", e.Kustomization, e.Object, msg)
 }
 
 func (e *ApplyError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package kustomize_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"strings"
 	"sync"
@@ -535,4 +536,30 @@ func TestReconcileHealthChecksSkipExcluded(t *testing.T) {
 		assert.True(t, k.Status.IsConditionTrue(release.ConditionHealthy), "the ConfigMap is checked")
 		assert.True(t, k.IsReady())
 	}
+}
+
+// TestApplyErrorNamesObjectOnce: an apply the cluster refuses names the
+// Kustomization, the object and the cluster's reason, the object once
+// although the cluster's error names it too.
+func TestApplyErrorNamesObjectOnce(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", fstest.MapFS{"app/kustomization.yaml": file("resources: [a.yaml]\n"), "app/a.yaml": file(configMap("a"))})
+	c := memory.New("dev")
+	c.SetFaults(func(op memory.Operation, _ release.ObjectRef) error {
+		if op == memory.OpApply {
+			return errors.New("etcd is full")
+		}
+		return nil
+	})
+	_, err := newReconciler(t, src).Reconcile(t.Context(), c, ks("./app"))
+	var ae *kustomize.ApplyError
+	require.ErrorAs(t, err, &ae)
+	assert.True(t, strings.HasPrefix(err.Error(), "Kustomization apps/app: "), err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), "ConfigMap apps/a"), err.Error())
+	assert.Contains(t, err.Error(), "etcd is full")
+
+	// A cluster whose error does not name the object: the Kustomization
+	// names it.
+	ae.Err = errors.New("etcd is full")
+	assert.Equal(t, "Kustomization apps/app: apply v1 ConfigMap apps/a: etcd is full", ae.Error())
 }
