@@ -44,6 +44,7 @@ func TestKustomizationErrorsNameItOnce(t *testing.T) {
 	want := "member dev-1: Kustomization flux-system/apps: source GitRepository/flux-system/gone: "
 	assert.True(t, strings.HasPrefix(plan.Errors[0].Error(), want), plan.Errors[0].Error())
 	assert.Equal(t, 1, strings.Count(plan.Errors[0].Error(), "flux-system/apps"), plan.Errors[0].Error())
+	assert.Equal(t, 1, strings.Count(plan.Errors[0].Error(), "GitRepository/flux-system/gone"), plan.Errors[0].Error())
 	rep, err := f.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.Error(t, err)
 	require.Len(t, rep.Items, 1)

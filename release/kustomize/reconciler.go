@@ -207,8 +207,11 @@ type SourceError struct {
 	Err error
 }
 
+// Error names the Kustomization, the source and the Sources' error; the
+// source once when that error ends with it (as MapSources' does).
 func (e *SourceError) Error() string {
-	return fmt.Sprintf("Kustomization %s: source %s: %v", e.Kustomization, e.Source, e.Err)
+	msg := strings.TrimSuffix(e.Err.Error(), ": "+e.Source)
+	return fmt.Sprintf("Kustomization %s: source %s: %s", e.Kustomization, e.Source, msg)
 }
 
 func (e *SourceError) Unwrap() error { return e.Err }
