@@ -95,7 +95,8 @@ type WaveReport struct {
 	Name string
 	// Clusters of the wave, sorted.
 	Clusters []string
-	// Succeeded and Failed count the wave's releases.
+	// Succeeded and Failed count the wave's units, the uninstalls and
+	// deletes of garbage collection included.
 	Succeeded, Failed int
 	// Unhealthy lists members whose new revision was not healthy after
 	// the bake time.
@@ -218,6 +219,19 @@ func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro
 	res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
 	for _, n := range res.Nodes {
 		state[n.Key] = n.State
+	}
+	f.checkProduced(ctx, plan, state, items)
+	for _, n := range res.Nodes {
+		switch state[n.Key] {
+		case depgraph.Succeeded:
+			wr.Succeeded++
+		case depgraph.Failed:
+			wr.Failed++
+		}
+	}
+	gone, gcErr := f.uninstallWave(ctx, plan, w.name, in, items)
+	failedBefore := wr.Failed
+	for _, n := range gone {
 		switch n.State {
 		case depgraph.Succeeded:
 			wr.Succeeded++
@@ -225,8 +239,8 @@ func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro
 			wr.Failed++
 		}
 	}
-	if err := f.uninstallWave(ctx, plan, w.name, in, items); err != nil {
-		wr.Failed++
+	if gcErr != nil && wr.Failed == failedBefore {
+		wr.Failed++ // cancelled before any removal said so
 	}
 	if runErr != nil && ctx.Err() != nil {
 		return wr, fmt.Errorf("fleet apply: cancelled in wave %s: %w", w.name, ctx.Err())
@@ -447,8 +461,8 @@ func reconcilePasses(ctx context.Context, k Key, rec *reconcile.Reconciler, clus
 }
 
 // uninstallWave removes, dependents first, the releases the wave's
-// members hold and no longer want.
-func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, items map[Key]*ItemReport) error {
+// members hold and no longer want, and returns the removals' outcomes.
+func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, items map[Key]*ItemReport) ([]depgraph.NodeResult[Key], error) {
 	g := depgraph.New[Key]()
 	for _, n := range plan.gc.Nodes() {
 		if in[n.Key.Cluster] {
@@ -462,20 +476,21 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 		}
 	}
 	if g.Len() == 0 {
-		return nil
+		return nil, nil
 	}
 	log := &itemLog{items: items}
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
 		return f.uninstallItem(ctx, plan, wave, k, log)
 	}, depgraph.Options[Key]{Concurrency: f.cfg.Concurrency, GroupConcurrency: f.cfg.ClusterConcurrency, Clock: f.cfg.Clock})
-	if res != nil {
-		for _, n := range res.Nodes {
-			if it, ok := items[n.Key]; ok {
-				it.State = n.State
-			}
+	if res == nil {
+		return nil, err
+	}
+	for _, n := range res.Nodes {
+		if it, ok := items[n.Key]; ok {
+			it.State = n.State
 		}
 	}
-	return err
+	return res.Nodes, err
 }
 
 // uninstallItem removes unit k of plan from its member, records its item
