@@ -488,10 +488,15 @@ func (ru *run) conditionReason(typ string) string {
 	return release.ReasonReconciliationFailed
 }
 
-// observeLatest records Helm's latest release of name in the history.
+// observeLatest records Helm's latest release of name in the history;
+// after an uninstall that purged it, the Result has no Helm release.
 func (ru *run) observeLatest() {
 	last, err := ru.lastRecord()
-	if err != nil || last == nil {
+	if err != nil {
+		return
+	}
+	if last == nil {
+		ru.res.Helm = nil
 		return
 	}
 	ru.res.Helm = last
