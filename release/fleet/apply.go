@@ -569,7 +569,7 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 	}
 	for _, it := range plan.Items {
 		k := keyOfPlan(it)
-		if !in[k.Cluster] || it.Action == reconcile.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
+		if !in[k.Cluster] || plan.gone[k] || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
 			continue
 		}
 		rel, ok := f.inv.release(k)
@@ -579,6 +579,16 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		cluster, err := f.releaseCluster(k.Cluster, rel)
 		if err == nil {
 			err = f.rec.RollbackToPrevious(ctx, cluster, rel)
+		}
+		if err != nil {
+			// The attempt may have written a revision and changed the
+			// status: both are reported, never dropped.
+			f.inv.putRelease(k, rel)
+			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
+			if ir, ok := items[k]; ok {
+				ir.Err = errors.Join(ir.Err, &RollbackError{Key: k, Err: err}, serr)
+			}
+			continue
 		}
 		if err == nil {
 			f.inv.putRelease(k, rel)
@@ -596,6 +606,23 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		}
 	}
 }
+
+// RollbackError is a halted rollout's rollback of one member that
+// failed (the rollback may have written a failed revision there): it is
+// part of that member's ItemReport.Err.
+type RollbackError struct {
+	// Key is the release on its member.
+	Key Key
+	// Err is the rollback's error.
+	Err error
+}
+
+func (e *RollbackError) Error() string {
+	return fmt.Sprintf("rollout halted: rolling %s back failed: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the rollback's error.
+func (e *RollbackError) Unwrap() error { return e.Err }
 
 // remediatedByRollback says whether rel's latest revision is a rollback
 // that remediated its failure (the reconciler's, or an earlier halted

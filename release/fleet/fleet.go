@@ -240,6 +240,10 @@ type Plan struct {
 	items      map[Key]*reconcile.Plan
 	kitems     map[Key]*KustomizationPlan
 	valuesFrom map[Key]ValuesFrom
+	// gone are the releases garbage collection uninstalls (no longer
+	// placed); a placed release whose reconciler plans an uninstall (one
+	// left 'uninstalling') is reconciled, not removed.
+	gone map[Key]bool
 	// producer maps a release a Kustomization produces to that
 	// Kustomization; produced is the reverse, in key order.
 	producer map[Key]Key
@@ -337,7 +341,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	// A unit that cannot be placed is named in Plan.Errors (below); the
 	// others are still planned.
 	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*reconcile.Plan{}, kitems: map[Key]*KustomizationPlan{},
-		valuesFrom: map[Key]ValuesFrom{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
+		valuesFrom: map[Key]ValuesFrom{}, gone: map[Key]bool{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
 			what := "release"
@@ -615,6 +619,7 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		}
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
+		plan.gone[k] = item.Action == reconcile.ActionUninstall
 	}
 }
 
@@ -670,7 +675,7 @@ type unit struct {
 func (p *Plan) units() []unit {
 	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
 	for _, it := range p.Items {
-		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == reconcile.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
+		out = append(out, unit{key: keyOfPlan(it), removal: p.gone[keyOfPlan(it)], dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
 	}
 	for _, it := range p.Kustomizations {
 		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, denied: denied(it.Err), ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
@@ -685,8 +690,8 @@ func (p *Plan) planned(k Key) bool {
 		it, ok := p.kitems[k]
 		return ok && it.Action != ActionDelete
 	}
-	it, ok := p.items[k]
-	return ok && it.Action != reconcile.ActionUninstall
+	_, ok := p.items[k]
+	return ok && !p.gone[k]
 }
 
 // removed reports whether k is in the plan as an uninstall or delete.
@@ -695,8 +700,7 @@ func (p *Plan) removed(k Key) bool {
 		it, ok := p.kitems[k]
 		return ok && it.Action == ActionDelete
 	}
-	it, ok := p.items[k]
-	return ok && it.Action == reconcile.ActionUninstall
+	return p.gone[k]
 }
 
 // depKey is the key, on member, of a dependsOn entry of a unit of kind
