@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -77,9 +78,17 @@ func TestSimulationRegressions(t *testing.T) {
 	}
 }
 
+// TestSimulationReplays runs one schedule twice: a seed replays the same
+// steps with the same outcomes, or a violation could not be replayed.
+func TestSimulationReplays(t *testing.T) {
+	first := runSchedule(t, 3, 60)
+	second := runSchedule(t, 3, 60)
+	require.Equal(t, first, second)
+}
+
 // runSchedule runs the schedule of seed: steps drawn from it, then the
-// final phase without faults.
-func runSchedule(t *testing.T, seed int64, steps int) {
+// final phase without faults. It returns the schedule's history.
+func runSchedule(t *testing.T, seed int64, steps int) []string {
 	w := newWorld(t, seed)
 	defer func() {
 		if p := recover(); p != nil {
@@ -94,6 +103,7 @@ func runSchedule(t *testing.T, seed int64, steps int) {
 		w.check()
 	}
 	w.final()
+	return w.hist
 }
 
 // randomStep draws one step and runs it.
