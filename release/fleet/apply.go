@@ -580,30 +580,27 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		if err == nil {
 			err = f.rec.RollbackToPrevious(ctx, cluster, rel)
 		}
+		// A failed attempt may have written a revision and changed the
+		// status too: both are kept and reported, never dropped.
+		f.inv.putRelease(k, rel)
+		serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
+		ir, ok := items[k]
 		if err != nil {
-			// The attempt may have written a revision and changed the
-			// status: both are reported, never dropped.
-			f.inv.putRelease(k, rel)
-			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
-			if ir, ok := items[k]; ok {
+			if ok {
 				ir.Err = errors.Join(ir.Err, &RollbackError{Key: k, Err: err}, serr)
 			}
 			continue
 		}
-		if err == nil {
-			f.inv.putRelease(k, rel)
-			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
-			if ir, ok := items[k]; ok {
-				ir.RolledBack = true
-				if cur := rel.Status.History.Latest(); cur != nil {
-					ir.Revision = cur.Version
-				}
-				if serr != nil {
-					ir.Err = errors.Join(ir.Err, serr)
-				}
+		if ok {
+			ir.RolledBack = true
+			if cur := rel.Status.History.Latest(); cur != nil {
+				ir.Revision = cur.Version
 			}
-			f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
+			if serr != nil {
+				ir.Err = errors.Join(ir.Err, serr)
+			}
 		}
+		f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 	}
 }
 
