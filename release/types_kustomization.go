@@ -198,6 +198,52 @@ type KustomizationSpec struct {
 	// supported; Validate rejects them.
 	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+	// BuildMetadata asks kustomize to annotate the built objects with
+	// their origin (originAnnotations) or the transformers that made them
+	// (transformerAnnotations) (Flux 2.9). Not supported; Validate
+	// rejects it.
+	// +optional
+	BuildMetadata []string `json:"buildMetadata,omitempty"`
+	// Ignore lists JSON pointers that drift detection and apply leave
+	// alone (Flux 2.9). Not supported; Validate rejects it.
+	// +optional
+	Ignore []KustomizationIgnoreRule `json:"ignore,omitempty"`
+}
+
+// KustomizationIgnoreRule is Flux's kustomize v1 IgnoreRule: JSON
+// pointers (RFC 6901) of the objects Target selects (every object when
+// nil) that drift detection and apply leave alone.
+//
+// +kubebuilder:object:generate=true
+type KustomizationIgnoreRule struct {
+	// Paths are JSON pointers.
+	Paths []string `json:"paths"`
+	// Target selects the objects; nil selects all.
+	// +optional
+	Target *Selector `json:"target,omitempty"`
+}
+
+// KustomizationSnapshot is one entry of a Kustomization's
+// .status.history (Flux's meta.Snapshot): a revision reconciled, with
+// when and how it went.
+//
+// +kubebuilder:object:generate=true
+type KustomizationSnapshot struct {
+	// Digest is the checksum, <algo>:<hex>, of the resources.
+	Digest string `json:"digest"`
+	// FirstReconciled is when this digest was first reconciled.
+	FirstReconciled metav1.Time `json:"firstReconciled"`
+	// LastReconciled is when it was last reconciled.
+	LastReconciled metav1.Time `json:"lastReconciled"`
+	// LastReconciledDuration is how long the last reconcile took.
+	LastReconciledDuration metav1.Duration `json:"lastReconciledDuration"`
+	// LastReconciledStatus is the outcome of the last reconcile.
+	LastReconciledStatus string `json:"lastReconciledStatus"`
+	// TotalReconciliations counts the reconciles of this digest.
+	TotalReconciliations int64 `json:"totalReconciliations"`
+	// Metadata holds more about the snapshot (Flux: the revision).
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // KustomizationSourceReference names the source of a Kustomization
@@ -328,6 +374,10 @@ type KustomizationStatus struct {
 	// <namespace>_<name>_<group>_<kind> with their API version.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
+	// History of the last reconciles, newest first (Flux 2.9). Decoded
+	// and kept; helmfleet does not write it yet.
+	// +optional
+	History []KustomizationSnapshot `json:"history,omitempty"`
 }
 
 // Condition types a Kustomization carries besides Ready, Reconciling and

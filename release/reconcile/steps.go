@@ -420,6 +420,16 @@ func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {
 }
 
 // setCondition sets the Release's condition typ, for its generation, now.
+// markFieldWarnings sets the FieldWarnings condition to the warnings,
+// one a line, or removes it when there is none.
+func (ru *run) markFieldWarnings(w []string) {
+	if len(w) == 0 {
+		ru.rel.Status.RemoveCondition(release.ConditionFieldWarnings)
+		return
+	}
+	ru.setCondition(release.ConditionFieldWarnings, metav1.ConditionTrue, release.ReasonNotActedOn, strings.Join(w, "\n"))
+}
+
 func (ru *run) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
 	ru.rel.Status.Mark(typ, status, reason, msg, ru.rel.Generation, metav1.NewTime(ru.r.now()))
 }
