@@ -1,8 +1,10 @@
 package release_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -112,4 +114,23 @@ spec:
 	require.NoError(t, err)
 	require.Len(t, objs.Releases, 1)
 	assert.Equal(t, []string{"HelmRelease apps/old: helm.toolkit.fluxcd.io/v2beta2 is read for migration only (Flux removed it): it was converted to helm.toolkit.fluxcd.io/v2; write it as helm.toolkit.fluxcd.io/v2"}, objs.Warnings)
+}
+
+func TestRecordHistoryKeepsFiveNewestFirst(t *testing.T) {
+	var st release.KustomizationStatus
+	at := time.Unix(1_800_000_000, 0)
+	for i := range 7 {
+		st.RecordHistory(fmt.Sprintf("sha256:%d", i), at.Add(time.Duration(i)*time.Minute), time.Second, release.ReasonReconciliationSucceeded, nil)
+	}
+	st.RecordHistory("sha256:4", at.Add(time.Hour), 2*time.Second, release.ReasonReconciliationSucceeded, nil)
+	var got []string
+	for _, s := range st.History {
+		got = append(got, fmt.Sprintf("%s×%d", s.Digest, s.TotalReconciliations))
+	}
+	assert.Equal(t, []string{"sha256:4×2", "sha256:6×1", "sha256:5×1", "sha256:3×1", "sha256:2×1"}, got)
+	assert.Equal(t, at.Add(4*time.Minute), st.History[0].FirstReconciled.Time, "an update keeps when it was first reconciled")
+
+	st.RecordHistory("sha256:4", at.Add(2*time.Hour), time.Second, release.ReasonHealthCheckFailed, nil)
+	assert.Equal(t, release.ReasonHealthCheckFailed, st.History[0].LastReconciledStatus, "another outcome is another snapshot")
+	assert.Equal(t, int64(1), st.History[0].TotalReconciliations)
 }

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -374,8 +375,9 @@ type KustomizationStatus struct {
 	// <namespace>_<name>_<group>_<kind> with their API version.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
-	// History of the last reconciles, newest first (Flux 2.9). Decoded
-	// and kept; helmfleet does not write it yet.
+	// History of the last reconciles, newest first (Flux 2.9):
+	// release/kustomize records each reconcile that built its objects
+	// (RecordHistory).
 	// +optional
 	History []KustomizationSnapshot `json:"history,omitempty"`
 }
@@ -503,5 +505,32 @@ func (in *Kustomization) Default() {
 	setString(&in.Spec.SourceRef.Namespace, in.Namespace)
 	for i := range in.Spec.DependsOn {
 		setString(&in.Spec.DependsOn[i].Namespace, in.Namespace)
+	}
+}
+
+// MaxKustomizationHistory is how many snapshots .status.history keeps
+// (Flux's meta.HistoryMaxSize).
+const MaxKustomizationHistory = 5
+
+// RecordHistory records a reconcile of the resources of digest, ended at
+// at after took, with outcome status (the Ready reason), in
+// .status.history as Flux does: a snapshot of the same digest and status
+// is updated (times, duration, metadata, one more reconcile) and moved
+// to the front; otherwise a new one goes to the front, and the history
+// is cut to MaxKustomizationHistory.
+func (in *KustomizationStatus) RecordHistory(digest string, at time.Time, took time.Duration, status string, metadata map[string]string) {
+	now, d := metav1.NewTime(at), metav1.Duration{Duration: took}
+	snap := KustomizationSnapshot{Digest: digest, FirstReconciled: now, LastReconciledStatus: status}
+	if i := slices.IndexFunc(in.History, func(s KustomizationSnapshot) bool {
+		return s.Digest == digest && s.LastReconciledStatus == status
+	}); i >= 0 {
+		snap = in.History[i]
+		in.History = slices.Delete(in.History, i, i+1)
+	}
+	snap.LastReconciled, snap.LastReconciledDuration, snap.Metadata = now, d, metadata
+	snap.TotalReconciliations++
+	in.History = slices.Insert(in.History, 0, snap)
+	if len(in.History) > MaxKustomizationHistory {
+		in.History = in.History[:MaxKustomizationHistory]
 	}
 }

@@ -240,3 +240,17 @@ func TestFieldTableCoversFlux(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldTableCoversOurTypes checks that every field of our Go types
+// (by json tags) has a row in the field table, so that a field added to
+// the types is given a verdict.
+func TestFieldTableCoversOurTypes(t *testing.T) {
+	table := readFieldTable(t)
+	for _, kind := range slices.Sorted(maps.Keys(ourTypes)) {
+		for _, path := range slices.Sorted(maps.Keys(goFields(ourTypes[kind]))) {
+			if _, ok := table[kind][path]; !ok {
+				t.Errorf("%s field %s of our Go types is missing from %s", kind, path, fieldTable)
+			}
+		}
+	}
+}

@@ -451,6 +451,14 @@ func (ru *run) observeLatest() {
 	ru.rel.Status.History = upsertSnapshot(ru.rel.Status.History, snapshotOf(last, ru.d.chart.Digest))
 }
 
+// markAction records a as the action that wrote the latest snapshot
+// (status.history[].action, Flux 2.9).
+func (ru *run) markAction(a Action) {
+	if cur := ru.rel.Status.History.Latest(); cur != nil {
+		cur.Action = string(a)
+	}
+}
+
 // snapshotOf turns Helm's release record into a history snapshot.
 func snapshotOf(h *helmrelease.Release, ociDigest string) *release.Snapshot {
 	s := &release.Snapshot{
@@ -510,6 +518,9 @@ func upsertSnapshot(h release.Snapshots, s *release.Snapshot) release.Snapshots 
 		if old.Name == s.Name && old.Namespace == s.Namespace && old.Version == s.Version {
 			if s.TestHooks == nil && old.TestHooks != nil {
 				s.TestHooks = old.TestHooks
+			}
+			if s.Action == "" {
+				s.Action = old.Action
 			}
 			continue
 		}

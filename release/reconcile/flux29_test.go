@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,4 +63,13 @@ func TestLastAttemptedReleaseActionDuration(t *testing.T) {
 	require.NotNil(t, d)
 	assert.Positive(t, d.Duration)
 	assert.Equal(t, d, res.Status.LastAttemptedReleaseActionDuration)
+}
+
+// actions lists the history as "version action", newest first.
+func actions(rel *release.Release) []string {
+	var out []string
+	for _, s := range rel.Status.History {
+		out = append(out, fmt.Sprintf("%d %s", s.Version, s.Action))
+	}
+	return out
 }
