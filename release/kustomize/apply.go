@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -88,6 +89,7 @@ type ReconcileResult struct {
 // The returned error is the failure the conditions record.
 func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (_ *ReconcileResult, err error) {
 	res := &ReconcileResult{}
+	start := r.cfg.Now()
 	if err = k.Validate(); err != nil {
 		r.fail(k, release.ReasonInvalidSpec, err)
 		r.set(k, release.ConditionStalled, metav1.ConditionTrue, release.ReasonInvalidSpec, err.Error())
@@ -134,6 +136,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 	}
 	objs, excluded := r.prepare(k, built.Manifests)
 	res.Excluded = excluded
+	digest, err := objectsDigest(objs)
+	if err != nil {
+		r.fail(k, release.ReasonBuildFailed, err)
+		return res, err
+	}
+	// .status.history records how this set of objects fared, as Flux
+	// records it once the build succeeded.
+	defer func() {
+		if ready := k.Status.GetCondition(release.ConditionReady); ready != nil {
+			end := r.cfg.Now()
+			k.Status.RecordHistory(digest, end, end.Sub(start), ready.Reason, map[string]string{"revision": built.Revision})
+		}
+	}()
 
 	r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Applying revision "+built.Revision)
 	applied, err := r.applyStaged(ctx, cluster, k, objs, built.marks)
@@ -722,4 +737,19 @@ func (r *Reconciler) waitGone(ctx context.Context, cluster release.ObjectReader,
 		case <-ticker.C:
 		}
 	}
+}
+
+// objectsDigest is the digest, sha256:<hex>, of objs in order, as JSON:
+// the digest of a Kustomization's .status.history snapshot.
+func objectsDigest(objs []*unstructured.Unstructured) (string, error) {
+	h := sha256.New()
+	for _, o := range objs {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("digest of %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		h.Write(data)
+		h.Write([]byte{'\n'})
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
 }

@@ -197,6 +197,10 @@ type Result struct {
 	// Status is the Release's new status; it is also written to the
 	// Release passed in.
 	Status release.Status
+	// Warnings name the fields set but not acted on as Flux would
+	// (release.FieldWarnings); the status's FieldWarnings condition
+	// says the same.
+	Warnings []string
 }
 
 // Last returns the last action run, ActionNone if none ran.
@@ -414,6 +418,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.Cluster, rel
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	res.Warnings = release.FieldWarnings(rel)
+	ru.markFieldWarnings(res.Warnings)
 	out := ru.reconcile()
 	res.Next, res.RequeueAfter = out.next, out.after
 	if v, ok := rel.GetAnnotations()[release.ReconcileRequestAnnotation]; ok {
@@ -482,7 +488,11 @@ func (ru *run) reconcile() outcome {
 			}
 			return ru.requeue(lastErr)
 		}
+		start := ru.r.now()
 		err = st.run(ru, dec, obs)
+		if st.typ == typeRelease {
+			rel.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: ru.r.now().Sub(start)}
+		}
 		ran[st.typ] = true
 		res.Actions = append(res.Actions, dec.action)
 		if st.typ == typeRemediate {

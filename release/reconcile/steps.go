@@ -477,6 +477,16 @@ func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {
 }
 
 // setCondition sets the Release's condition typ, for its generation, now.
+// markFieldWarnings sets the FieldWarnings condition to the warnings,
+// one a line, or removes it when there is none.
+func (ru *run) markFieldWarnings(w []string) {
+	if len(w) == 0 {
+		ru.rel.Status.RemoveCondition(release.ConditionFieldWarnings)
+		return
+	}
+	ru.setCondition(release.ConditionFieldWarnings, metav1.ConditionTrue, release.ReasonNotActedOn, strings.Join(w, "\n"))
+}
+
 func (ru *run) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
 	ru.rel.Status.Mark(typ, status, reason, msg, ru.rel.Generation, metav1.NewTime(ru.r.now()))
 }
@@ -501,6 +511,14 @@ func (ru *run) observeLatest() {
 	}
 	ru.res.Helm = last
 	ru.rel.Status.History = upsertSnapshot(ru.rel.Status.History, snapshotOf(last, ru.d.chart.Digest))
+}
+
+// markAction records a as the action that wrote the latest snapshot
+// (status.history[].action, Flux 2.9).
+func (ru *run) markAction(a Action) {
+	if cur := ru.rel.Status.History.Latest(); cur != nil {
+		cur.Action = string(a)
+	}
 }
 
 // snapshotOf turns Helm's release record into a history snapshot.
@@ -562,6 +580,9 @@ func upsertSnapshot(h release.Snapshots, s *release.Snapshot) release.Snapshots 
 		if old.Name == s.Name && old.Namespace == s.Namespace && old.Version == s.Version {
 			if s.TestHooks == nil && old.TestHooks != nil {
 				s.TestHooks = old.TestHooks
+			}
+			if s.Action == "" {
+				s.Action = old.Action
 			}
 			continue
 		}
