@@ -239,7 +239,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseRecon
 
 // SetupWithManager registers the field indexes and the controller with
 // mgr. Releases are reconciled when they change (generation, labels or
-// annotations such as ctrlreconcile.fluxcd.io/requestedAt), when a ConfigMap
+// annotations such as reconcile.fluxcd.io/requestedAt), when a ConfigMap
 // or Secret they read (valuesFrom, kubeConfig) changes, when a release
 // they depend on becomes ready, and, with Config.Resolver, when their
 // HelmRepository, OCIRepository or HelmChart changes: no polling beyond
