@@ -81,9 +81,14 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster release.Clu
 		rel.SummarizeReady()
 		return ru.actionErr(ActionRollback, err)
 	}
-	ru.setCondition(release.ConditionRemediated, "True", release.ReasonRollbackSucceeded, fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version))
+	msg := fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version)
+	if c := rel.Status.GetCondition(release.ConditionReady); c != nil && c.Status != "True" && c.Message != "" {
+		// Keep saying why the rollout judged the release failed.
+		msg += ": " + c.Message
+	}
+	ru.setCondition(release.ConditionRemediated, "True", release.ReasonRollbackSucceeded, msg)
 	// The desired revision no longer runs: Ready says so, as after the
-	// reconciler's own remediation.
+	// reconciler's own remediation, with why.
 	rel.SummarizeReady()
 	return nil
 }
