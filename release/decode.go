@@ -35,6 +35,9 @@ type Objects struct {
 	// Kustomizations are the Flux Kustomizations
 	// (kustomize.toolkit.fluxcd.io/v1).
 	Kustomizations []*Kustomization
+	// Warnings say what was read but is not current Flux, in stream
+	// order: a HelmRelease of v2beta1 or v2beta2 (MigrationWarning).
+	Warnings []string
 }
 
 // Problem is one thing wrong with one document of a stream.
@@ -116,9 +119,14 @@ func into[T any](add func(*Objects, *T)) decodeFunc {
 }
 
 // converted returns a decodeFunc that decodes an older HelmRelease version
-// T strictly and converts it to a Release.
-func converted[T any](convert func(*T) *Release) decodeFunc {
-	return into(func(o *Objects, old *T) { o.Releases = append(o.Releases, convert(old)) })
+// T strictly and converts it to a Release, with a warning that the
+// version is read for migration only.
+func converted[T any](version string, convert func(*T) *Release) decodeFunc {
+	return into(func(o *Objects, old *T) {
+		r := convert(old)
+		o.Releases = append(o.Releases, r)
+		o.Warnings = append(o.Warnings, MigrationWarning(r, version))
+	})
 }
 
 // Decode reads a multi-document YAML stream (any document of which may be

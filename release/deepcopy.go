@@ -185,6 +185,11 @@ func deepCopyValue(v any, path string) any {
 // DeepCopyInto copies in into out, sharing no memory with in.
 func (in *Status) DeepCopyInto(out *Status) {
 	*out = *in
+	if in.LastAttemptedReleaseActionDuration != nil {
+		in, out := &in.LastAttemptedReleaseActionDuration, &out.LastAttemptedReleaseActionDuration
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))

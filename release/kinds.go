@@ -59,8 +59,8 @@ func kinds() []kind {
 			object: func() runtime.Object { return &Release{} }, list: func() runtime.Object { return &ReleaseList{} },
 			decode: map[string]decodeFunc{
 				Version:        into(func(o *Objects, r *Release) { o.Releases = append(o.Releases, r) }),
-				VersionV2Beta2: converted(convertV2Beta2),
-				VersionV2Beta1: converted(convertV2Beta1),
+				VersionV2Beta2: converted(VersionV2Beta2, convertV2Beta2),
+				VersionV2Beta1: converted(VersionV2Beta1, convertV2Beta1),
 			},
 		},
 		{

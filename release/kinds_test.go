@@ -28,6 +28,9 @@ func decodedObjects(o *Objects) []any {
 				walk(v.Field(i))
 			}
 		case reflect.Slice:
+			if v.Type().Elem().Kind() == reflect.String { // Objects.Warnings
+				return
+			}
 			for i := range v.Len() {
 				e := v.Index(i)
 				if e.Kind() != reflect.Pointer {

@@ -113,6 +113,10 @@ type Status struct {
 	// LastAttemptedReleaseAction is install or upgrade; it picks the
 	// active remediation.
 	LastAttemptedReleaseAction ReleaseAction `json:"lastAttemptedReleaseAction,omitempty"`
+	// LastAttemptedReleaseActionDuration is how long the last install or
+	// upgrade took, hooks and wait included (Flux 2.9).
+	// +optional
+	LastAttemptedReleaseActionDuration *metav1.Duration `json:"lastAttemptedReleaseActionDuration,omitempty"`
 	// Failures counts reconcile failures against the desired state.
 	Failures int64 `json:"failures,omitempty"`
 	// InstallFailures counts install failures against the desired state.
@@ -349,6 +353,9 @@ type Snapshot struct {
 	TestHooks *map[string]*TestHookStatus `json:"testHooks,omitempty"`
 	// OCIDigest is the digest of the OCI chart artifact.
 	OCIDigest string `json:"ociDigest,omitempty"`
+	// Action is the action that wrote this revision: install, upgrade
+	// or rollback (Flux 2.9).
+	Action string `json:"action,omitempty"`
 }
 
 // FullReleaseName returns namespace/name.vVersion, as Helm prints it.

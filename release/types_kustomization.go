@@ -1,6 +1,7 @@
 package release
 
 import (
+	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -198,6 +199,52 @@ type KustomizationSpec struct {
 	// supported; Validate rejects them.
 	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+	// BuildMetadata asks kustomize to annotate the built objects with
+	// their origin (originAnnotations) or the transformers that made them
+	// (transformerAnnotations) (Flux 2.9). Not supported; Validate
+	// rejects it.
+	// +optional
+	BuildMetadata []string `json:"buildMetadata,omitempty"`
+	// Ignore lists JSON pointers that drift detection and apply leave
+	// alone (Flux 2.9). Not supported; Validate rejects it.
+	// +optional
+	Ignore []KustomizationIgnoreRule `json:"ignore,omitempty"`
+}
+
+// KustomizationIgnoreRule is Flux's kustomize v1 IgnoreRule: JSON
+// pointers (RFC 6901) of the objects Target selects (every object when
+// nil) that drift detection and apply leave alone.
+//
+// +kubebuilder:object:generate=true
+type KustomizationIgnoreRule struct {
+	// Paths are JSON pointers.
+	Paths []string `json:"paths"`
+	// Target selects the objects; nil selects all.
+	// +optional
+	Target *Selector `json:"target,omitempty"`
+}
+
+// KustomizationSnapshot is one entry of a Kustomization's
+// .status.history (Flux's meta.Snapshot): a revision reconciled, with
+// when and how it went.
+//
+// +kubebuilder:object:generate=true
+type KustomizationSnapshot struct {
+	// Digest is the checksum, <algo>:<hex>, of the resources.
+	Digest string `json:"digest"`
+	// FirstReconciled is when this digest was first reconciled.
+	FirstReconciled metav1.Time `json:"firstReconciled"`
+	// LastReconciled is when it was last reconciled.
+	LastReconciled metav1.Time `json:"lastReconciled"`
+	// LastReconciledDuration is how long the last reconcile took.
+	LastReconciledDuration metav1.Duration `json:"lastReconciledDuration"`
+	// LastReconciledStatus is the outcome of the last reconcile.
+	LastReconciledStatus string `json:"lastReconciledStatus"`
+	// TotalReconciliations counts the reconciles of this digest.
+	TotalReconciliations int64 `json:"totalReconciliations"`
+	// Metadata holds more about the snapshot (Flux: the revision).
+	// +optional
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // KustomizationSourceReference names the source of a Kustomization
@@ -328,6 +375,11 @@ type KustomizationStatus struct {
 	// <namespace>_<name>_<group>_<kind> with their API version.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
+	// History of the last reconciles, newest first (Flux 2.9):
+	// release/kustomize records each reconcile that built its objects
+	// (RecordHistory).
+	// +optional
+	History []KustomizationSnapshot `json:"history,omitempty"`
 }
 
 // Condition types a Kustomization carries besides Ready, Reconciling and
@@ -453,5 +505,32 @@ func (in *Kustomization) Default() {
 	setString(&in.Spec.SourceRef.Namespace, in.Namespace)
 	for i := range in.Spec.DependsOn {
 		setString(&in.Spec.DependsOn[i].Namespace, in.Namespace)
+	}
+}
+
+// MaxKustomizationHistory is how many snapshots .status.history keeps
+// (Flux's meta.HistoryMaxSize).
+const MaxKustomizationHistory = 5
+
+// RecordHistory records a reconcile of the resources of digest, ended at
+// at after took, with outcome status (the Ready reason), in
+// .status.history as Flux does: a snapshot of the same digest and status
+// is updated (times, duration, metadata, one more reconcile) and moved
+// to the front; otherwise a new one goes to the front, and the history
+// is cut to MaxKustomizationHistory.
+func (in *KustomizationStatus) RecordHistory(digest string, at time.Time, took time.Duration, status string, metadata map[string]string) {
+	now, d := metav1.NewTime(at), metav1.Duration{Duration: took}
+	snap := KustomizationSnapshot{Digest: digest, FirstReconciled: now, LastReconciledStatus: status}
+	if i := slices.IndexFunc(in.History, func(s KustomizationSnapshot) bool {
+		return s.Digest == digest && s.LastReconciledStatus == status
+	}); i >= 0 {
+		snap = in.History[i]
+		in.History = slices.Delete(in.History, i, i+1)
+	}
+	snap.LastReconciled, snap.LastReconciledDuration, snap.Metadata = now, d, metadata
+	snap.TotalReconciliations++
+	in.History = slices.Insert(in.History, 0, snap)
+	if len(in.History) > MaxKustomizationHistory {
+		in.History = in.History[:MaxKustomizationHistory]
 	}
 }

@@ -58,7 +58,11 @@ func (in *Release) Validate() error {
 		validateChartTemplate(&p, "spec.chart.spec", &s.Chart.Spec)
 	}
 	if r := s.ChartRef; r != nil {
-		fieldcheck.Kind(&p, "spec.chartRef.kind", r.Kind, SourceKindOCIRepository, SourceKindHelmChart)
+		if r.Kind == SourceKindExternalArtifact {
+			p.Add("spec.chartRef.kind", r.Kind, "is not supported yet: helmfleet serves no ExternalArtifact source; reference the chart through an OCIRepository or a HelmChart")
+		} else {
+			fieldcheck.Kind(&p, "spec.chartRef.kind", r.Kind, SourceKindOCIRepository, SourceKindHelmChart)
+		}
 		fieldcheck.RefName(&p, "spec.chartRef", r.Name, r.Namespace)
 	}
 	if s.Interval.Duration <= 0 {
@@ -95,12 +99,16 @@ func (in *Release) Validate() error {
 			validateKustomize(&p, fmt.Sprintf("spec.postRenderers[%d].kustomize", i), pr.Kustomize)
 		}
 	}
+	if s.PostRenderStrategy != "" {
+		fieldcheck.Enum(&p, "spec.postRenderStrategy", s.PostRenderStrategy, PostRenderStrategyNoHooks, PostRenderStrategyCombined, PostRenderStrategySeparate)
+	}
 	if w := s.WaitStrategy; w != nil {
 		validateStrategyName(&p, "spec.waitStrategy.name", w.Name, WaitStrategyPoller, WaitStrategyLegacy)
 	}
 	for i, hc := range s.HealthCheckExprs {
 		path := fmt.Sprintf("spec.healthCheckExprs[%d]", i)
-		for _, f := range []struct{ name, v string }{{"apiVersion", hc.APIVersion}, {"kind", hc.Kind}, {"current", hc.Current}} {
+		// kind may be empty since Flux 2.9: every kind of apiVersion.
+		for _, f := range []struct{ name, v string }{{"apiVersion", hc.APIVersion}, {"current", hc.Current}} {
 			if f.v == "" {
 				p.Add(path+"."+f.name, "", "is required")
 			}

@@ -102,6 +102,12 @@ func (in *Kustomization) Validate() error {
 	if len(s.HealthCheckExprs) > 0 {
 		p.Add("spec.healthCheckExprs", "", "are not supported: helmfleet has no CEL health checks; use kstatus-compatible conditions or remove the field")
 	}
+	if len(s.BuildMetadata) > 0 {
+		p.Add("spec.buildMetadata", strings.Join(s.BuildMetadata, ","), "is not supported: helmfleet's kustomize build writes no origin or transformer annotations; remove the field")
+	}
+	for i, r := range s.Ignore {
+		p.Add(fmt.Sprintf("spec.ignore[%d].paths", i), strings.Join(r.Paths, ","), "is not supported: helmfleet's apply and drift detection cannot leave JSON pointers alone, so these fields would be overwritten; remove the rule")
+	}
 	return p.Err(KustomizationKind, in.ObjectMeta)
 }
 

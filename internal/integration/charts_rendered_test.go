@@ -157,7 +157,6 @@ func TestRealChartsRendered(t *testing.T) {
 // member. It returns a row per member and what Helm rendered.
 func renderedLifecycle(t *testing.T, rc renderedChart, rec *reconcile.Reconciler, memberNames []string) ([]renderedRow, string) {
 	hub := admin(t, "hub")
-	namespace(t, hub, rc.ns) // the release's storage namespace; the Distributor makes it on the members
 	var members []release.Member
 	for _, m := range memberNames {
 		members = append(members, release.Member{Cluster: admin(t, m), Facts: policy.Cluster{Labels: map[string]string{"env": "rendered"}}})
@@ -177,6 +176,9 @@ func renderedLifecycle(t *testing.T, rc renderedChart, rec *reconcile.Reconciler
 		rows[m] = &renderedRow{member: m, chart: name}
 	}
 	rel := realRelease(rc.name, rc.ns, rc.values)
+	// The hub lacks the namespace of the release records too: the
+	// Distributor makes it there, and on the members where objects go.
+	rel.Spec.Install.CreateNamespace = true
 	reconcileOnce := func(what string, want reconcile.Action) *reconcile.Result {
 		t.Helper()
 		start := time.Now()

@@ -131,7 +131,12 @@
 // or a member Secret replans the whole fleet (one reconcile key), which is
 // applied in dependency order across members; each HelmRelease's Ready
 // condition says on how many members it is ready, and why not on the
-// others. Members come from a MemberSource: SecretMembers reads kubeconfig
+// others. It is True only when the release is ready on every member it
+// is placed on: a member where it failed, or where an override policy
+// fails for it (fleet.MemberError), makes it False, reason
+// ReconciliationFailed, naming the member and the failure, with a Warning
+// event, and the fleet is tried again after FleetConfig.RetryInterval.
+// Members come from a MemberSource: SecretMembers reads kubeconfig
 // Secrets labelled helmfleet.io/member=<name> on the hub (their other
 // labels are the placement labels), StaticMembers is a fixed list. The
 // per-member statuses stay in the fleet's inventory: in

@@ -294,8 +294,15 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// A member where the release failed before it could be planned (an
+	// override that fails there) is one of its failed members.
+	failedOn := map[string][]*fleet.MemberError{}
 	for _, e := range plan.PlacementErrors() {
 		log.Info("placement", "error", e.Error())
+		if me, ok := errors.AsType[*fleet.MemberError](e); ok && !me.Key.IsKustomization() {
+			ref := me.Key.Namespace + "/" + me.Key.Name
+			failedOn[ref] = append(failedOn[ref], me)
+		}
 	}
 	rep, applyErr := fl.Apply(ctx, plan, fleet.ApplyOptions{})
 	if rep == nil {
@@ -310,8 +317,8 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	for _, rel := range in.Releases {
 		ref := rel.Namespace + "/" + rel.Name
 		items := byRel[ref]
-		status, reason, msg := summarize(items)
-		if len(items) == 0 {
+		status, reason, msg := summarize(items, failedOn[ref])
+		if len(items) == 0 && len(failedOn[ref]) == 0 {
 			status, reason, msg = metav1.ConditionFalse, "NotPlaced", "no member gets this release: no propagation policy places it"
 			for _, e := range plan.PlacementErrors() {
 				if strings.Contains(e.Error(), ref) {
@@ -336,10 +343,16 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
-// summarize is a release's Ready condition over its members; its reason
-// is AccessDenied when a member refused the release's references.
-func summarize(items []fleet.ItemReport) (metav1.ConditionStatus, string, string) {
+// summarize is a release's Ready condition over its members: the items
+// applied and the members where it failed before it could be (failed);
+// its reason is AccessDenied when a member refused the release's
+// references.
+func summarize(items []fleet.ItemReport, failed []*fleet.MemberError) (metav1.ConditionStatus, string, string) {
 	var ready, notReady []string
+	for _, e := range failed {
+		notReady = append(notReady, e.Key.Cluster+": "+firstLine(e.Err.Error()))
+	}
+	total := len(items) + len(failed)
 	reason := release.ReasonReconciliationFailed
 	for _, it := range items {
 		if _, ok := errors.AsType[*release.AccessDeniedError](it.Err); ok {
@@ -359,10 +372,10 @@ func summarize(items []fleet.ItemReport) (metav1.ConditionStatus, string, string
 	sort.Strings(notReady)
 	if len(notReady) == 0 {
 		return metav1.ConditionTrue, release.ReasonReconciliationSucceeded,
-			fmt.Sprintf("ready on %d/%d members: %s", len(ready), len(items), strings.Join(ready, ", "))
+			fmt.Sprintf("ready on %d/%d members: %s", len(ready), total, strings.Join(ready, ", "))
 	}
 	return metav1.ConditionFalse, reason,
-		fmt.Sprintf("ready on %d/%d members; %s", len(ready), len(items), strings.Join(notReady, "; "))
+		fmt.Sprintf("ready on %d/%d members; %s", len(ready), total, strings.Join(notReady, "; "))
 }
 
 func firstLine(s string) string {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,46 +35,73 @@ spec:
         matchExpressions: [{key: env, operator: In, values: [dev, prod]}]
 `
 
-func TestFleetReconcilesOntoMembers(t *testing.T) {
-	pp := &unstructured.Unstructured{}
-	require.NoError(t, yaml.Unmarshal([]byte(placeEverywhere), &pp.Object))
-	hub := fake.NewClientBuilder().WithScheme(testScheme(t)).
-		WithObjects(hr(t, podinfoYAML), pp).WithStatusSubresource(&release.Release{}).Build()
-	dev, prod := memory.New("dev-1"), memory.New("prod-1")
-	prod.SetUnreachable(errors.New("connection refused"))
-	m, err := NewMetrics(nil)
+// testFleet is a FleetReconciler over a fake hub holding podinfoYAML and
+// the policies, and two members, dev-1 (env=dev) and prod-1 (env=prod).
+type testFleet struct {
+	r         *FleetReconciler
+	hub       client.Client
+	dev, prod *memory.Cluster
+	metrics   *Metrics
+	events    *events.FakeRecorder
+}
+
+func newTestFleet(t *testing.T, policies ...string) *testFleet {
+	t.Helper()
+	objs := []client.Object{hr(t, podinfoYAML)}
+	for _, p := range policies {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(p), &u.Object))
+		objs = append(objs, u)
+	}
+	tf := &testFleet{dev: memory.New("dev-1"), prod: memory.New("prod-1"), events: events.NewFakeRecorder(10)}
+	tf.hub = fake.NewClientBuilder().WithScheme(testScheme(t)).
+		WithObjects(objs...).WithStatusSubresource(&release.Release{}).Build()
+	var err error
+	tf.metrics, err = NewMetrics(nil)
 	require.NoError(t, err)
-	rec := events.NewFakeRecorder(10)
-	r, err := NewFleet(FleetConfig{
-		Client: hub, Charts: testCharts, Metrics: m, Events: rec,
+	tf.r, err = NewFleet(FleetConfig{
+		Client: tf.hub, Charts: testCharts, Metrics: tf.metrics, Events: tf.events,
 		Members: StaticMembers{
-			{Cluster: dev, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}},
-			{Cluster: prod, Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
+			{Cluster: tf.dev, Facts: policy.Cluster{Labels: map[string]string{"env": "dev"}}},
+			{Cluster: tf.prod, Facts: policy.Cluster{Labels: map[string]string{"env": "prod"}}},
 		},
 	})
 	require.NoError(t, err)
+	return tf
+}
 
-	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: fleetRequest.NamespacedName})
+// reconcile runs one fleet reconcile and returns its result and podinfo's
+// Ready condition on the hub after it.
+func (tf *testFleet) reconcile(t *testing.T) (ctrl.Result, *release.Release) {
+	t.Helper()
+	res, err := tf.r.Reconcile(t.Context(), ctrl.Request{NamespacedName: fleetRequest.NamespacedName})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter, "a failing member: retry")
 	got := &release.Release{}
-	require.NoError(t, hub.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, got))
+	require.NoError(t, tf.hub.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, got))
+	require.NotNil(t, got.Status.GetCondition(release.ConditionReady))
+	return res, got
+}
+
+func TestFleetReconcilesOntoMembers(t *testing.T) {
+	tf := newTestFleet(t, placeEverywhere)
+	dev, prod := tf.dev, tf.prod
+	prod.SetUnreachable(errors.New("connection refused"))
+
+	res, got := tf.reconcile(t)
+	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter, "a failing member: retry")
 	ready := got.Status.GetCondition(release.ConditionReady)
-	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, "ready on 1/2 members; prod-1: ")
 	assert.Contains(t, dev.Summary(), "Deployment apps/podinfo")
 
 	prod.SetUnreachable(nil)
-	res, err = r.Reconcile(t.Context(), ctrl.Request{NamespacedName: fleetRequest.NamespacedName})
-	require.NoError(t, err)
+	res, got = tf.reconcile(t)
 	assert.Equal(t, podinfoInterval, res.RequeueAfter)
-	require.NoError(t, hub.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, got))
 	assert.Equal(t, "True ReconciliationSucceeded", condition(got.Status, release.ConditionReady))
 	assert.Equal(t, "ready on 2/2 members: dev-1, prod-1", got.Status.GetCondition(release.ConditionReady).Message)
 	assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
 	assert.Contains(t, prod.Summary(), "Deployment apps/podinfo")
-	assert.Equal(t, 1.0, testutilCounter(t, m, "prod-1", "install"))
+	assert.Equal(t, 1.0, testutilCounter(t, tf.metrics, "prod-1", "install"))
 }
 
 func TestSecretMembers(t *testing.T) {
@@ -113,4 +141,51 @@ func TestSecretMembers(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `member member-c: kubeconfig in key "value" of Secret fleet/c-kubeconfig: does not parse`)
 	assert.NotContains(t, err.Error(), "t0ken")
+}
+
+// overrideFailsOnProd is an OverridePolicy whose rule for prod members
+// replaces a path podinfo lacks, so it fails there and only there.
+const overrideFailsOnProd = `
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-prod, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  overrideRules:
+    - targetCluster: {labelSelector: {matchLabels: {env: prod}}}
+      overriders:
+        plaintext: [{path: /spec/nothing/here, operator: replace, value: x}]
+`
+
+// A member whose override fails is a failed member of the release: its
+// Ready is False naming the member and the failure, with a Warning event
+// and the retry interval, not True over the members that did run it.
+func TestFleetOverrideFailureIsNotReady(t *testing.T) {
+	tf := newTestFleet(t, placeEverywhere, overrideFailsOnProd)
+	dev, prod, rec := tf.dev, tf.prod, tf.events
+
+	res, got := tf.reconcile(t)
+	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter, "a failed member: retry")
+	ready := got.Status.GetCondition(release.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Equal(t, release.ReasonReconciliationFailed, ready.Reason)
+	assert.Contains(t, ready.Message, "ready on 1/2 members; prod-1: ")
+	assert.Contains(t, ready.Message, `spec.overrideRules[0].overriders.plaintext[0] at "/spec/nothing/here"`)
+	assert.Contains(t, dev.Summary(), "Deployment apps/podinfo", "the other member still runs it")
+	assert.NotContains(t, prod.Summary(), "Deployment apps/podinfo")
+	require.Len(t, rec.Events, 1)
+	ev := <-rec.Events
+	assert.Contains(t, ev, "Warning ReconciliationFailed")
+	assert.Contains(t, ev, "prod-1: ")
+
+	// Failing on every member, it is placed but runs nowhere: failed,
+	// not NotPlaced.
+	tf = newTestFleet(t, placeEverywhere, strings.Replace(overrideFailsOnProd, "- targetCluster: {labelSelector: {matchLabels: {env: prod}}}\n      overriders:", "- overriders:", 1))
+	res, got = tf.reconcile(t)
+	assert.Equal(t, DefaultRetryInterval, res.RequeueAfter)
+	ready = got.Status.GetCondition(release.ConditionReady)
+	assert.Equal(t, "False ReconciliationFailed", condition(got.Status, release.ConditionReady))
+	assert.Contains(t, ready.Message, "ready on 0/2 members; dev-1: ")
+	assert.Contains(t, ready.Message, "; prod-1: ")
 }

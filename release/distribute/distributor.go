@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,8 +81,10 @@ type Config struct {
 	// resources whose CRD the members already have); may be nil.
 	RESTMapper meta.RESTMapper
 	// Strict makes an object of a release that would go to no member an
-	// error (*UnplacedError, naming each such object and why) that fails
-	// the install, upgrade or rollback before anything is written. By
+	// error (*UnplacedError, naming each such object and why, its hooks
+	// included) that fails the install, upgrade or rollback before
+	// anything is written: the hub does not store the release record, no
+	// hook runs, and Helm returns the typed error as it is. By
 	// default such an object is a warning (policy.WarnNotPlaced), given
 	// to OnWarning and shown by Placements, and the rest is applied.
 	Strict bool
@@ -120,7 +123,8 @@ func (w Warning) String() string { return "release " + w.Release + ": " + w.Warn
 //   - holds the CRDs of crds/ and the namespace of createNamespace, which
 //     Helm writes before its release record, and gives them to each member
 //     with the release's first objects there, CRDs served before anything
-//     that uses them, as the release's CRD policy says;
+//     that uses them, as the release's CRD policy says; with
+//     createNamespace the hub gets the namespace of its release records;
 //   - server-side applies each member's copies (creating their namespaces
 //     where missing) and prunes the objects of the release a member holds
 //     but should no longer hold, found by their inventory labels; an
@@ -252,12 +256,12 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	}
 	ns := scopeNamespace(scope)
 	cfg := *hubCfg
-	kc := &distClient{d: d, ctx: ctx, namespace: ns, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
+	kc := &distClient{d: d, ctx: ctx, namespace: ns, storage: scope.StorageNamespace, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
 	if scope.HelmReleaseName != "" {
 		rel := releaseID{Namespace: ns, Name: scope.HelmReleaseName}
 		kc.cur, kc.chart = rel, d.known.chartOf(rel)
 	}
-	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc}
+	obs := &observedDriver{Driver: hubCfg.Releases.Driver, d: d, client: kc, namespace: scope.StorageNamespace}
 	kc.releases = hubCfg.Releases.Driver
 	st := storage.Init(obs)
 	st.MaxHistory = hubCfg.Releases.MaxHistory
@@ -273,6 +277,53 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 		cfg.Capabilities.APIVersions = append(chartutil.VersionSet(nil), cfg.Capabilities.APIVersions...)
 	}
 	return &cfg, nil
+}
+
+// hubName names the hub in errors: "hub", with its name when it has one.
+func (d *Distributor) hubName() string {
+	if n, ok := d.hub.(interface{ Name() string }); ok && n.Name() != "" {
+		return "hub " + n.Name()
+	}
+	return "hub"
+}
+
+// ensureHubNamespace makes sure the hub holds namespace ns, where Helm's
+// storage keeps the release's records (the scope's storage namespace):
+// Helm's install with createNamespace writes the release's Namespace
+// before its record, which on one cluster makes a Secret record in it
+// possible, but the Distributor holds that Namespace back for the
+// members. asked is the Namespace Helm asked for; ns is created as it
+// (with its labels) when it has ns's name, and with Helm's name label
+// otherwise. A hub that is not an ObjectWriter is left as it is (its
+// storage then says whether ns is missing); one that is also an
+// ObjectReader is written only when it lacks ns.
+func (d *Distributor) ensureHubNamespace(ctx context.Context, ns string, asked *unstructured.Unstructured) error {
+	w, ok := d.hub.(release.ObjectWriter)
+	if !ok || ns == "" {
+		return nil
+	}
+	ref := release.ObjectRef{GroupVersionKind: namespaceGVK, Name: ns}
+	if r, ok := d.hub.(release.ObjectReader); ok {
+		_, err := r.Get(ctx, ref)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, release.ErrNotFound):
+			return fmt.Errorf("%s: namespace %s of the release records: %w", d.hubName(), ns, err)
+		}
+	}
+	obj := &unstructured.Unstructured{}
+	if asked != nil && asked.GetName() == ns {
+		obj = asked.DeepCopy()
+	} else {
+		obj.SetLabels(map[string]string{"name": ns})
+	}
+	obj.SetGroupVersionKind(namespaceGVK)
+	obj.SetName(ns)
+	if _, err := w.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager}); err != nil {
+		return fmt.Errorf("%s: namespace %s of the release records: %w", d.hubName(), ns, err)
+	}
+	return nil
 }
 
 func (d *Distributor) hubObjects() (release.ObjectClient, error) {
@@ -494,11 +545,21 @@ func isWorkload(o *unstructured.Unstructured) bool {
 // OnWarning sink, and under Strict returns the objects that go to no
 // member as an *UnplacedError.
 func (d *Distributor) warn(sp *spread, rel releaseID, only map[policy.ObjectKey]bool) error {
-	var unplaced []policy.Warning
+	var ws []policy.Warning
 	for _, w := range sp.placement.Warnings {
-		if only != nil && !only[w.Object] {
-			continue
+		if only == nil || only[w.Object] {
+			ws = append(ws, w)
 		}
+	}
+	return d.report(rel, ws)
+}
+
+// report hands ws, warnings of rel, to the OnWarning sink, and under
+// Strict returns those of objects that go to no member as an
+// *UnplacedError.
+func (d *Distributor) report(rel releaseID, ws []policy.Warning) error {
+	var unplaced []policy.Warning
+	for _, w := range ws {
 		if d.onWarning != nil {
 			// OnWarning runs on Helm's goroutine, where a panic would end
 			// the process: it fails the action instead.
@@ -516,6 +577,32 @@ func (d *Distributor) warn(sp *spread, rel releaseID, only map[policy.ObjectKey]
 	}
 	if d.strict && len(unplaced) > 0 {
 		return &UnplacedError{Release: rel.String(), Warnings: unplaced}
+	}
+	return nil
+}
+
+// refuseUnplaced is Strict's check of a release record before Helm stores
+// it (an install, upgrade or rollback): when objects of its manifest or
+// hooks would go to no member, as Placements counts them (placeRecord),
+// the record is not stored and the action fails with an *UnplacedError
+// naming each of them, before anything is written, the hub included.
+// Helm returns the error of its storage as it is, where it formats the
+// error of a hook with %s: so a chart with pre-install hooks gives the
+// caller the typed error too. The warnings go to OnWarning first. A
+// record whose placement fails otherwise is stored, and its action fails
+// where it places.
+func (d *Distributor) refuseUnplaced(ctx context.Context, rec *helmrelease.Release) error {
+	if !d.strict || rec == nil {
+		return nil
+	}
+	_, _, ws, err := d.placeRecord(ctx, rec)
+	if err != nil {
+		return nil
+	}
+	for _, w := range ws {
+		if w.Code == policy.WarnNotPlaced {
+			return fmt.Errorf("distributor %s: %w", d.name, d.report(releaseID{Namespace: rec.Namespace, Name: rec.Name}, ws))
+		}
 	}
 	return nil
 }

@@ -100,6 +100,11 @@
 //   - Config.Strict makes an object that goes nowhere fail the action
 //     with an error naming it (the Reconciler records it in the Release's
 //     Ready and Released conditions like any failed install or upgrade).
+//     The check runs on the release record before Helm stores it, over
+//     the manifest and the hooks as Placements places them, so the hub
+//     stores no record either, hooks do not run, and the caller gets the
+//     *UnplacedError through Helm's error (which flattens a hook's error
+//     with %s) whatever hooks the chart has.
 //
 // # CRDs and namespaces
 //
@@ -121,6 +126,14 @@
 // uninstalled like the others. Namespaces the Distributor creates for
 // objects (as Karmada propagates namespaces) carry no inventory labels
 // and are never deleted: other releases may live there.
+//
+// The hub holds none of the release's objects, but Helm's storage keeps
+// the release records there (Secrets of the storage namespace, on a real
+// API server), which needs that namespace: with install.createNamespace
+// the Distributor creates the storage namespace on the hub when the hub
+// lacks it and is an ObjectWriter, as Helm on one cluster creates the
+// namespace its records then go into. An error of the hub's storage names
+// the hub and the namespace of its records.
 //
 // # Hooks
 //

@@ -44,6 +44,7 @@ type distClient struct {
 	namespace string
 	hub       kube.Interface
 	releases  driver.Driver         // the hub's storage, unobserved
+	storage   string                // the namespace of the hub's records
 	cfg       *action.Configuration // the configuration handed out
 	pre       *preRelease           // what Helm wrote before its record
 
@@ -92,7 +93,9 @@ func (k *distClient) isRecorded() bool {
 // CRDs of crds/, created by Helm's install or by the Reconciler's CRD
 // policy, and the Namespace of createNamespace): nothing is applied now,
 // as the release's placement is not known yet; each member gets them
-// with the release's first objects there. The configuration's
+// with the release's first objects there. The Namespace of
+// createNamespace also makes the hub hold the namespace of its release
+// records (ensureHubNamespace), which Helm's storage needs there. The configuration's
 // capabilities gain the CRDs' API versions, as Helm's discovery would
 // after installing them. replace is true for an update (CRD policy
 // CreateReplace). A create of a CRD some member already holds returns
@@ -102,6 +105,14 @@ func (k *distClient) isRecorded() bool {
 func (k *distClient) beforeRecord(objs []*unstructured.Unstructured, replace bool) error {
 	if err := k.pre.add(objs, replace); err != nil {
 		return fmt.Errorf("distributor %s: %w", k.d.name, err)
+	}
+	for _, o := range objs {
+		if o.GroupVersionKind().GroupKind() == namespaceGVK.GroupKind() {
+			if err := k.d.ensureHubNamespace(k.ctx, k.storage, o); err != nil {
+				return fmt.Errorf("distributor %s: %w", k.d.name, err)
+			}
+			break
+		}
 	}
 	k.d.mapper.learn(objs)
 	if caps := k.cfg.Capabilities; caps != nil {
@@ -580,7 +591,7 @@ var workloadKinds = map[schema.GroupKind]bool{
 func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructured) (*spread, error) {
 	last, err := storage.Init(k.releases).Last(rel.Name)
 	if err != nil {
-		return nil, fmt.Errorf("read release record: %w", err)
+		return nil, fmt.Errorf("read release record on the %s: %w", k.d.hubName(), err)
 	}
 	want := map[policy.ObjectKey]bool{}
 	for _, h := range hooks {
@@ -795,10 +806,29 @@ func (k *distClient) WaitAndGetCompletedPodPhase(name string, timeout time.Durat
 // the Release had under an older name or namespace goes through a
 // configuration scoped to its current one. An unbound client works for
 // the release whose record Helm wrote or read last.
+//
+// Its errors, other than Helm's own answers (no such release, …), name
+// the hub and the namespace of the records: a storage error of the hub
+// (its namespace is missing, it refuses the Secret) is not a member's.
 type observedDriver struct {
 	driver.Driver
-	d      *Distributor
-	client *distClient
+	d         *Distributor
+	client    *distClient
+	namespace string // the scope's storage namespace
+}
+
+// hubErr names the hub and the records' namespace in err, an error of
+// the hub's storage; Helm's own answers pass unchanged.
+func (o *observedDriver) hubErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, answer := range []error{driver.ErrReleaseNotFound, driver.ErrReleaseExists, driver.ErrNoDeployedReleases, driver.ErrInvalidKey} {
+		if errors.Is(err, answer) {
+			return err
+		}
+	}
+	return fmt.Errorf("distributor %s: %s: release records in namespace %s: %w", o.d.name, o.d.hubName(), o.namespace, err)
 }
 
 func (o *observedDriver) saw(rls ...*helmrelease.Release) {
@@ -825,17 +855,27 @@ func (k *distClient) setRelease(rel releaseID, c *chart.Chart) {
 	k.mu.Unlock()
 }
 
-// Create stores rls and notes it.
+// Create stores rls and notes it. Under Strict, a record with objects or
+// hooks that would go to no member is not stored (refuseUnplaced).
 func (o *observedDriver) Create(key string, rls *helmrelease.Release) error {
+	if err := o.d.refuseUnplaced(o.client.ctx, rls); err != nil {
+		return err
+	}
 	o.saw(rls)
 	o.client.markRecorded()
-	return o.Driver.Create(key, rls)
+	return o.hubErr(o.Driver.Create(key, rls))
 }
 
 // Update stores rls and notes it.
 func (o *observedDriver) Update(key string, rls *helmrelease.Release) error {
 	o.saw(rls)
-	return o.Driver.Update(key, rls)
+	return o.hubErr(o.Driver.Update(key, rls))
+}
+
+// Delete removes one record.
+func (o *observedDriver) Delete(key string) (*helmrelease.Release, error) {
+	r, err := o.Driver.Delete(key)
+	return r, o.hubErr(err)
 }
 
 // Get reads one record and notes it.
@@ -844,7 +884,13 @@ func (o *observedDriver) Get(key string) (*helmrelease.Release, error) {
 	if err == nil {
 		o.saw(r)
 	}
-	return r, err
+	return r, o.hubErr(err)
+}
+
+// List reads the records filter keeps.
+func (o *observedDriver) List(filter func(*helmrelease.Release) bool) ([]*helmrelease.Release, error) {
+	rs, err := o.Driver.List(filter)
+	return rs, o.hubErr(err)
 }
 
 // Query reads the records matching labels and notes the newest.
@@ -853,7 +899,7 @@ func (o *observedDriver) Query(labels map[string]string) ([]*helmrelease.Release
 	if err == nil && labels["name"] != "" {
 		o.saw(rs...)
 	}
-	return rs, err
+	return rs, o.hubErr(err)
 }
 
 // manifestMapper maps kinds to resources: client-go's built-in kinds, the

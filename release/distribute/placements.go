@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -106,22 +107,13 @@ func (d *Distributor) Placements(ctx context.Context, rel *release.Release) (*Pl
 	if err != nil {
 		return nil, fmt.Errorf("distributor %s: release %s/%s: %w", d.name, rel.GetTargetNamespace(), rel.GetReleaseName(), err)
 	}
-	ns := last.Namespace
-	id := releaseID{Namespace: ns, Name: last.Name}
+	id := releaseID{Namespace: last.Namespace, Name: last.Name}
 	crds, _ := d.mapper.learnChart(last.Chart)
-	objs, _, err := d.buildWith(ctx, last.Manifest, ns, last.Chart)
+	manifest, hooks, warnings, err := d.placeRecord(ctx, last)
 	if err != nil {
-		return nil, fmt.Errorf("release %s: %w", id, err)
+		return nil, err
 	}
-	manifest, err := d.spreadObjects(objs, ns, id)
-	if err != nil {
-		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, id, err)
-	}
-	hooks, err := d.hookSpread(ctx, last, ns, nil)
-	if err != nil {
-		return nil, fmt.Errorf("distributor %s: release %s: hooks: %w", d.name, id, err)
-	}
-	p := &Placements{Release: id.String(), Revision: last.Version, manifest: manifest, hooks: hooks, crdPolicy: rel.GetInstall().GetCRDsPolicy()}
+	p := &Placements{Release: id.String(), Revision: last.Version, Warnings: warnings, manifest: manifest, hooks: hooks, crdPolicy: rel.GetInstall().GetCRDsPolicy()}
 	if last.Version > 1 {
 		p.crdPolicy = rel.GetUpgrade().GetCRDsPolicy()
 	}
@@ -153,20 +145,9 @@ func (d *Distributor) Placements(ctx context.Context, rel *release.Release) (*Pl
 	for _, op := range manifest.placement.Objects {
 		add(op, SourceManifest, manifest.byKey[op.Object])
 	}
-	p.Warnings = append(p.Warnings, manifest.placement.Warnings...)
-	seen := map[policy.Warning]bool{}
-	for _, w := range p.Warnings {
-		seen[w] = true
-	}
 	for _, op := range hooks.placement.Objects {
 		if o := hooks.byKey[op.Object]; o.GetAnnotations()[hookAnnotation] != "" {
 			add(op, SourceHook, o)
-		}
-	}
-	for _, w := range hooks.placement.Warnings {
-		if o := hooks.byKey[w.Object]; o != nil && o.GetAnnotations()[hookAnnotation] != "" && !seen[w] {
-			seen[w] = true
-			p.Warnings = append(p.Warnings, w)
 		}
 	}
 	if p.crdPolicy != release.Skip {
@@ -194,6 +175,38 @@ func (d *Distributor) Placements(ctx context.Context, rel *release.Release) (*Pl
 			strings.Compare(a.Object.Name, b.Object.Name), strings.Compare(string(a.Source), string(b.Source)))
 	})
 	return p, nil
+}
+
+// placeRecord places the objects of a release record as its actions place
+// them: its manifest's objects alone, as they are applied (manifest), and
+// its hooks together with the manifest, as they run (hooks). warnings are
+// the manifest's placement warnings and then those of the hooks, each
+// once: what Placements shows, and what Strict refuses.
+func (d *Distributor) placeRecord(ctx context.Context, rec *helmrelease.Release) (manifest, hooks *spread, warnings []policy.Warning, err error) {
+	ns := rec.Namespace
+	id := releaseID{Namespace: ns, Name: rec.Name}
+	objs, _, err := d.buildWith(ctx, rec.Manifest, ns, rec.Chart)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("release %s: %w", id, err)
+	}
+	if manifest, err = d.spreadObjects(objs, ns, id); err != nil {
+		return nil, nil, nil, fmt.Errorf("distributor %s: release %s: %w", d.name, id, err)
+	}
+	if hooks, err = d.hookSpread(ctx, rec, ns, nil); err != nil {
+		return nil, nil, nil, fmt.Errorf("distributor %s: release %s: hooks: %w", d.name, id, err)
+	}
+	warnings = append(warnings, manifest.placement.Warnings...)
+	seen := map[policy.Warning]bool{}
+	for _, w := range warnings {
+		seen[w] = true
+	}
+	for _, w := range hooks.placement.Warnings {
+		if o := hooks.byKey[w.Object]; o != nil && o.GetAnnotations()[hookAnnotation] != "" && !seen[w] {
+			seen[w] = true
+			warnings = append(warnings, w)
+		}
+	}
+	return manifest, hooks, warnings, nil
 }
 
 // find returns the placement of ref (compared by group, kind, namespace

@@ -504,7 +504,7 @@ func renderRows(rows [][]string) string {
 // With install.createNamespace the release's namespace is created on
 // every member its objects go to, as Helm creates it (with its name
 // label); Helm writes it before its release record, when the placement
-// is not known yet.
+// is not known yet. The hub gets it too, for its records.
 func TestRealChartsCreateNamespace(t *testing.T) {
 	ctx := context.Background()
 	tc := chartCases()[0]
@@ -520,7 +520,9 @@ func TestRealChartsCreateNamespace(t *testing.T) {
 		assert.Equal(t, "web", ns.GetLabels()["name"], "%s: the namespace as Helm creates it", name)
 		assert.Len(t, releaseObjects(f.members[name], rel), 2, name)
 	}
-	assert.Empty(t, f.hub.Objects(), "the hub holds the release record only")
+	hubObjs := f.hub.Objects()
+	require.Len(t, hubObjs, 1, "the hub holds the release record and the namespace it is kept in, nothing of the release's objects")
+	assert.Equal(t, "Namespace web", hubObjs[0].GetKind()+" "+hubObjs[0].GetName())
 }
 
 // widgetsCRD is a CRD of the widgets test chart's crds/; version says
@@ -702,6 +704,58 @@ func TestRealChartsStrict(t *testing.T) {
 		assert.False(t, x.Placed)
 		assert.Contains(t, x.String(), "goes to no cluster")
 	})
+}
+
+// Strict gives the caller its typed error for a chart with pre-install
+// hooks too (Helm formats a hook's error with %s), and the error counts
+// every object that would go to no member, hooks and manifest, as
+// Placements does; nothing is written, the hub's record included.
+func TestRealChartsStrictWithHooks(t *testing.T) {
+	ctx := context.Background()
+	typo := workloadPolicy("kube-prometheus-stack", "monitoring", "Deployment", "kube-prometheus-stack-operatr", prodOnly)
+	rel := realRelease(testcharts.KubePrometheusStack, "monitoring", nil)
+
+	// Without Strict the release is recorded (its hook runs nowhere, which
+	// fails it), so Placements tells what goes nowhere.
+	lax := newRealFleet(t, typo, false, nil)
+	_, err := realReconciler(t).Reconcile(ctx, lax.dist, rel.DeepCopy())
+	require.ErrorContains(t, err, "pre-install", "the chart has pre-install hooks")
+	p, err := lax.dist.Placements(ctx, rel)
+	require.NoError(t, err)
+	var want []string
+	for _, w := range p.Warnings {
+		if w.Code == policy.WarnNotPlaced {
+			want = append(want, w.Object.String())
+		}
+	}
+	require.Greater(t, len(want), 1)
+	t.Logf("%d objects go nowhere", len(want))
+
+	f := newRealFleet(t, typo, true, nil)
+	_, err = realReconciler(t).Reconcile(ctx, f.dist, rel.DeepCopy())
+	var ue *distribute.UnplacedError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, "monitoring/kube-prometheus-stack", ue.Release)
+	var got []string
+	for _, w := range ue.Warnings {
+		got = append(got, w.Object.String())
+	}
+	assert.Equal(t, want, got, "every object that goes nowhere, as Placements lists them")
+	assert.Contains(t, err.Error(), fmt.Sprintf("%d object(s) would go to no member (strict)", len(want)))
+	assert.Contains(t, err.Error(), "Job monitoring/kube-prometheus-stack-admission-create goes to no cluster", "a hook")
+	assert.Contains(t, err.Error(), "Deployment monitoring/kube-prometheus-stack-operator goes to no cluster", "an object of the manifest")
+	var told []string
+	for _, w := range f.warnings {
+		if w.Code == policy.WarnNotPlaced {
+			told = append(told, w.Object.String())
+		}
+	}
+	assert.Equal(t, want, told, "OnWarning is told each, once")
+	for _, name := range f.names {
+		assert.Empty(t, f.members[name].Objects(), "nothing is written to %s", name)
+	}
+	_, err = f.hub.Storage("monitoring").Last("kube-prometheus-stack")
+	assert.Error(t, err, "the hub stores no record")
 }
 
 // A hook that would run on no member fails the action even without

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/helmfleet/helmfleet/depgraph"
@@ -94,7 +95,8 @@ type WaveReport struct {
 	Name string
 	// Clusters of the wave, sorted.
 	Clusters []string
-	// Succeeded and Failed count the wave's releases.
+	// Succeeded and Failed count the wave's units, the uninstalls and
+	// deletes of garbage collection included.
 	Succeeded, Failed int
 	// Unhealthy lists members whose new revision was not healthy after
 	// the bake time.
@@ -217,6 +219,19 @@ func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro
 	res, runErr := f.runWave(ctx, plan, w.name, in, state, items)
 	for _, n := range res.Nodes {
 		state[n.Key] = n.State
+	}
+	f.checkProduced(ctx, plan, state, items)
+	for _, n := range res.Nodes {
+		switch state[n.Key] {
+		case depgraph.Succeeded:
+			wr.Succeeded++
+		case depgraph.Failed:
+			wr.Failed++
+		}
+	}
+	gone, gcErr := f.uninstallWave(ctx, plan, w.name, in, items)
+	failedBefore := wr.Failed
+	for _, n := range gone {
 		switch n.State {
 		case depgraph.Succeeded:
 			wr.Succeeded++
@@ -224,8 +239,8 @@ func (f *Fleet) applyWave(ctx context.Context, plan *Plan, w wave, last bool, ro
 			wr.Failed++
 		}
 	}
-	if err := f.uninstallWave(ctx, plan, w.name, in, items); err != nil {
-		wr.Failed++
+	if gcErr != nil && wr.Failed == failedBefore {
+		wr.Failed++ // cancelled before any removal said so
 	}
 	if runErr != nil && ctx.Err() != nil {
 		return wr, fmt.Errorf("fleet apply: cancelled in wave %s: %w", w.name, ctx.Err())
@@ -446,8 +461,8 @@ func reconcilePasses(ctx context.Context, k Key, rec *reconcile.Reconciler, clus
 }
 
 // uninstallWave removes, dependents first, the releases the wave's
-// members hold and no longer want.
-func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, items map[Key]*ItemReport) error {
+// members hold and no longer want, and returns the removals' outcomes.
+func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, items map[Key]*ItemReport) ([]depgraph.NodeResult[Key], error) {
 	g := depgraph.New[Key]()
 	for _, n := range plan.gc.Nodes() {
 		if in[n.Key.Cluster] {
@@ -461,20 +476,21 @@ func (f *Fleet) uninstallWave(ctx context.Context, plan *Plan, wave string, in m
 		}
 	}
 	if g.Len() == 0 {
-		return nil
+		return nil, nil
 	}
 	log := &itemLog{items: items}
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
 		return f.uninstallItem(ctx, plan, wave, k, log)
 	}, depgraph.Options[Key]{Concurrency: f.cfg.Concurrency, GroupConcurrency: f.cfg.ClusterConcurrency, Clock: f.cfg.Clock})
-	if res != nil {
-		for _, n := range res.Nodes {
-			if it, ok := items[n.Key]; ok {
-				it.State = n.State
-			}
+	if res == nil {
+		return nil, err
+	}
+	for _, n := range res.Nodes {
+		if it, ok := items[n.Key]; ok {
+			it.State = n.State
 		}
 	}
-	return err
+	return res.Nodes, err
 }
 
 // uninstallItem removes unit k of plan from its member, records its item
@@ -542,7 +558,10 @@ func (f *Fleet) unhealthy(ctx context.Context, in map[string]bool, state map[Key
 }
 
 // rollbackFailed rolls the failed and unhealthy members of a halting wave
-// back to their previous good revision.
+// back to their previous good revision. A member whose reconciler
+// already remediated by a rollback (upgrade.remediation) is back there
+// and is left alone: rolling it back again would add a second
+// "Rollback to" revision. The item's revision is then Helm's.
 func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport, unhealthy []string) {
 	sick := map[string]bool{}
 	for _, c := range unhealthy {
@@ -550,29 +569,66 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 	}
 	for _, it := range plan.Items {
 		k := keyOfPlan(it)
-		if !in[k.Cluster] || it.Action == reconcile.ActionUninstall || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
+		if !in[k.Cluster] || plan.gone[k] || (state[k] != depgraph.Failed && !sick[k.Cluster]) {
 			continue
 		}
 		rel, ok := f.inv.release(k)
-		if !ok {
+		if !ok || remediatedByRollback(rel) {
 			continue
 		}
 		cluster, err := f.releaseCluster(k.Cluster, rel)
 		if err == nil {
 			err = f.rec.RollbackToPrevious(ctx, cluster, rel)
 		}
-		if err == nil {
-			f.inv.putRelease(k, rel)
-			serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
-			if ir, ok := items[k]; ok {
-				ir.RolledBack = true
-				if serr != nil {
-					ir.Err = errors.Join(ir.Err, serr)
-				}
+		// A failed attempt may have written a revision and changed the
+		// status too: both are kept and reported, never dropped.
+		f.inv.putRelease(k, rel)
+		serr := bookkeeping(ctx, func(ctx context.Context) error { return f.save(ctx, k, rel) })
+		ir, ok := items[k]
+		if err != nil {
+			if ok {
+				ir.Err = errors.Join(ir.Err, &RollbackError{Key: k, Err: err}, serr)
 			}
-			f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
+			continue
 		}
+		if ok {
+			ir.RolledBack = true
+			if cur := rel.Status.History.Latest(); cur != nil {
+				ir.Revision = cur.Version
+			}
+			if serr != nil {
+				ir.Err = errors.Join(ir.Err, serr)
+			}
+		}
+		f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 	}
+}
+
+// RollbackError is a halted rollout's rollback of one member that
+// failed (the rollback may have written a failed revision there): it is
+// part of that member's ItemReport.Err.
+type RollbackError struct {
+	// Key is the release on its member.
+	Key Key
+	// Err is the rollback's error.
+	Err error
+}
+
+func (e *RollbackError) Error() string {
+	return fmt.Sprintf("rollout halted: rolling %s back failed: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the rollback's error.
+func (e *RollbackError) Unwrap() error { return e.Err }
+
+// remediatedByRollback says whether rel's latest revision is a rollback
+// that remediated its failure (the reconciler's, or an earlier halted
+// rollout's) and is deployed: rolling back from it would only repeat it.
+func remediatedByRollback(rel *release.Release) bool {
+	c := rel.Status.GetCondition(release.ConditionRemediated)
+	cur := rel.Status.History.Latest()
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == release.ReasonRollbackSucceeded &&
+		cur != nil && cur.Status == release.SnapshotStatusDeployed
 }
 
 type wave struct {

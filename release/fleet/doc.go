@@ -75,8 +75,13 @@
 // the same member or, when that member does not run it, on every member
 // that does. A dependency on a Kustomization with spec.wait is a
 // dependency on the releases it produces too, as Flux's wait includes
-// their Ready. A cycle across kinds is a plan error naming it, and Apply
-// then applies nothing.
+// their Ready (with spec.healthChecks, on those it names). Such a
+// Kustomization is itself ready only when they are: when one fails, its
+// report item fails with a *ProducedNotReadyError and its status
+// (KustomizationStatus) is Ready and Healthy False, reason
+// HealthCheckFailed, naming the unit and why, as Flux's health check of
+// the HelmReleases it applied makes it. A cycle across kinds is a plan
+// error naming it, and Apply then applies nothing.
 //
 // Garbage collection deletes a Kustomization a member no longer gets,
 // after the units it produced and those that depend on it; its objects

@@ -240,6 +240,10 @@ type Plan struct {
 	items      map[Key]*reconcile.Plan
 	kitems     map[Key]*KustomizationPlan
 	valuesFrom map[Key]ValuesFrom
+	// gone are the releases garbage collection uninstalls (no longer
+	// placed); a placed release whose reconciler plans an uninstall (one
+	// left 'uninstalling') is reconciled, not removed.
+	gone map[Key]bool
 	// producer maps a release a Kustomization produces to that
 	// Kustomization; produced is the reverse, in key order.
 	producer map[Key]Key
@@ -267,6 +271,23 @@ func (e *ItemError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the item's error.
 func (e *ItemError) Unwrap() error { return e.Err }
+
+// MemberError is a Plan error of one unit on one member found before the
+// unit could be planned there: an override that fails on that member, or
+// what the overrides made of the unit that does not decode or validate.
+// The unit is neither planned nor applied on that member, so a caller
+// that sums up the unit's members counts it as a failed one.
+type MemberError struct {
+	// Key names the member and the unit.
+	Key Key
+	// Err is the failure; it names the unit.
+	Err error
+}
+
+func (e *MemberError) Error() string { return "member " + e.Key.Cluster + ": " + e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *MemberError) Unwrap() error { return e.Err }
 
 // PlacementErrors returns the errors of Errors that are not an item's:
 // what stops whole releases (no policy, an override that fails, a
@@ -320,7 +341,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	// A unit that cannot be placed is named in Plan.Errors (below); the
 	// others are still planned.
 	plan := &Plan{Warnings: placement.Warnings, items: map[Key]*reconcile.Plan{}, kitems: map[Key]*KustomizationPlan{},
-		valuesFrom: map[Key]ValuesFrom{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
+		valuesFrom: map[Key]ValuesFrom{}, gone: map[Key]bool{}, producer: map[Key]Key{}, produced: map[Key][]Key{}}
 	for _, op := range placement.Objects {
 		if op.Err != nil {
 			what := "release"
@@ -402,7 +423,7 @@ func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo,
 	var kwork []*KustomizationPlan
 	for _, co := range members {
 		for _, e := range co.Errors {
-			plan.Errors = append(plan.Errors, fmt.Errorf("member %s: %w", co.Cluster, e))
+			plan.Errors = append(plan.Errors, memberError(co.Cluster, e))
 		}
 		for _, u := range co.Objects {
 			if isKustomization(u) {
@@ -411,7 +432,8 @@ func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo,
 					err = k.Validate()
 				}
 				if err != nil {
-					plan.Errors = append(plan.Errors, fmt.Errorf("member %s: kustomization %s/%s after overrides: %w", co.Cluster, u.GetNamespace(), u.GetName(), err))
+					plan.Errors = append(plan.Errors, &MemberError{Key: Key{Cluster: co.Cluster, Namespace: u.GetNamespace(), Name: u.GetName(), Kind: KindKustomization},
+						Err: fmt.Errorf("kustomization %s/%s after overrides: %w", u.GetNamespace(), u.GetName(), err)})
 					continue
 				}
 				key := Key{Cluster: co.Cluster, Namespace: k.Namespace, Name: k.Name, Kind: KindKustomization}
@@ -423,17 +445,34 @@ func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo,
 			}
 			r, err := fromUnstructured(u)
 			if err != nil {
-				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release %s/%s after overrides: %w", co.Cluster, u.GetNamespace(), u.GetName(), err))
+				plan.Errors = append(plan.Errors, &MemberError{Key: Key{Cluster: co.Cluster, Namespace: u.GetNamespace(), Name: u.GetName()},
+					Err: fmt.Errorf("release %s/%s after overrides: %w", u.GetNamespace(), u.GetName(), err)})
 				continue
 			}
 			if err := r.Validate(); err != nil {
-				plan.Errors = append(plan.Errors, fmt.Errorf("member %s: release after overrides: %w", co.Cluster, err))
+				plan.Errors = append(plan.Errors, &MemberError{Key: Key{Cluster: co.Cluster, Namespace: u.GetNamespace(), Name: u.GetName()},
+					Err: fmt.Errorf("release after overrides: %w", err)})
 				continue
 			}
 			work = append(work, f.releaseWork(co.Cluster, r))
 		}
 	}
 	return work, kwork
+}
+
+// memberError is the Plan error of err, a failure of the policy engine
+// on member cluster: a *MemberError naming the unit when err is an
+// *policy.OverrideError (the error of one object on one member).
+func memberError(cluster string, err error) error {
+	oe, ok := errors.AsType[*policy.OverrideError](err)
+	if !ok {
+		return fmt.Errorf("member %s: %w", cluster, err)
+	}
+	k := Key{Cluster: cluster, Namespace: oe.Object.Namespace, Name: oe.Object.Name}
+	if oe.Object.Kind == release.KustomizationKind {
+		k.Kind = KindKustomization
+	}
+	return &MemberError{Key: k, Err: err}
 }
 
 // planReleases plans the work's releases on their members, at most
@@ -580,6 +619,7 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 		}
 		plan.Items = append(plan.Items, item)
 		plan.items[k] = item
+		plan.gone[k] = item.Action == reconcile.ActionUninstall
 	}
 }
 
@@ -635,7 +675,7 @@ type unit struct {
 func (p *Plan) units() []unit {
 	out := make([]unit, 0, len(p.Items)+len(p.Kustomizations))
 	for _, it := range p.Items {
-		out = append(out, unit{key: keyOfPlan(it), removal: it.Action == reconcile.ActionUninstall, dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
+		out = append(out, unit{key: keyOfPlan(it), removal: p.gone[keyOfPlan(it)], dependsOn: it.Release.Spec.DependsOn, denied: denied(it.Err), ownKind: release.Kind, labels: it.Release.Labels})
 	}
 	for _, it := range p.Kustomizations {
 		out = append(out, unit{key: it.Key(), removal: it.Action == ActionDelete, dependsOn: it.Kustomization.Spec.DependsOn, denied: denied(it.Err), ownKind: release.KustomizationKind, labels: it.Kustomization.Labels})
@@ -650,8 +690,8 @@ func (p *Plan) planned(k Key) bool {
 		it, ok := p.kitems[k]
 		return ok && it.Action != ActionDelete
 	}
-	it, ok := p.items[k]
-	return ok && it.Action != reconcile.ActionUninstall
+	_, ok := p.items[k]
+	return ok && !p.gone[k]
 }
 
 // removed reports whether k is in the plan as an uninstall or delete.
@@ -660,8 +700,7 @@ func (p *Plan) removed(k Key) bool {
 		it, ok := p.kitems[k]
 		return ok && it.Action == ActionDelete
 	}
-	it, ok := p.items[k]
-	return ok && it.Action == reconcile.ActionUninstall
+	return p.gone[k]
 }
 
 // depKey is the key, on member, of a dependsOn entry of a unit of kind
@@ -699,8 +738,8 @@ func (f *Fleet) graphs(plan *Plan) (*depgraph.Graph[Key], *depgraph.Graph[Key]) 
 	}
 	expand := func(out []Key, d Key) []Key {
 		out = append(out, d)
-		if kp, ok := plan.kitems[d]; ok && kp.Kustomization.Spec.Wait {
-			out = append(out, plan.produced[d]...)
+		if kp, ok := plan.kitems[d]; ok {
+			out = append(out, waitedFor(kp.Kustomization, plan.produced[d])...)
 		}
 		return out
 	}
@@ -854,7 +893,13 @@ func (p *Plan) Table() string {
 		if it.Revision != "" {
 			src += "@" + it.Revision
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", it.Cluster, it.Key().unit(), it.State, it.Action, src, strings.Join(notes, "; "))
+		action := it.Action
+		if action == ActionApply && it.State == reconcile.StateInSync {
+			// Apply re-applies it (as Flux does every interval) and
+			// changes nothing: as for a release in sync, nothing to do.
+			action = reconcile.ActionNone
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t%s\n", it.Cluster, it.Key().unit(), it.State, action, src, strings.Join(notes, "; "))
 	})
 	_ = tw.Flush()
 	for _, e := range p.Errors {

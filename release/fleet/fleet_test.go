@@ -253,12 +253,30 @@ func TestFleetGarbageCollection(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, reconcile.ActionUninstall, gc.Action)
 	assert.Equal(t, "no longer placed on this member", gc.Reason)
-	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
+	assert.Regexp(t, `prod-us-1\s+apps/podinfo\s+succeeded\s+uninstall`, rep.Table())
+	assertWaveCounts(t, rep)
 	assert.Empty(t, tf.members["prod-us-1"].Summary())
 	assert.Empty(t, helmList(t, tf.members["prod-eu-1"]), "prod-eu-1 is not in env=dev either")
 	assert.NotEmpty(t, helmList(t, tf.members["dev-1"]))
 	assert.Len(t, tf.fleet.Inventory(), 1)
+}
+
+// assertWaveCounts asserts that the waves' counts are the report's items
+// that succeeded and failed, uninstalls and deletes included.
+func assertWaveCounts(t *testing.T, rep *fleet.ApplyReport) {
+	t.Helper()
+	items, waves := map[depgraph.State]int{}, map[depgraph.State]int{}
+	for _, it := range rep.Items {
+		items[it.State]++
+	}
+	for _, w := range rep.Waves {
+		waves[depgraph.Succeeded] += w.Succeeded
+		waves[depgraph.Failed] += w.Failed
+	}
+	assert.Equal(t, items[depgraph.Succeeded], waves[depgraph.Succeeded], "succeeded\n%s", rep.Table())
+	assert.Equal(t, items[depgraph.Failed], waves[depgraph.Failed], "failed\n%s", rep.Table())
 }
 
 // Garbage collection uninstalls a dependent before what it depends on
@@ -291,6 +309,13 @@ func TestFleetGarbageCollectionDependentsFirst(t *testing.T) {
 // the members named in broken (dev-1 is pinned to 6.5.0 by an override).
 func brokenUpgrade(t *testing.T, broken ...string) (*testFleet, *fleet.Plan) {
 	t.Helper()
+	return brokenUpgradeWith(t, nil, broken...)
+}
+
+// brokenUpgradeWith is brokenUpgrade with upgrade, when not nil, applied
+// to each release of the plan of the upgrade.
+func brokenUpgradeWith(t *testing.T, upgrade func(*release.Release), broken ...string) (*testFleet, *fleet.Plan) {
+	t.Helper()
 	ctx := context.Background()
 	health := map[string]memory.HealthFunc{}
 	for _, m := range broken {
@@ -310,6 +335,9 @@ func brokenUpgrade(t *testing.T, broken ...string) (*testFleet, *fleet.Plan) {
 	in.Releases[0].Spec.Chart.Spec.Version = "6.5.1"
 	for _, r := range in.Releases {
 		r.Spec.Timeout = &metav1Duration20ms
+		if upgrade != nil {
+			upgrade(r)
+		}
 	}
 	plan, err = tf.fleet.Plan(ctx, in)
 	require.NoError(t, err)

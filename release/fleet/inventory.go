@@ -52,6 +52,14 @@ func (inv *inventory) releaseStatus(k Key) (release.Status, bool) {
 	return *r.Status.DeepCopy(), true
 }
 
+// kustomization returns a copy of Kustomization k.
+func (inv *inventory) kustomization(k Key) (*release.Kustomization, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	ks, ok := inv.kusts[k]
+	return ks.DeepCopy(), ok
+}
+
 // kustomizationStatus returns a copy of Kustomization k's status.
 func (inv *inventory) kustomizationStatus(k Key) (release.KustomizationStatus, bool) {
 	inv.mu.Lock()

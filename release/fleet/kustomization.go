@@ -48,7 +48,8 @@ type KustomizationPlan struct {
 	// does.
 	State reconcile.State
 	// Action is ActionApply, ActionDelete or reconcile.ActionNone
-	// (suspended).
+	// (suspended). An apply in sync (State) changes nothing, and
+	// Plan.Table shows it as reconcile.ActionNone, as for a release.
 	Action reconcile.Action
 	// Reason says why, when the action has one.
 	Reason string
@@ -193,7 +194,7 @@ func (f *Fleet) planRound(ctx context.Context, plan *Plan, items []*Kustomizatio
 				return err
 			})
 			if err != nil {
-				it.Err = fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
+				it.Err = kustomizationErr(k, err)
 				return nil
 			}
 			outs[i] = out
@@ -388,7 +389,7 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 		err = errors.Join(err, serr)
 	}
 	if err != nil {
-		return fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
+		return kustomizationErr(k, err)
 	}
 	if !ks.IsReady() {
 		msg := "no Ready condition"
@@ -398,6 +399,16 @@ func (f *Fleet) applyKustomization(ctx context.Context, p *KustomizationPlan, it
 		return fmt.Errorf("member %s: kustomization %s/%s is not ready: %s", k.Cluster, k.Namespace, k.Name, msg)
 	}
 	return nil
+}
+
+// kustomizationErr is err of Kustomization k on its member, naming each
+// once: the Kustomization reconciler's own errors begin with the
+// Kustomization ("Kustomization namespace/name: ...").
+func kustomizationErr(k Key, err error) error {
+	if strings.HasPrefix(err.Error(), "Kustomization "+k.Namespace+"/"+k.Name+": ") {
+		return fmt.Errorf("member %s: %w", k.Cluster, err)
+	}
+	return fmt.Errorf("member %s: kustomization %s/%s: %w", k.Cluster, k.Namespace, k.Name, err)
 }
 
 // kustomizer is what the fleet needs to run a Kustomization on one

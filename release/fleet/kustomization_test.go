@@ -368,6 +368,9 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	apps, _ := plan.Kustomization(kkey("dev-1", "apps"))
 	assert.Equal(t, fleet.ActionApply, apps.Action)
 	assert.Equal(t, reconcile.StateInSync, apps.State)
+	// In sync, the table says there is nothing to do, as for a release.
+	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/apps\s+InSync\s+none\s`, plan.Table())
+	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/infrastructure\s+InSync\s+delete\s`, plan.Table())
 
 	_, err = tf2.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
@@ -561,9 +564,12 @@ func TestFleetKustomizationSubstitutesPerMember(t *testing.T) {
 	}
 }
 
-// A dependency on a Kustomization with wait is not ready while a release
-// it produces fails: the dependent is skipped. A dependent of the same
-// Kustomization without wait goes on.
+// A Kustomization with wait, or with a health check naming a release it
+// produces, is not ready while that release fails, as Flux's health
+// check of the HelmReleases it applied makes it: it fails, its status is
+// Ready and Healthy False, reason HealthCheckFailed, naming the release,
+// and its dependent is skipped. Without either it is ready and its
+// dependent goes on.
 func TestFleetKustomizationWaitIncludesProducedReleases(t *testing.T) {
 	ctx := context.Background()
 	broken := `---
@@ -579,11 +585,17 @@ spec:
           - {path: /spec/chart/spec/version, operator: replace, value: 9.9.9}
           - {path: /spec/install/timeout, operator: replace, value: 20ms}
 `
-	for _, wait := range []bool{true, false} {
-		wait := wait
-		t.Run(fmt.Sprintf("wait=%t", wait), func(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec string
+		waits      bool
+	}{
+		{"wait", "  wait: true\n", true},
+		{"healthChecks", "  timeout: 30s\n  healthChecks: [{apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: addon, namespace: monitoring}]\n", true},
+		{"neither", "  wait: false\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			tf := kustTestFleet(t, nil, nil)
-			in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", fmt.Sprintf("  wait: %t\n", wait))+
+			in := decodeInputs(t, kustomizationYAML("infrastructure", "./infrastructure/dev", tc.spec)+
 				placeOn("infrastructure", "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "clusterNames: [dev-1]")+
 				hrYAML("frontend", "  dependsOn: [{kind: Kustomization, name: infrastructure, namespace: flux-system}]\n")+
 				placeOn("frontend", "helm.toolkit.fluxcd.io/v2", "HelmRelease", "apps", "clusterNames: [dev-1]")+broken)
@@ -599,15 +611,26 @@ spec:
 			for _, it := range rep.Items {
 				states[it.Key.String()] = it.State.String()
 			}
-			frontend := "succeeded"
-			if wait {
-				frontend = "skipped"
+			kust, frontend, ready := "succeeded", "succeeded", "True ReconciliationSucceeded"
+			if tc.waits {
+				kust, frontend, ready = "failed", "skipped", "False HealthCheckFailed"
 			}
 			assert.Equal(t, map[string]string{
-				"dev-1:Kustomization/flux-system/infrastructure": "succeeded",
+				"dev-1:Kustomization/flux-system/infrastructure": kust,
 				"dev-1:monitoring/addon":                         "failed",
 				"dev-1:apps/frontend":                            frontend,
 			}, states)
+			st, ok := tf.fleet.KustomizationStatus(kkey("dev-1", "infrastructure"))
+			require.True(t, ok)
+			c := st.GetCondition(release.ConditionReady)
+			require.NotNil(t, c)
+			assert.Equal(t, ready, string(c.Status)+" "+c.Reason)
+			if tc.waits {
+				assert.Contains(t, c.Message, "health check failed: HelmRelease monitoring/addon: ")
+				assert.False(t, st.IsConditionTrue(release.ConditionHealthy))
+				assert.Equal(t, 2, rep.Waves[0].Failed, "the wave counts the Kustomization as failed, beside addon")
+				assert.Contains(t, err.Error(), "dev-1:Kustomization/flux-system/infrastructure: ")
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package kustomize
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,9 +78,10 @@ type ReconcileResult struct {
 //     set; with spec.prune the objects of the old inventory that left it
 //     are deleted (but those with PruneKey: disabled, and those no longer
 //     labelled as k's), else forgotten; a failed delete keeps its entry;
-//  5. with spec.wait every applied object, else the spec.healthChecks,
-//     must be Current by kstatus within GetTimeout: Healthy True or
-//     False, reason HealthCheckFailed;
+//  5. with spec.wait every applied object, else the spec.healthChecks
+//     (but those naming an object Exclude left out: the caller checks
+//     those), must be Current by kstatus within GetTimeout: Healthy True
+//     or False, reason HealthCheckFailed;
 //  6. Ready True, reason ReconciliationSucceeded, lastAppliedRevision.
 //
 // Reconciling is True while it runs and removed at the end; the
@@ -87,6 +89,7 @@ type ReconcileResult struct {
 // The returned error is the failure the conditions record.
 func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization) (_ *ReconcileResult, err error) {
 	res := &ReconcileResult{}
+	start := r.cfg.Now()
 	if err = k.Validate(); err != nil {
 		r.fail(k, release.ReasonInvalidSpec, err)
 		r.set(k, release.ConditionStalled, metav1.ConditionTrue, release.ReasonInvalidSpec, err.Error())
@@ -133,6 +136,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 	}
 	objs, excluded := r.prepare(k, built.Manifests)
 	res.Excluded = excluded
+	digest, err := objectsDigest(objs)
+	if err != nil {
+		r.fail(k, release.ReasonBuildFailed, err)
+		return res, err
+	}
+	// .status.history records how this set of objects fared, as Flux
+	// records it once the build succeeded.
+	defer func() {
+		if ready := k.Status.GetCondition(release.ConditionReady); ready != nil {
+			end := r.cfg.Now()
+			k.Status.RecordHistory(digest, end, end.Sub(start), ready.Reason, map[string]string{"revision": built.Revision})
+		}
+	}()
 
 	r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Applying revision "+built.Revision)
 	applied, err := r.applyStaged(ctx, cluster, k, objs, built.marks)
@@ -156,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		}
 	}
 
-	if refs, err := r.healthRefs(k, objs); err != nil {
+	if refs, err := r.healthRefs(k, objs, excluded); err != nil {
 		r.fail(k, release.ReasonHealthCheckFailed, err)
 		return res, err
 	} else if len(refs) > 0 {
@@ -358,8 +374,15 @@ type ApplyError struct {
 	Err error
 }
 
+// Error names the Kustomization, the object and the cluster's error; the
+// object once when the cluster's error names the apply of it already
+// (release/kube and release/memory say "cluster c: apply <object>: …").
 func (e *ApplyError) Error() string {
-	return fmt.Sprintf("Kustomization %s: apply %s: %v", e.Kustomization, e.Object, e.Err)
+	msg := e.Err.Error()
+	if strings.Contains(msg, "apply "+e.Object.String()+": ") {
+		return fmt.Sprintf("Kustomization %s: %s", e.Kustomization, msg)
+	}
+	return fmt.Sprintf("Kustomization %s: apply %s: %s", e.Kustomization, e.Object, msg)
 }
 
 func (e *ApplyError) Unwrap() error { return e.Err }
@@ -576,8 +599,10 @@ func prunable(live *unstructured.Unstructured, k *release.Kustomization) bool {
 // healthRefs are the objects whose health a reconcile checks: every
 // applied object with spec.wait (but skipped ones), else
 // spec.healthChecks (an apiVersion left out is taken from the applied
-// object of that kind and name).
-func (r *Reconciler) healthRefs(k *release.Kustomization, objs []*unstructured.Unstructured) ([]release.ObjectRef, error) {
+// object of that kind and name) but those naming an object Exclude left
+// out (excluded): they are not on the cluster, and whoever runs them
+// (a fleet, for the units it runs itself) checks their health.
+func (r *Reconciler) healthRefs(k *release.Kustomization, objs []*unstructured.Unstructured, excluded []release.ObjectRef) ([]release.ObjectRef, error) {
 	if k.Spec.Wait {
 		var refs []release.ObjectRef
 		for _, o := range objs {
@@ -589,6 +614,9 @@ func (r *Reconciler) healthRefs(k *release.Kustomization, objs []*unstructured.U
 	}
 	var refs []release.ObjectRef
 	for i, hc := range k.Spec.HealthChecks {
+		if slices.ContainsFunc(excluded, func(x release.ObjectRef) bool { return namesExcluded(hc, k.Namespace, x) }) {
+			continue
+		}
 		ref := release.ObjectRef{Namespace: hc.Namespace, Name: hc.Name}
 		if hc.APIVersion != "" {
 			gv, err := schema.ParseGroupVersion(hc.APIVersion)
@@ -608,6 +636,23 @@ func (r *Reconciler) healthRefs(k *release.Kustomization, objs []*unstructured.U
 		refs = append(refs, ref)
 	}
 	return refs, nil
+}
+
+// namesExcluded reports whether the health check hc of a Kustomization
+// in namespace ns names the excluded object x: its kind, namespace (ns
+// when hc has none) and name, and its group when hc has an apiVersion.
+func namesExcluded(hc release.NamespacedObjectKindReference, ns string, x release.ObjectRef) bool {
+	if hc.Namespace != "" {
+		ns = hc.Namespace
+	}
+	if hc.Kind != x.Kind || hc.Name != x.Name || ns != x.Namespace {
+		return false
+	}
+	if hc.APIVersion == "" {
+		return true
+	}
+	gv, err := schema.ParseGroupVersion(hc.APIVersion)
+	return err == nil && gv.Group == x.Group
 }
 
 // HealthError lists the objects that were not healthy (Current by
@@ -692,4 +737,19 @@ func (r *Reconciler) waitGone(ctx context.Context, cluster release.ObjectReader,
 		case <-ticker.C:
 		}
 	}
+}
+
+// objectsDigest is the digest, sha256:<hex>, of objs in order, as JSON:
+// the digest of a Kustomization's .status.history snapshot.
+func objectsDigest(objs []*unstructured.Unstructured) (string, error) {
+	h := sha256.New()
+	for _, o := range objs {
+		data, err := o.MarshalJSON()
+		if err != nil {
+			return "", fmt.Errorf("digest of %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		h.Write(data)
+		h.Write([]byte{'\n'})
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil)), nil
 }

@@ -2,6 +2,7 @@ package kustomize_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"strings"
 	"sync"
@@ -507,4 +508,58 @@ func TestReconcileInvalidAndSuspended(t *testing.T) {
 	assert.True(t, res.Suspended)
 	assert.Empty(t, snapshot(c))
 	assert.Empty(t, k.Status.Conditions)
+}
+
+// TestReconcileHealthChecksSkipExcluded: a health check naming an object
+// Exclude left out (a HelmRelease the fleet runs as a unit of its own, and
+// checks itself) is not waited for on the cluster, where it never is;
+// the other health checks are.
+func TestReconcileHealthChecksSkipExcluded(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", fstest.MapFS{
+		"app/kustomization.yaml": file("resources: [a.yaml, hr.yaml]\n"),
+		"app/a.yaml":             file(configMap("a")),
+		"app/hr.yaml":            file("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: apps\nspec:\n  interval: 5m\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: charts}}}\n"),
+	})
+	c := memory.New("dev")
+	r := newReconciler(t, src, func(cfg *kustomize.ReconcilerConfig) { cfg.Exclude = kustomize.FleetUnit })
+	for _, apiVersion := range []string{"helm.toolkit.fluxcd.io/v2", ""} {
+		k := ks("./app", func(k *release.Kustomization) {
+			k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second} // the shortest
+			k.Spec.HealthChecks = []release.NamespacedObjectKindReference{
+				{APIVersion: apiVersion, Kind: "HelmRelease", Name: "web", Namespace: "apps"},
+				{Kind: "ConfigMap", Name: "a", Namespace: "apps"},
+			}
+		})
+		_, err := r.Reconcile(t.Context(), c, k)
+		require.NoError(t, err, "apiVersion %q", apiVersion)
+		assert.True(t, k.Status.IsConditionTrue(release.ConditionHealthy), "the ConfigMap is checked")
+		assert.True(t, k.IsReady())
+	}
+}
+
+// TestApplyErrorNamesObjectOnce: an apply the cluster refuses names the
+// Kustomization, the object and the cluster's reason, the object once
+// although the cluster's error names it too.
+func TestApplyErrorNamesObjectOnce(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", fstest.MapFS{"app/kustomization.yaml": file("resources: [a.yaml]\n"), "app/a.yaml": file(configMap("a"))})
+	c := memory.New("dev")
+	c.SetFaults(func(op memory.Operation, _ release.ObjectRef) error {
+		if op == memory.OpApply {
+			return errors.New("etcd is full")
+		}
+		return nil
+	})
+	_, err := newReconciler(t, src).Reconcile(t.Context(), c, ks("./app"))
+	var ae *kustomize.ApplyError
+	require.ErrorAs(t, err, &ae)
+	assert.True(t, strings.HasPrefix(err.Error(), "Kustomization apps/app: "), err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), "ConfigMap apps/a"), err.Error())
+	assert.Contains(t, err.Error(), "etcd is full")
+
+	// A cluster whose error does not name the object: the Kustomization
+	// names it.
+	ae.Err = errors.New("etcd is full")
+	assert.Equal(t, "Kustomization apps/app: apply v1 ConfigMap apps/a: etcd is full", ae.Error())
 }

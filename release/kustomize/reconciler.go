@@ -114,7 +114,8 @@ type ReconcilerConfig struct {
 	// Exclude, when set, leaves out of apply, inventory and prune the
 	// objects for which it returns true: a fleet excludes the
 	// HelmReleases, Kustomizations, sources and policies a Kustomization
-	// builds (FleetUnit) and runs them as units of its own.
+	// builds (FleetUnit) and runs them as units of its own. A health
+	// check naming an excluded object is left to the caller too.
 	Exclude func(*unstructured.Unstructured) bool
 	// NoCrossNamespaceRefs refuses a Kustomization whose spec.sourceRef
 	// or spec.dependsOn names another namespace (Flux's
@@ -206,8 +207,11 @@ type SourceError struct {
 	Err error
 }
 
+// Error names the Kustomization, the source and the Sources' error; the
+// source once when that error ends with it (as MapSources' does).
 func (e *SourceError) Error() string {
-	return fmt.Sprintf("Kustomization %s: source %s: %v", e.Kustomization, e.Source, e.Err)
+	msg := strings.TrimSuffix(e.Err.Error(), ": "+e.Source)
+	return fmt.Sprintf("Kustomization %s: source %s: %s", e.Kustomization, e.Source, msg)
 }
 
 func (e *SourceError) Unwrap() error { return e.Err }

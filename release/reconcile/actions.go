@@ -44,6 +44,7 @@ func (ru *run) released(a Action, wrote bool, err error) error {
 	md := ru.d.chart.Chart.Metadata
 	if wrote {
 		ru.observeLatest()
+		ru.markAction(a)
 	}
 	st.StorageNamespace = rel.GetStorageNamespace()
 	okReason, failReason := release.ReasonInstallSucceeded, release.ReasonInstallFailed
@@ -279,8 +280,12 @@ func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
 	rb.CleanupOnFail = spec.CleanupOnFail
 	rb.MaxHistory = rel.GetMaxHistory()
 	defer rel.SummarizeReady()
+	before := ru.latestVersion()
 	err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
 	ru.observeLatest()
+	if cur := st.History.Latest(); cur != nil && cur.Version > before {
+		ru.markAction(ActionRollback)
+	}
 	why := ""
 	if insteadOfUninstall != nil {
 		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and Config.UninstallHealthyRelease is off)", insteadOfUninstall.Version)

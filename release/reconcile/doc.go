@@ -12,8 +12,9 @@
 // (pending-*) → unlock; Unmanaged → upgrade; OutOfSync (chart, values,
 // post-renderers, common metadata) → upgrade; Untested → test; Failed →
 // remediate by rollback or uninstall while retries remain (RetryOnFailure
-// upgrades again after its interval); Drifted → correct or report; InSync →
-// nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
+// upgrades again after its interval); Uninstalling (an uninstall that did
+// not complete) → stalled once retries are used up, else uninstall again,
+// once; Drifted → correct or report; InSync → nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
 // objects carry Helm's ownership metadata, no field manager is overridden,
 // and the diff is rationalized (a map whose every key changed is one
 // replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure

@@ -70,12 +70,25 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster release.Clu
 	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
 	rb.Wait = !rel.GetRollback().DisableWait
 	rb.MaxHistory = rel.GetMaxHistory()
-	if err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName())); err != nil {
-		return ru.actionErr(ActionRollback, err)
-	}
-	if last, err := lastRelease(cfg.Releases, rel.GetReleaseName()); err == nil && last != nil {
+	err = ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
+	if last, lerr := lastRelease(cfg.Releases, rel.GetReleaseName()); lerr == nil && last != nil {
 		rel.Status.History = upsertSnapshot(rel.Status.History, snapshotOf(last, ""))
 	}
-	ru.setCondition(release.ConditionRemediated, "True", release.ReasonRollbackSucceeded, fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version))
+	if err != nil {
+		// The rollout judged the release failed and the rollback may
+		// have left a failed revision: Ready says so.
+		ru.setCondition(release.ConditionRemediated, "False", release.ReasonRollbackFailed, fmt.Sprintf("rollout halted: rolling back to revision %d failed: %v", prev.Version, err))
+		rel.SummarizeReady()
+		return ru.actionErr(ActionRollback, err)
+	}
+	msg := fmt.Sprintf("rollout halted: rolled back to revision %d", prev.Version)
+	if c := rel.Status.GetCondition(release.ConditionReady); c != nil && c.Status != "True" && c.Message != "" {
+		// Keep saying why the rollout judged the release failed.
+		msg += ": " + c.Message
+	}
+	ru.setCondition(release.ConditionRemediated, "True", release.ReasonRollbackSucceeded, msg)
+	// The desired revision no longer runs: Ready says so, as after the
+	// reconciler's own remediation, with why.
+	rel.SummarizeReady()
 	return nil
 }

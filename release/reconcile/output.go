@@ -48,7 +48,8 @@ type releasePlanJSON struct {
 	Values           *values.Result
 	Objects          []map[string]any
 	Diff             string
-	Err              string `json:",omitempty"`
+	Err              string   `json:",omitempty"`
+	Warnings         []string `json:",omitempty"`
 }
 
 // MarshalJSON encodes the plan with its objects masked (MaskedObjects),
@@ -57,7 +58,7 @@ type releasePlanJSON struct {
 func (p Plan) MarshalJSON() ([]byte, error) {
 	j := releasePlanJSON{Cluster: p.Cluster, Release: shown(p.Release), State: p.State, Reason: p.Reason, Action: p.Action,
 		Chart: p.Chart, Version: p.Version, Verified: p.Verified, Revision: p.Revision, KubeVersion: p.KubeVersion,
-		CapabilitiesFrom: p.CapabilitiesFrom, Values: p.Values, Objects: p.MaskedObjects(), Diff: p.Diff}
+		CapabilitiesFrom: p.CapabilitiesFrom, Values: p.Values, Objects: p.MaskedObjects(), Diff: p.Diff, Warnings: p.Warnings}
 	if p.Err != nil {
 		j.Err = p.Err.Error()
 	}
@@ -132,6 +133,7 @@ type resultJSON struct {
 	Values       *values.Result
 	Drift        *drift.Report
 	Status       release.Status
+	Warnings     []string `json:",omitempty"`
 }
 
 func helmRecordOf(h *helmrelease.Release) *helmRecordJSON {
@@ -153,7 +155,7 @@ func helmRecordOf(h *helmrelease.Release) *helmRecordJSON {
 // rendered manifest in the clear) and the values redacted.
 func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(resultJSON{Actions: r.Actions, Action: r.Last(), State: r.State, Next: r.Next, RequeueAfter: r.RequeueAfter,
-		Unlocked: r.Unlocked, Helm: helmRecordOf(r.Helm), Values: r.Values, Drift: r.Drift, Status: r.Status})
+		Unlocked: r.Unlocked, Helm: helmRecordOf(r.Helm), Values: r.Values, Drift: r.Drift, Status: r.Status, Warnings: r.Warnings})
 }
 
 // String summarizes the result on one line: the actions, the state,

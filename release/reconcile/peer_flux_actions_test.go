@@ -43,12 +43,19 @@ import (
 // that moving to it is an upgrade, as in Flux's test).
 const subchartCRDVersion = "flux-subchart-crd"
 
+// failingHookVersion is the chart version a case names to get Flux's
+// BuildChart(ChartWithFailingHook()), ported to testdata: its hook Pod
+// (post-install, pre-delete, post-upgrade) fails once a step marks the
+// Pods of podinfo-0.2.0 broken.
+const failingHookVersion = "flux-failing-hook"
+
 // ociDigestAnnotation makes peerCharts serve the test chart as an OCI
 // artifact with the annotation's digest (step ociDigest).
 const ociDigestAnnotation = "peer.helmfleet.test/oci-digest"
 
 // peerCharts serves the test chart, and Flux's chart with a CRD in a
-// conditional subchart for the version subchartCRDVersion.
+// conditional subchart for the version subchartCRDVersion, and Flux's
+// chart with a failing hook for failingHookVersion.
 func peerCharts(t *testing.T) reconcile.ChartGetter {
 	base := fixture.Charts()
 	return reconcile.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*reconcile.Chart, error) {
@@ -59,8 +66,12 @@ func peerCharts(t *testing.T) reconcile.ChartGetter {
 			}
 			return ch, err
 		}
-		if rel.Spec.Chart.Spec.Version == subchartCRDVersion {
+		switch rel.Spec.Chart.Spec.Version {
+		case subchartCRDVersion:
 			ch, err := loader.LoadDir(filepath.Join("testdata", "peer", "flux", "charts", "subchart-crd"))
+			return &reconcile.Chart{Chart: ch}, err
+		case failingHookVersion:
+			ch, err := loader.LoadDir(filepath.Join("testdata", "peer", "flux", "charts", "failing-hook"))
 			return &reconcile.Chart{Chart: ch}, err
 		}
 		return base.GetChart(ctx, rel)

@@ -63,6 +63,9 @@ type Plan struct {
 	Diff string
 	// Err is why the release cannot be planned or would stall.
 	Err error
+	// Warnings name the fields set but not acted on as Flux would
+	// (release.FieldWarnings), as Reconcile would report them.
+	Warnings []string
 }
 
 // Plan computes what Reconcile would do to rel on cluster, without
@@ -76,6 +79,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		p.Reason = "suspended"
 		return p
 	}
+	p.Warnings = release.FieldWarnings(rel)
 	res := &Result{}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
 	d, err := r.prepare(ctx, rel)

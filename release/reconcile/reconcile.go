@@ -197,6 +197,10 @@ type Result struct {
 	// Status is the Release's new status; it is also written to the
 	// Release passed in.
 	Status release.Status
+	// Warnings name the fields set but not acted on as Flux would
+	// (release.FieldWarnings); the status's FieldWarnings condition
+	// says the same.
+	Warnings []string
 }
 
 // Last returns the last action run, ActionNone if none ran.
@@ -319,6 +323,9 @@ type decision struct {
 	// in place of the configured uninstall remediation
 	// (Config.UninstallHealthyRelease off); nil for a rollback asked for.
 	insteadOfUninstall *release.Snapshot
+	// completesUninstall is true for an uninstall run again to complete
+	// one that left the release 'uninstalling'.
+	completesUninstall bool
 }
 
 // step is how one action runs: its Flux action type and its code. stepOf
@@ -379,8 +386,10 @@ func stalledOutcome(se *StalledError) outcome { return outcome{next: NextStalled
 //	Absent → install; Locked → unlock, then go on; Unmanaged → upgrade;
 //	OutOfSync → upgrade; Untested → test; Failed → remediate (rollback or
 //	uninstall, while retries remain; RetryOnFailure upgrades again after
-//	its interval); Drifted → correct (mode enabled) or report (warn);
-//	InSync → nothing.
+//	its interval); Uninstalling (an uninstall left the release
+//	'uninstalling') → stalled once retries are used up, else uninstall
+//	again, then stalled if that fails too; Drifted → correct (mode
+//	enabled) or report (warn); InSync → nothing.
 //
 // A change of release name, target namespace, storage namespace or chart
 // name uninstalls the old release first (a chart-name change upgrades in
@@ -409,6 +418,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.Cluster, rel
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	res.Warnings = release.FieldWarnings(rel)
+	ru.markFieldWarnings(res.Warnings)
 	out := ru.reconcile()
 	res.Next, res.RequeueAfter = out.next, out.after
 	if v, ok := rel.GetAnnotations()[release.ReconcileRequestAnnotation]; ok {
@@ -477,11 +488,15 @@ func (ru *run) reconcile() outcome {
 			}
 			return ru.requeue(lastErr)
 		}
+		start := ru.r.now()
 		err = st.run(ru, dec, obs)
+		if st.typ == typeRelease {
+			rel.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: ru.r.now().Sub(start)}
+		}
 		ran[st.typ] = true
 		res.Actions = append(res.Actions, dec.action)
 		if st.typ == typeRemediate {
-			return ru.afterRemediation(err, lastErr)
+			return ru.afterRemediation(dec, err, lastErr)
 		}
 		if err != nil {
 			lastErr = err

@@ -125,6 +125,7 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 1}}
 	_, err := rec.Reconcile(ctx, c, rel)
 	require.NoError(t, err)
+	assert.Equal(t, []string{"1 install"}, actions(rel), "status.history[].action")
 
 	// The new version's pre-upgrade migration Job fails.
 	h.failed = map[string]string{"Job": "migration: relation exists"}
@@ -143,6 +144,7 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	assert.Equal(t, "True/ProgressingWithRetry", cond(rel, release.ConditionReconciling))
 	assert.Equal(t, []string{"6.5.0 superseded", "6.5.1 failed", "6.5.0 deployed"}, history(t, c))
 	assert.Equal(t, int64(2), fixture.Replicas(t, c), "the rollback restored revision 1's objects")
+	assert.Equal(t, []string{"3 rollback", "2 upgrade", "1 install"}, actions(rel), "status.history[].action")
 
 	// The second attempt fails too: retries are exhausted after the
 	// rollback, and the release stalls on the good revision.

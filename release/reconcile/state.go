@@ -34,6 +34,12 @@ const (
 	StateUntested State = "Untested"
 	// StateFailed: the last action or test failed → remediate.
 	StateFailed State = "Failed"
+	// StateUninstalling: an uninstall this Release ran did not complete
+	// (a pre-delete hook or the deletion of its objects failed) and left
+	// the release 'uninstalling', which Helm neither installs nor
+	// upgrades over → stalled when the remediation's retries are used
+	// up, else uninstall again to complete it.
+	StateUninstalling State = "Uninstalling"
 	// StateDrifted: in sync, but live objects differ from the manifest →
 	// correct (mode enabled) or report (warn).
 	StateDrifted State = "Drifted"

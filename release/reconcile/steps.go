@@ -43,6 +43,8 @@ func (ru *run) observe() (*observation, error) {
 		return &observation{state: StateFailed, reason: "last release failed", last: last}, nil
 	case helmrelease.StatusUninstalled:
 		return &observation{state: StateAbsent, reason: "found uninstalled release in storage", last: last}, nil
+	case helmrelease.StatusUninstalling:
+		return &observation{state: StateUninstalling, reason: "an uninstall did not complete: release with status 'uninstalling'", last: last}, nil
 	case helmrelease.StatusDeployed:
 	default:
 		return nil, fmt.Errorf("release %s: cannot determine state of helm release with status '%s'", refOf(rel), last.Info.Status)
@@ -147,6 +149,8 @@ func (ru *run) decide(obs *observation, force bool) (decision, error) {
 		return none, nil
 	case StateFailed:
 		return ru.decideFailed(force)
+	case StateUninstalling:
+		return ru.decideUninstalling(obs, force)
 	}
 	return none, fmt.Errorf("release %s: unknown release state %s", refOf(rel), obs.state)
 }
@@ -207,6 +211,22 @@ func (ru *run) decideFailed(force bool) (decision, error) {
 		return decision{action: ActionUninstall}, nil
 	}
 	return none, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
+}
+
+// decideUninstalling is the way out of a release that an uninstall left
+// 'uninstalling'. As Flux does, a failed uninstall remediation that
+// changed storage counts as a remediation done, so a release out of
+// retries stalls (a force request or a new generation lifts it);
+// otherwise the uninstall runs again to complete it, once: if it fails
+// again the release stalls (afterRemediation).
+func (ru *run) decideUninstalling(obs *observation, force bool) (decision, error) {
+	st := &ru.rel.Status
+	if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(st) && !force {
+		return decision{action: ActionNone}, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf(
+			"failed to %s after %d attempt(s); the uninstall remediating the last failure did not complete and left release %s 'uninstalling'",
+			st.LastAttemptedReleaseAction, rem.GetFailureCount(st), fullName(obs.last)))
+	}
+	return decision{action: ActionUninstall, usesForce: true, completesUninstall: true}, nil
 }
 
 func (ru *run) ignoreTestFailures() bool {
@@ -318,10 +338,14 @@ func (ru *run) retryLater(retry *release.ActionStrategy, lastErr error) outcome 
 // afterRemediation ends the reconcile after a rollback or uninstall that
 // remediated a failure (err: the remediation's own failure; lastErr: the
 // failure it remediated, if this reconcile met it).
-func (ru *run) afterRemediation(err, lastErr error) outcome {
+func (ru *run) afterRemediation(dec decision, err, lastErr error) outcome {
 	if err != nil {
 		ru.markReady(metav1.ConditionFalse, ru.conditionReason(release.ConditionRemediated), err.Error())
-		return again(0, err)
+		if dec.action != ActionUninstall || !leftUninstalling(ru.res.Helm) {
+			// Storage is as it was: nothing was remediated, try again.
+			return again(0, err)
+		}
+		return ru.afterIncompleteUninstall(dec, err, lastErr)
 	}
 	// After an uninstall remediation of an upgrade, Flux always comes
 	// back to install again, even out of retries.
@@ -332,6 +356,39 @@ func (ru *run) afterRemediation(err, lastErr error) outcome {
 		return ru.stall(ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("failed to %s after %d attempt(s)", ru.rel.Status.LastAttemptedReleaseAction, rem.GetFailureCount(&ru.rel.Status))), lastErr)
 	}
 	return ru.requeue(lastErr)
+}
+
+// afterIncompleteUninstall ends the reconcile after an uninstall
+// remediation that failed after it changed storage, leaving the release
+// 'uninstalling' (err: its failure). Flux counts it as a remediation
+// done: out of retries, the release stalls. An uninstall that was itself
+// completing an earlier one stalls too: Helm installs nothing over the
+// release, and running it again at once would fail the same way.
+func (ru *run) afterIncompleteUninstall(dec decision, err, lastErr error) outcome {
+	st := &ru.rel.Status
+	name := fullName(ru.res.Helm)
+	if dec.completesUninstall {
+		return ru.stall(ru.stalled(release.ReasonUninstallFailed, fmt.Sprintf(
+			"uninstall of release %s failed again and left it 'uninstalling': %v; fix the cause, then change the spec or request a force to run it again",
+			name, err)), nil)
+	}
+	if rem := ru.rel.GetActiveRemediation(); rem != nil && rem.RetriesExhausted(st) {
+		se := ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf(
+			"failed to %s after %d attempt(s); the uninstall remediating it failed and left release %s 'uninstalling': %v",
+			st.LastAttemptedReleaseAction, rem.GetFailureCount(st), name, err))
+		if lastErr == nil {
+			se.Err = err
+		}
+		return ru.stall(se, lastErr)
+	}
+	ru.progressing()
+	return again(0, err)
+}
+
+// leftUninstalling says whether h, the record an uninstall left, says
+// the uninstall began and did not complete.
+func leftUninstalling(h *helmrelease.Release) bool {
+	return h != nil && h.Info != nil && h.Info.Status == helmrelease.StatusUninstalling
 }
 
 // requeue ends the reconcile with more work to do, at once; it returns
@@ -420,6 +477,16 @@ func (ru *run) markReady(status metav1.ConditionStatus, reason, msg string) {
 }
 
 // setCondition sets the Release's condition typ, for its generation, now.
+// markFieldWarnings sets the FieldWarnings condition to the warnings,
+// one a line, or removes it when there is none.
+func (ru *run) markFieldWarnings(w []string) {
+	if len(w) == 0 {
+		ru.rel.Status.RemoveCondition(release.ConditionFieldWarnings)
+		return
+	}
+	ru.setCondition(release.ConditionFieldWarnings, metav1.ConditionTrue, release.ReasonNotActedOn, strings.Join(w, "\n"))
+}
+
 func (ru *run) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
 	ru.rel.Status.Mark(typ, status, reason, msg, ru.rel.Generation, metav1.NewTime(ru.r.now()))
 }
@@ -431,14 +498,27 @@ func (ru *run) conditionReason(typ string) string {
 	return release.ReasonReconciliationFailed
 }
 
-// observeLatest records Helm's latest release of name in the history.
+// observeLatest records Helm's latest release of name in the history;
+// after an uninstall that purged it, the Result has no Helm release.
 func (ru *run) observeLatest() {
 	last, err := ru.lastRecord()
-	if err != nil || last == nil {
+	if err != nil {
+		return
+	}
+	if last == nil {
+		ru.res.Helm = nil
 		return
 	}
 	ru.res.Helm = last
 	ru.rel.Status.History = upsertSnapshot(ru.rel.Status.History, snapshotOf(last, ru.d.chart.Digest))
+}
+
+// markAction records a as the action that wrote the latest snapshot
+// (status.history[].action, Flux 2.9).
+func (ru *run) markAction(a Action) {
+	if cur := ru.rel.Status.History.Latest(); cur != nil {
+		cur.Action = string(a)
+	}
 }
 
 // snapshotOf turns Helm's release record into a history snapshot.
@@ -500,6 +580,9 @@ func upsertSnapshot(h release.Snapshots, s *release.Snapshot) release.Snapshots 
 		if old.Name == s.Name && old.Namespace == s.Namespace && old.Version == s.Version {
 			if s.TestHooks == nil && old.TestHooks != nil {
 				s.TestHooks = old.TestHooks
+			}
+			if s.Action == "" {
+				s.Action = old.Action
 			}
 			continue
 		}

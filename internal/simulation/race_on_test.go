@@ -1,0 +1,6 @@
+//go:build race
+
+package simulation_test
+
+// raceEnabled: the race detector slows the simulation several times.
+const raceEnabled = true

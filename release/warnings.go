@@ -1,0 +1,64 @@
+package release
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
+)
+
+// ConditionFieldWarnings is True while the Release sets fields helmfleet
+// does not act on as Flux would; its message is FieldWarnings, one a
+// line. It is no Flux condition and says nothing of readiness.
+const ConditionFieldWarnings = "FieldWarnings"
+
+// ReasonNotActedOn is the reason of ConditionFieldWarnings.
+const ReasonNotActedOn = "NotActedOn"
+
+// HelmV3Engine is the warning for a field that asks for what only Helm
+// v4 does: helmfleet's engine is Helm v3 (server-side apply).
+const HelmV3Engine = "applied client-side: Helm v3 engine"
+
+// MigrationWarning says that a HelmRelease of an older version
+// (v2beta1, v2beta2), which Flux removed in 2.7 and 2.8, was read for
+// migration: it is converted to v2, and should be written as v2.
+func MigrationWarning(r *Release, version string) string {
+	return fmt.Sprintf("%s: %s/%s is read for migration only (Flux removed it): it was converted to %s; write it as %s",
+		fieldcheck.ObjectName(Kind, r.Namespace, r.Name), Group, version, APIVersion, APIVersion)
+}
+
+// FieldWarnings returns a warning for each field of in that the user set
+// and helmfleet does not act on as Flux 2.9 would, each naming the field
+// and its value, sorted; nil when there is none. A field helmfleet
+// cannot honour safely is refused by Validate instead; these are the
+// ones a release can go on without (docs/fields.md lists every field).
+func FieldWarnings(in *Release) []string {
+	s := &in.Spec
+	var w []string
+	add := func(path, value, why string) { w = append(w, fmt.Sprintf("%s: %s: %s", path, value, why)) }
+	if i := s.Install; i != nil && i.ServerSideApply != nil && *i.ServerSideApply {
+		add("spec.install.serverSideApply", "true", HelmV3Engine)
+	}
+	if u := s.Upgrade; u != nil && u.ServerSideApply == ServerSideApplyEnabled {
+		add("spec.upgrade.serverSideApply", string(u.ServerSideApply), HelmV3Engine)
+	}
+	if r := s.Rollback; r != nil && r.ServerSideApply == ServerSideApplyEnabled {
+		add("spec.rollback.serverSideApply", string(r.ServerSideApply), HelmV3Engine)
+	}
+	if ws := s.WaitStrategy; ws != nil && ws.Name == WaitStrategyLegacy {
+		add("spec.waitStrategy.name", ws.Name, "waited with kstatus (poller): helmfleet has no legacy wait")
+	}
+	if st := s.PostRenderStrategy; len(s.PostRenderers) > 0 && (st == PostRenderStrategyCombined || st == PostRenderStrategySeparate) {
+		add("spec.postRenderStrategy", st, "hooks are not post-rendered (nohooks): Helm v3 engine")
+	}
+	if len(s.HealthCheckExprs) > 0 {
+		add("spec.healthCheckExprs", fmt.Sprintf("%d check(s)", len(s.HealthCheckExprs)), "not evaluated: helmfleet has no CEL yet (issue 28); custom resources are waited for with kstatus")
+	}
+	for i, d := range s.DependsOn {
+		if d.ReadyExpr != "" {
+			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated: helmfleet has no CEL yet (issue 28); the dependency must be Ready")
+		}
+	}
+	slices.Sort(w)
+	return w
+}
