@@ -46,9 +46,10 @@
 // an exact string match first; "" or "*" is the latest stable version;
 // anything else is a Masterminds/semver constraint (pre-releases only when
 // the constraint has one, e.g. ">=1.0.0-0"); candidates are read as Flux
-// reads them (fluxcd/pkg version.ParseVersion: strict semver with an
-// optional "v", so "1.2" is no candidate and only its exact string selects
-// it); among versions equal but for build metadata the newer "created"
+// reads them (current fluxcd/pkg version.ParseVersion: three
+// dot-separated parts, then Masterminds' non-strict parse, so calendar
+// versions such as "v2025.07.03" are candidates while "1.2" is none and
+// only its exact string selects it); among versions equal but for build metadata the newer "created"
 // wins. OCI tags are read with "_" standing for "+".
 //
 // A chart name asked of a Helm repository (HTTP or OCI) must have the form

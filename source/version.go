@@ -26,9 +26,10 @@ type Candidate struct {
 //   - "" and "*" select the highest stable version (no pre-releases);
 //   - anything else is a Masterminds/semver v3 constraint: "6.x" and
 //     ">= 6.0.0" exclude pre-releases, ">=6.0.0-0" includes them;
-//   - candidates are strict semantic versions with an optional "v" prefix,
-//     as Flux reads them; others ("1.2", "latest") are skipped, so only an
-//     exact string match selects them;
+//   - candidates are versions as Flux reads them: three dot-separated
+//     parts with an optional "v" prefix, leading zeros allowed (calendar
+//     versions such as "v2025.07.03"); others ("1.2", "latest") are
+//     skipped, so only an exact string match selects them;
 //   - among versions equal but for build metadata, the newer Created wins.
 //
 // SelectVersion is pure: no I/O, no clock. It returns an error wrapping
@@ -44,13 +45,15 @@ func SelectVersion(constraint string, candidates []Candidate) (int, error) {
 	return selectParsed(constraint, candidates, parsed)
 }
 
-// parseVersion reads a candidate's version the way Flux does
-// (fluxcd/pkg/version.ParseVersion): strict semver, three numbers, with
-// an optional "v" in front. "1.2" or "1.2.3.4" are no versions, so only
-// an exact string match can select them.
+// parseVersion reads a candidate's version the way current Flux does
+// (fluxcd/pkg/version.ParseVersion since v0.8.0): the string must hold
+// three dot-separated parts, and is then read by Masterminds' non-strict
+// parser. So calendar versions with leading zeros ("v2025.07.03") and an
+// optional "v" are versions, while "1.2" (two parts) or "1.2.3.4" (which
+// the parser refuses) are not: only an exact string match selects them.
 func parseVersion(s string) (*semver.Version, error) {
-	if _, err := semver.StrictNewVersion(strings.TrimPrefix(s, "v")); err != nil {
-		return nil, err
+	if strings.Count(s, ".") < 2 {
+		return nil, fmt.Errorf("%w: %q has fewer than three dot-separated parts", semver.ErrInvalidSemVer, s)
 	}
 	return semver.NewVersion(s)
 }

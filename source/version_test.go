@@ -39,6 +39,12 @@ func TestSelectVersion(t *testing.T) {
 		{name: "partial versions are no candidates", constraint: ">=1", cands: vs("1.2", "1.10"), wantErr: ErrNoMatchingVersion},
 		{name: "partial version by exact string", constraint: "1.2", cands: vs("1.2", "1.10"), want: "1.2"},
 		{name: "four numbers are no version", constraint: "*", cands: vs("1.2.3.4", "0.1.0"), want: "0.1.0"},
+		// Calendar versions: three dot-separated parts with leading zeros,
+		// as current Flux reads them (fluxcd/pkg version v0.8.0+).
+		{name: "calendar version by range", constraint: ">=2025.7.0 <2026", cands: vs("v2025.06.30", "v2025.07.03", "v2026.01.02"), want: "v2025.07.03"},
+		{name: "calendar version is latest stable", constraint: "*", cands: vs("v2025.07.03", "1.0.0", "v2025.07.10-rc.1"), want: "v2025.07.03"},
+		{name: "calendar tilde range", constraint: "~2025.07", cands: vs("2025.07.01", "2025.07.15", "2025.08.01"), want: "2025.07.15"},
+		{name: "two-part calendar version is no candidate", constraint: "*", cands: vs("2025.07", "0.1.0"), want: "0.1.0"},
 		{name: "non versions skipped", constraint: "*", cands: vs("banana", "0.1.0"), want: "0.1.0"},
 		{name: "build metadata: newer created wins", constraint: "*",
 			cands: []Candidate{{Version: "1.0.0+b", Created: t0.Add(2 * time.Hour)}, {Version: "1.0.0+a", Created: t0.Add(5 * time.Hour)}}, want: "1.0.0+a"},
@@ -69,12 +75,12 @@ func TestSelectVersion(t *testing.T) {
 }
 
 func TestTagCandidates(t *testing.T) {
-	got := tagCandidates([]string{"latest", "1.0.0", "1.0.0_build.2", "2.0.0-rc.1", "0.9.0", "sha256-abc"})
+	got := tagCandidates([]string{"latest", "1.0.0", "1.0.0_build.2", "2.0.0-rc.1", "0.9.0", "sha256-abc", "v2025.07.03", "2025.07"})
 	var vs []string
 	for _, c := range got {
 		vs = append(vs, c.Version)
 	}
-	assert.Equal(t, []string{"2.0.0-rc.1", "1.0.0", "1.0.0+build.2", "0.9.0"}, vs)
+	assert.Equal(t, []string{"v2025.07.03", "2.0.0-rc.1", "1.0.0", "1.0.0+build.2", "0.9.0"}, vs)
 	i, err := SelectVersion("1.0.0+build.2", got)
 	require.NoError(t, err)
 	assert.Equal(t, "1.0.0_build.2", versionToTag(got[i].Version))
