@@ -303,15 +303,20 @@ type loadedArchive struct {
 }
 
 // checkChart verifies that a loaded chart is what it was resolved as: its
-// Chart.yaml must name the chart name (when not empty) and have the
-// version (when not empty). Versions are compared as semantic versions
-// when both parse ("v1.0" is "1.0.0"), build metadata included: it tells
-// two artifacts apart; otherwise as strings.
-func checkChart(c *chart.Chart, name, version string) error {
+// Chart.yaml must name the chart ref (when not empty) and have the version
+// (when not empty). A chart is named by the last element of its reference,
+// as Helm names it: "another/grafana" in oci://host/my_repo is the chart
+// "grafana" at oci://host/my_repo/another/grafana. Versions are compared
+// as semantic versions when both parse ("v1.0" is "1.0.0"), build metadata
+// included: it tells two artifacts apart; otherwise as strings.
+func checkChart(c *chart.Chart, ref, version string) error {
 	if c.Metadata == nil {
 		return fmt.Errorf("%w: the chart has no Chart.yaml", ErrInvalidArchive)
 	}
-	if name != "" && c.Metadata.Name != name {
+	if name := path.Base(ref); ref != "" && c.Metadata.Name != name {
+		if name != ref {
+			return fmt.Errorf("%w: Chart.yaml names chart %q, resolved as chart %q (the last element of %q)", ErrChartMismatch, c.Metadata.Name, name, ref)
+		}
 		return fmt.Errorf("%w: Chart.yaml names chart %q, resolved as chart %q", ErrChartMismatch, c.Metadata.Name, name)
 	}
 	if version != "" && !sameVersion(c.Metadata.Version, version) {

@@ -80,7 +80,10 @@
 //     asked for grafana 6.17.4, it accepts a chart named helmchart 0.1.0 (its
 //     own builder tests do). helmfleet requires the loaded Chart.yaml to name
 //     the chart and version it was resolved as (ErrChartMismatch), so what
-//     runs is what the reference and the status say.
+//     runs is what the reference and the status say. The name compared is
+//     the last element of the chart reference, as Helm names a chart: the
+//     chart "grafana" at oci://host/my_repo/another/grafana, asked for as
+//     "another/grafana", is the one resolved.
 //   - Values files and the chart version. Flux merges a HelmChart's
 //     valuesFiles into the chart and re-packages it with the generation as
 //     build metadata (0.3.0+3), so a values change is a new artifact.
@@ -151,7 +154,8 @@
 // against the index digest (an entry without a digest is refused) or the
 // OCI descriptor, checked for entries that leave the chart directory or
 // links, and only then loaded; the loaded chart's Chart.yaml must then
-// name the chart and version it was resolved as (ErrChartMismatch). A cap
+// name the chart (the last element of the reference) and version it was
+// resolved as (ErrChartMismatch). A cap
 // exceeded is a *LimitError naming the cap. HelmRepository.Spec.Timeout
 // bounds each download from the repository, the index and the archive;
 // for an OCI registry, OCIRepository.Spec.Timeout (or the OCI

@@ -374,3 +374,29 @@ func TestOCIResolverHTTPClient(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupportedSource)
 	assert.Contains(t, err.Error(), "ClientOptAuthorizer")
 }
+
+// TestOCIResolverNestedChartName: a chart in a nested registry path is
+// named by the reference's last element, as Helm names it. The chart
+// "grafana" at oci://host/my_repo/another/grafana, asked of the repository
+// oci://host/my_repo as "another/grafana", is the one resolved; a chart
+// named otherwise at that path is still refused.
+func TestOCIResolverNestedChartName(t *testing.T) {
+	host := newTestRegistry(t, "", "")
+	client := newRegistryClient(t)
+	_, err := client.Push(packageChart(t, "grafana", "6.17.4", nil), host+"/my_repo/another/grafana:6.17.4")
+	require.NoError(t, err)
+	_, err = client.Push(packageChart(t, "helmchart", "6.17.5", nil), host+"/my_repo/another/grafana:6.17.5", registry.PushOptStrictMode(false))
+	require.NoError(t, err)
+	repo := &HelmRepository{Spec: HelmRepositorySpec{URL: "oci://" + host + "/my_repo", Type: RepositoryTypeOCI}}
+	r := newOCIResolver(t)
+	ctx := context.Background()
+
+	got, err := r.Resolve(ctx, Ref{Chart: "another/grafana", Version: "6.17.4", HelmRepository: repo})
+	require.NoError(t, err)
+	assert.Equal(t, "grafana", got.Chart.Name())
+	assert.Equal(t, "6.17.4", got.Version)
+
+	_, err = r.Resolve(ctx, Ref{Chart: "another/grafana", Version: "6.17.5", HelmRepository: repo})
+	require.ErrorIs(t, err, ErrChartMismatch)
+	assert.Contains(t, err.Error(), `Chart.yaml names chart "helmchart", resolved as chart "grafana" (the last element of "another/grafana")`)
+}
