@@ -59,6 +59,24 @@ type HelmRepository struct {
 	Status HelmRepositoryStatus `json:"status,omitempty"`
 }
 
+// AnnotationAllowMissingDigest, set to "true" on an HTTP(S)
+// HelmRepository, accepts its index entries that have no digest: such an
+// entry's archive is deployed unverified, and the resolved Chart says so
+// in Warnings. Without it, such an entry is refused (ErrDigestMissing):
+// nothing vouches for the archive. Hand-written and some proxied indexes
+// carry no digests. It is helmfleet's extension, an annotation rather
+// than a spec field so that the same object stays valid for Flux's CRD
+// (Flux accepts such entries anyway and ignores it). Validate refuses a
+// value other than "true" or "false". OCI registries have no index: the
+// annotation does nothing there.
+const AnnotationAllowMissingDigest = "source.helmfleet.io/allow-missing-digest"
+
+// AllowsMissingDigest reports whether r accepts index entries without a
+// digest: AnnotationAllowMissingDigest is "true".
+func (r *HelmRepository) AllowsMissingDigest() bool {
+	return r.Annotations[AnnotationAllowMissingDigest] == "true"
+}
+
 // HelmRepositoryList is a list of HelmRepositories, as the API server
 // returns it.
 //

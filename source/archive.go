@@ -63,7 +63,7 @@ func sha256Digest(data []byte) string {
 // (Helm index entries) or "sha256:<hex>".
 func verifyDigest(data []byte, want string) error {
 	if want == "" {
-		return fmt.Errorf("%w: the index entry has no digest to verify the archive against", ErrDigestMismatch)
+		return fmt.Errorf("%w: no digest to verify the bytes against", ErrDigestMismatch)
 	}
 	got := sha256Digest(data)
 	w := strings.ToLower(want)

@@ -78,6 +78,11 @@ type Chart struct {
 	// Verified says who signed the artifact when the source asked for
 	// verification (spec.verify); nil when it did not.
 	Verified *Verified
+	// Warnings say what was accepted that is refused by default, for the
+	// engine to carry to the release's status: today an archive taken
+	// unverified from an index entry without a digest, which the
+	// HelmRepository allows (AnnotationAllowMissingDigest). Nil when none.
+	Warnings []string
 	// ValuesFiles holds ref.ValuesFiles as read from the chart, in order.
 	// When Ref listed any, they replace the chart's values.yaml: the values
 	// package merges them; this package never merges values.

@@ -74,8 +74,13 @@
 //
 //   - Unverified archives. Flux downloads the archive an index entry points
 //     at and uses it when the entry has no digest. helmfleet refuses such an
-//     entry (ErrDigestMismatch): an archive nothing vouches for is not
-//     deployed, so a compromised or confused mirror cannot swap it.
+//     entry by default (ErrDigestMissing), before downloading anything: an
+//     archive nothing vouches for is not deployed, so a compromised or
+//     confused mirror cannot swap it. A HelmRepository annotated
+//     source.helmfleet.io/allow-missing-digest: "true"
+//     (AnnotationAllowMissingDigest; an annotation, so the object stays
+//     valid for Flux's CRD) accepts them as Flux does, and each chart so
+//     resolved carries a warning in Chart.Warnings for the status.
 //   - The chart is the one resolved. Flux loads whatever the archive holds:
 //     asked for grafana 6.17.4, it accepts a chart named helmchart 0.1.0 (its
 //     own builder tests do). helmfleet requires the loaded Chart.yaml to name
@@ -151,7 +156,8 @@
 // revalidated with ETag / Last-Modified; archives are capped
 // (DefaultMaxChartSize, both the download and the uncompressed tar stream
 // it expands to, headers included; MaxChartEntries entries), verified
-// against the index digest (an entry without a digest is refused) or the
+// against the index digest (an entry without a digest is refused, unless
+// its repository has AnnotationAllowMissingDigest) or the
 // OCI descriptor, checked for entries that leave the chart directory or
 // links, and only then loaded; the loaded chart's Chart.yaml must then
 // name the chart (the last element of the reference) and version it was
@@ -227,7 +233,8 @@
 // (without credentials or query, see Redact), the chart and the
 // constraint, with the HTTP status when there was one, wrapping a sentinel
 // such as ErrInvalidChartName, ErrChartNotFound, ErrNoMatchingVersion,
-// ErrInvalidIndex, ErrTooLarge, ErrDigestMismatch, ErrInvalidArchive,
+// ErrInvalidIndex, ErrTooLarge, ErrDigestMismatch, ErrDigestMissing,
+// ErrInvalidArchive,
 // ErrChartMismatch, ErrUnreachable, ErrUnauthorized, ErrForbidden,
 // ErrNotFound, ErrServer, ErrUnsupportedSource or ErrUnverified.
 // No printed form of an error holds a URL's user, password or query

@@ -26,6 +26,10 @@ var (
 	// ErrDigestMismatch: downloaded bytes do not have the digest the index
 	// or the reference promised.
 	ErrDigestMismatch = errors.New("digest mismatch")
+	// ErrDigestMissing: a repository index entry has no digest to verify
+	// its chart archive against, and its HelmRepository does not accept
+	// that (see AnnotationAllowMissingDigest).
+	ErrDigestMissing = errors.New("digest missing")
 	// ErrInvalidArchive: a chart archive is corrupt, escapes its directory or
 	// is not a chart; or a chart directory holds a link that leaves it or a
 	// special file.

@@ -14,6 +14,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/repo"
 
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
 	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
@@ -164,14 +165,24 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fail("download chart", 0, fmt.Errorf("%w: %w", ErrInvalidIndex, redact.Error(err, repoURL, base, cv.URLs[0])))
 	}
+	var warnings []string
+	if cv.Digest == "" {
+		w, err := missingDigest(ref.HelmRepository, ref.Chart, cv.Version, archiveURL)
+		if err != nil {
+			return nil, fail("download chart", 0, err)
+		}
+		warnings = append(warnings, w)
+	}
 	getCtx, cancel := withTimeout(ctx, timeout)
 	data, status, err := r.get(getCtx, archiveURL, r.maxChart)
 	cancel()
 	if err != nil {
 		return nil, fail("download chart", status, fmt.Errorf("GET %s: %w", redact.URL(archiveURL), timeoutErr(ctx, err, timeout)))
 	}
-	if err := verifyDigest(data, cv.Digest); err != nil {
-		return nil, fail("download chart", 0, fmt.Errorf("GET %s: %w", redact.URL(archiveURL), err))
+	if cv.Digest != "" {
+		if err := verifyDigest(data, cv.Digest); err != nil {
+			return nil, fail("download chart", 0, fmt.Errorf("GET %s: %w", redact.URL(archiveURL), err))
+		}
 	}
 	la, err := loadArchive(data, r.maxChart)
 	if err != nil {
@@ -187,7 +198,24 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 		Source:     Redact(repoURL),
 		SourceKind: KindHelmRepository,
 		URL:        Redact(archiveURL),
+		Warnings:   warnings,
 	}, ref, func(err error) error { return fail("read values files", 0, err) })
+}
+
+// missingDigest decides on an index entry without a digest, before its
+// archive is downloaded: refused (ErrDigestMissing) unless repo allows it
+// (AnnotationAllowMissingDigest), in which case it returns the warning
+// that says the archive goes unverified.
+func missingDigest(repo *HelmRepository, chart, version, archiveURL string) (string, error) {
+	name := Redact(repo.Spec.URL)
+	if repo.Name != "" {
+		name = fieldcheck.ObjectName("", repo.Namespace, repo.Name)
+	}
+	if !repo.AllowsMissingDigest() {
+		return "", fmt.Errorf("%w: the index entry of chart %s version %s (%s) has no digest to verify its archive against (HelmRepository %s: metadata.annotations[%s]: %q accepts it unverified)",
+			ErrDigestMissing, chart, version, redact.URL(archiveURL), name, AnnotationAllowMissingDigest, "true")
+	}
+	return fmt.Sprintf("chart %s version %s from repository %s has no digest in its index entry: accepted unverified (allow-missing-digest)", chart, version, name), nil
 }
 
 // IndexDigest returns the SHA-256 digest ("sha256:<hex>") of a

@@ -87,11 +87,13 @@ type peerGroup struct {
 
 // peerChart is one index entry.
 type peerChart struct {
-	Name        string `json:"name"`
-	Version     string `json:"version"`
-	URL         string `json:"url,omitempty"`
-	NoURL       bool   `json:"noURL,omitempty"`
-	Digest      string `json:"digest,omitempty"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	URL     string `json:"url,omitempty"`
+	NoURL   bool   `json:"noURL,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	// NoDigest leaves the digest of a packaged chart out of the entry.
+	NoDigest    bool   `json:"noDigest,omitempty"`
 	Description string `json:"description,omitempty"`
 	// Created is an offset from the test's "now"; empty stands for Helm's
 	// MustAdd stamp, a moment after it.
@@ -118,6 +120,9 @@ type peerCase struct {
 	// MaxIndexSize caps the index; -1 is the index's length minus one.
 	MaxIndexSize int64  `json:"maxIndexSize,omitempty"`
 	RepoURL      string `json:"repoURL,omitempty"`
+	// AllowMissingDigest annotates the HelmRepository (flux-system/peer)
+	// with AnnotationAllowMissingDigest "true" (driver http).
+	AllowMissingDigest bool `json:"allowMissingDigest,omitempty"`
 
 	Chart                    string    `json:"chart,omitempty"`
 	Version                  string    `json:"version,omitempty"`
@@ -170,6 +175,10 @@ type peerWant struct {
 	OneOf    []string `json:"oneOf,omitempty"`
 
 	Valid *bool `json:"valid,omitempty"`
+
+	// Warnings are the resolved chart's (Chart.Warnings); checked on
+	// every chart resolved, so none is given where none is wanted.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // peerSentinels names the sentinels a case may expect; "any" is any error.
@@ -182,6 +191,7 @@ var peerSentinels = map[string]error{
 	"InvalidChartName":  ErrInvalidChartName,
 	"TooLarge":          ErrTooLarge,
 	"DigestMismatch":    ErrDigestMismatch,
+	"DigestMissing":     ErrDigestMissing,
 	"ChartMismatch":     ErrChartMismatch,
 	"NotFound":          ErrNotFound,
 	"UnsupportedSource": ErrUnsupportedSource,
@@ -391,7 +401,9 @@ func indexOf(t *testing.T, charts []peerChart, archives map[string][]byte, serve
 			} else {
 				data := packageChart(t, c.Name, c.Version, nil)
 				archives[p] = data
-				cv.Digest = "sha256:" + hexDigest(data)
+				if !c.NoDigest {
+					cv.Digest = "sha256:" + hexDigest(data)
+				}
 			}
 		}
 		f.Entries[c.Name] = append(f.Entries[c.Name], cv)
@@ -507,6 +519,7 @@ func checkPeerChart(t *testing.T, got *Chart, err error, w peerWant) {
 		return
 	}
 	require.NoError(t, err)
+	assert.Equal(t, w.Warnings, got.Warnings, "Chart.Warnings")
 	if w.Version != "" {
 		assert.Equal(t, w.Version, got.Version)
 		assert.Equal(t, w.Version, got.Chart.Metadata.Version)
@@ -568,8 +581,13 @@ func runPeerHTTP(t *testing.T, g peerGroup, c peerCase) {
 	if c.RepoURL != "" {
 		repoURL = c.RepoURL
 	}
+	hr := helmRepo(repoURL)
+	if c.AllowMissingDigest {
+		hr.Namespace, hr.Name = "flux-system", "peer"
+		hr.Annotations = map[string]string{AnnotationAllowMissingDigest: "true"}
+	}
 	got, err := Composite{HTTP: NewHTTPResolver(tr.srv.Client(), opts)}.Resolve(context.Background(),
-		Ref{Chart: c.Chart, Version: c.Version, ValuesFiles: c.ValuesFiles, HelmRepository: helmRepo(repoURL)})
+		Ref{Chart: c.Chart, Version: c.Version, ValuesFiles: c.ValuesFiles, HelmRepository: hr})
 	require.False(t, c.Difference == "" && c.ValuesFiles != nil && c.Want.Values != nil,
 		"merged values of valuesFiles are the values package's; this driver cannot check them")
 	checkPeerChart(t, got, err, c.Want)

@@ -418,3 +418,56 @@ func TestCompositeDispatch(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupportedSource)
 	assert.NotContains(t, err.Error(), "pw")
 }
+
+// TestHTTPResolverMissingDigest: an index entry without a digest (a
+// hand-written or proxied index) is refused as ErrDigestMissing before its
+// archive is downloaded, unless its HelmRepository allows it with
+// AnnotationAllowMissingDigest: then the archive is taken unverified and
+// the Chart carries the warning for the status. A digest that is there is
+// verified either way.
+func TestHTTPResolverMissingDigest(t *testing.T) {
+	good := packageChart(t, "app", "1.0.0", nil)
+	tr := newTestRepo(t)
+	tr.add("app", "1.0.0", good, "")
+	f := &repo.IndexFile{}
+	require.NoError(t, yaml.Unmarshal(tr.index, f))
+	f.Entries["app"][0].Digest = ""
+	b, err := yaml.Marshal(f)
+	require.NoError(t, err)
+	tr.setIndex(b)
+	ctx := context.Background()
+	repository := func(allow string) *HelmRepository {
+		r := helmRepo(tr.srv.URL)
+		r.Namespace, r.Name = "flux-system", "charts"
+		if allow != "" {
+			r.Annotations = map[string]string{AnnotationAllowMissingDigest: allow}
+		}
+		return r
+	}
+
+	for _, allow := range []string{"", "false", "yes"} {
+		_, err := NewHTTPResolver(tr.srv.Client(), HTTPOptions{}).Resolve(ctx, Ref{Chart: "app", HelmRepository: repository(allow)})
+		require.ErrorIs(t, err, ErrDigestMissing, "annotation %q", allow)
+		assert.NotErrorIs(t, err, ErrDigestMismatch)
+		assert.Contains(t, err.Error(), "digest missing: the index entry of chart app version 1.0.0 ("+tr.srv.URL+"/charts/app-1.0.0.tgz) has no digest to verify its archive against "+
+			`(HelmRepository flux-system/charts: metadata.annotations[source.helmfleet.io/allow-missing-digest]: "true" accepts it unverified)`)
+	}
+	assert.Zero(t, tr.count("/charts/app-1.0.0.tgz"), "refused before the download")
+
+	got, err := NewHTTPResolver(tr.srv.Client(), HTTPOptions{}).Resolve(ctx, Ref{Chart: "app", HelmRepository: repository("true")})
+	require.NoError(t, err)
+	assert.Equal(t, "1.0.0", got.Version)
+	assert.Equal(t, []string{"chart app version 1.0.0 from repository flux-system/charts has no digest in its index entry: accepted unverified (allow-missing-digest)"}, got.Warnings)
+
+	// The opt-in accepts a missing digest, never a wrong one.
+	tr.add("app", "1.1.0", good, "")
+	tr.files["/charts/app-1.1.0.tgz"] = packageChart(t, "app", "1.1.0", nil)
+	_, err = NewHTTPResolver(tr.srv.Client(), HTTPOptions{}).Resolve(ctx, Ref{Chart: "app", Version: "1.1.0", HelmRepository: repository("true")})
+	require.ErrorIs(t, err, ErrDigestMismatch)
+
+	// A verified chart carries no warning.
+	tr.add("app", "1.2.0", packageChart(t, "app", "1.2.0", nil), "")
+	got, err = NewHTTPResolver(tr.srv.Client(), HTTPOptions{}).Resolve(ctx, Ref{Chart: "app", Version: "1.2.0", HelmRepository: repository("true")})
+	require.NoError(t, err)
+	assert.Nil(t, got.Warnings)
+}

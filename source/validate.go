@@ -30,8 +30,8 @@ var digestRe = regexp.MustCompile(`^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]
 // Validate checks the HelmRepository and returns every problem as a
 // *ValidationError, or nil: metadata.name and metadata.namespace (call
 // it after defaulting the namespace), the URL's scheme (http, https, or
-// oci with type oci), the type and provider, durations and secret
-// references.
+// oci with type oci), the type and provider, durations, secret
+// references and the AnnotationAllowMissingDigest value.
 func (r *HelmRepository) Validate() error {
 	var p fieldcheck.Problems
 	fieldcheck.Meta(&p, r.ObjectMeta)
@@ -42,6 +42,9 @@ func (r *HelmRepository) Validate() error {
 	}
 	fieldcheck.URL(&p, "spec.url", r.Spec.URL, schemes...)
 	validateAccess(&p, r.Spec.Provider, &r.Spec.Interval, r.Spec.Timeout, r.Spec.SecretRef, r.Spec.CertSecretRef)
+	if v, ok := r.Annotations[AnnotationAllowMissingDigest]; ok && v != "true" && v != "false" {
+		p.Add("metadata.annotations["+AnnotationAllowMissingDigest+"]", v, `must be "true" or "false"`)
+	}
 	return p.Err(KindHelmRepository, r.ObjectMeta)
 }
 

@@ -30,6 +30,13 @@ func TestSourceKindsValidate(t *testing.T) {
 				"  spec.url: scheme must be http or https (value: ftp://***@x)\n" +
 				"  spec.provider: must be one of generic, aws, azure, gcp (value: ibm)\n" +
 				"  spec.secretRef.name: is required"},
+		{name: "helm repository allows missing digests", obj: &source.HelmRepository{
+			ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "apps", Annotations: map[string]string{source.AnnotationAllowMissingDigest: "true"}},
+			Spec:       source.HelmRepositorySpec{URL: "https://charts.example.com"}}},
+		{name: "helm repository allow-missing-digest not a boolean", obj: &source.HelmRepository{
+			ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "apps", Annotations: map[string]string{source.AnnotationAllowMissingDigest: "yes"}},
+			Spec:       source.HelmRepositorySpec{URL: "https://charts.example.com"}},
+			want: `HelmRepository apps/s: metadata.annotations[source.helmfleet.io/allow-missing-digest]: must be "true" or "false" (value: yes)`},
 		{name: "oci repository ok", obj: &source.OCIRepository{ObjectMeta: meta,
 			Spec: source.OCIRepositorySpec{URL: "oci://ghcr.io/stefanprodan/charts/podinfo",
 				Reference: &source.OCIRepositoryRef{SemVer: ">= 6.0.0"}}}},
