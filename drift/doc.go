@@ -96,7 +96,9 @@
 // applies as its field manager). Corrections are ordered as
 // fluxcd/pkg/ssa orders kinds (Namespaces and CRDs first).
 //
-// Where helmfleet differs, deliberately (SEMANTICS.md §6), and why:
+// Where helmfleet differs, deliberately (SEMANTICS.md §6), and why (the
+// README's table "How helmfleet differs from Flux and Karmada" lists these
+// with the library's other differences):
 //
 //   - Ignore rules without a target. Flux keys compiled rules by their
 //     selector, nil for every rule without one, so the last such rule

@@ -175,7 +175,8 @@
 // cases of Karmada's own unit tests (Webster division, dispenser, cluster
 // affinity, taints, spread filters, selector priority, overriders, native
 // dependencies, image parsing) from testdata/peer/karmada, with Karmada's
-// expected results as the oracle. Documented differences:
+// expected results as the oracle. Documented differences (also in the
+// README's table "How helmfleet differs from Flux and Karmada"):
 //
 //   - an image overrider never writes an invalid reference: removing the
 //     repository leaves the image unchanged, with a WarnImageOverrideInvalid

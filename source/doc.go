@@ -71,6 +71,8 @@
 // # Where helmfleet differs from Flux
 //
 // Each item: what Flux does, what helmfleet does, and why.
+// Every difference of the library, with what a migrating user must know,
+// is in the README's table "How helmfleet differs from Flux and Karmada".
 //
 //   - Unverified archives. Flux downloads the archive an index entry points
 //     at and uses it when the entry has no digest. helmfleet refuses such an

@@ -45,7 +45,9 @@
 // Composition costs time and memory linear in the number of references and
 // the size of the documents.
 //
-// Some differences from Flux are deliberate. Flux lets a targetPath value win
+// Some differences from Flux are deliberate (the README's table "How
+// helmfleet differs from Flux and Karmada" lists them with the library's
+// others). Flux lets a targetPath value win
 // over inline values only through map aliasing, so whether it wins depends on
 // which earlier source created the parent map. Here targetPath assignments
 // always come after inline values, as Flux documents. A second: yaml.v3
