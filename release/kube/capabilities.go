@@ -26,7 +26,13 @@ var _ release.CapabilitiesReader = (*Cluster)(nil)
 // discoveryAccept is the Accept header of the probe: aggregated discovery
 // (one document with every group, version and resource, which the API
 // server tags with an ETag), else the plain group list.
-const discoveryAccept = discovery.AcceptV2 + "," + discovery.AcceptV2Beta1 + "," + discovery.AcceptV1
+const discoveryAccept = discovery.AcceptV2 + "," + acceptV2Beta1 + "," + discovery.AcceptV1
+
+// acceptV2Beta1 asks for aggregated discovery in its beta form, the only
+// one Kubernetes 1.26 to 1.29 serve. client-go v0.37 no longer names it
+// (discovery.AcceptV2Beta1 is gone there), so the text is written out
+// here: the library builds with client-go v0.36 and v0.37 alike.
+const acceptV2Beta1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 // maxProbeBody bounds how much of an untagged discovery document the
 // probe reads to fingerprint it.
