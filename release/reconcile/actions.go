@@ -265,7 +265,7 @@ func (ru *run) test() error {
 	return nil
 }
 
-func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
+func (ru *run) rollback() error {
 	rel, st := ru.rel, &ru.rel.Status
 	prev := st.History.Previous(ru.ignoreTestFailures())
 	spec := rel.GetRollback()
@@ -286,17 +286,13 @@ func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
 	if cur := st.History.Latest(); cur != nil && cur.Version > before {
 		ru.markAction(ActionRollback)
 	}
-	why := ""
-	if insteadOfUninstall != nil {
-		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and Config.UninstallHealthyRelease is off)", insteadOfUninstall.Version)
-	}
 	if err != nil {
-		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed%s: %v", prev.FullReleaseName(), prev.VersionedChartName(), why, err)
+		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed: %v", prev.FullReleaseName(), prev.VersionedChartName(), err)
 		st.Failures++
 		ru.setCondition(release.ConditionRemediated, metav1.ConditionFalse, release.ReasonRollbackFailed, msg)
 		return ru.actionErr(ActionRollback, err)
 	}
-	msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s succeeded%s", prev.FullReleaseName(), prev.VersionedChartName(), why)
+	msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s succeeded", prev.FullReleaseName(), prev.VersionedChartName())
 	ru.setCondition(release.ConditionRemediated, metav1.ConditionTrue, release.ReasonRollbackSucceeded, msg)
 	return nil
 }

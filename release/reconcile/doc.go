@@ -22,11 +22,15 @@
 // what to do next (Next: done, requeue, stalled); the caller owns
 // scheduling. Waits judge the release's objects with kstatus and observe
 // the context, so a cancelled reconcile returns promptly with nothing left
-// pending. helmfleet differs from Flux in one decision: a failed upgrade
-// configured to remediate by uninstall is rolled back instead when the
-// previous revision was deployed and healthy, unless the caller opts in
-// (Config.UninstallHealthyRelease). Plan computes what Reconcile
-// would do, with the rendered objects and a diff, without writing anything.
+// pending. A failed upgrade configured to remediate by uninstall
+// (upgrade.remediation.strategy: uninstall) is uninstalled, as Flux does,
+// even when the previous revision was deployed and healthy: the user chose
+// it, usually because the chart cannot roll back. helmfleet says so
+// loudly instead: Plan.Warnings (before the upgrade) and Result.Warnings
+// (when it decides the upgrade or the remediation) hold "release
+// <namespace>/<name>: remediation would uninstall revision N, which is
+// deployed and healthy (…)". Plan computes what Reconcile would do, with
+// the rendered objects and a diff, without writing anything.
 //
 // A chart whose source asks for signature verification (chart.spec.verify,
 // or the spec.verify of the OCIRepository or HelmChart of chartRef) is
@@ -65,7 +69,7 @@
 // counts against the retries only when it wrote a release record, Ready is
 // composed from Remediated, TestSuccess and Released (SummarizeReady), and
 // a stall keeps Ready's failure reason beside Stalled. Documented
-// differences: the safe remediation above; a release.Snapshot records no action;
+// differences: a release.Snapshot records no action;
 // a reconcile in which an action failed returns that failure as its
 // error even when a remediation followed, where Flux returns none after a
 // remediation; Uninstall removes the

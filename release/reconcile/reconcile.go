@@ -64,12 +64,6 @@ type Config struct {
 	// "helm", the manager of Helm's own writes, so corrected fields stay
 	// Helm's.
 	FieldManager string
-	// UninstallHealthyRelease opts in to Flux's behaviour of remediating a
-	// failed upgrade by uninstalling even when the previous revision was
-	// deployed and healthy. By default helmfleet rolls back to that
-	// revision instead, so a broken new version never leaves nothing
-	// running, and says so in the Remediated condition.
-	UninstallHealthyRelease bool
 	// OriginLabels adds Flux's origin labels (helm.toolkit.fluxcd.io/name
 	// and /namespace) to every rendered object, as Flux always does. Off
 	// by default: it runs a kustomize pass over every manifest, which
@@ -97,7 +91,6 @@ type Reconciler struct {
 	now          func() time.Time
 	poll         time.Duration
 	fieldManager string
-	uninstallOK  bool
 	originLabels bool
 	// insecureErrors is Config.InsecureHelmErrorText.
 	insecureErrors bool
@@ -109,7 +102,7 @@ func New(cfg Config) (*Reconciler, error) {
 		return nil, errors.New("release: reconciler config: Charts is required")
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
-		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease, originLabels: cfg.OriginLabels,
+		fieldManager: cfg.FieldManager, originLabels: cfg.OriginLabels,
 		insecureErrors: cfg.InsecureHelmErrorText}
 	r.charts = containedCharts{r.charts}
 	if r.values != nil {
@@ -198,8 +191,11 @@ type Result struct {
 	// Release passed in.
 	Status release.Status
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings); the status's FieldWarnings condition
-	// says the same.
+	// (release.FieldWarnings), which the status's FieldWarnings
+	// condition says too, and then what the reconcile did that a user
+	// may not expect: a remediation that would uninstall a deployed and
+	// healthy revision (upgrade.remediation.strategy uninstall, honoured
+	// as Flux does).
 	Warnings []string
 }
 
@@ -319,10 +315,6 @@ type decision struct {
 	// usesForce is true when the decision takes up a force request
 	// (ForceRequestAnnotation): the request counts once per reconcile.
 	usesForce bool
-	// insteadOfUninstall is the healthy revision a rollback goes back to
-	// in place of the configured uninstall remediation
-	// (Config.UninstallHealthyRelease off); nil for a rollback asked for.
-	insteadOfUninstall *release.Snapshot
 	// completesUninstall is true for an uninstall run again to complete
 	// one that left the release 'uninstalling'.
 	completesUninstall bool
@@ -345,7 +337,7 @@ func stepOf(a Action) (step, bool) {
 	case ActionTest:
 		return step{typeTest, func(ru *run, _ decision, _ *observation) error { return ru.test() }}, true
 	case ActionRollback:
-		return step{typeRemediate, func(ru *run, dec decision, _ *observation) error { return ru.rollback(dec.insteadOfUninstall) }}, true
+		return step{typeRemediate, func(ru *run, _ decision, _ *observation) error { return ru.rollback() }}, true
 	case ActionUninstall:
 		return step{typeRemediate, func(ru *run, _ decision, _ *observation) error { return ru.uninstallRemediation() }}, true
 	case ActionUnlock:

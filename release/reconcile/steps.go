@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,6 +139,7 @@ func (ru *run) decide(obs *observation, force bool) (decision, error) {
 		if rel.GetUpgrade().GetRemediation().RetriesExhausted(st) && !force {
 			return none, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot upgrade release: failed %d time(s), retries exhausted", st.UpgradeFailures))
 		}
+		ru.warnUninstallRemediationIfUpgradeFails(st.History.Latest())
 		return decision{action: ActionUpgrade, usesForce: true}, nil
 	case StateUntested:
 		ru.replaceRemediated()
@@ -180,13 +182,6 @@ func (ru *run) decideFailed(force bool) (decision, error) {
 	st.History.Truncate(ignore)
 	prev := st.History.Previous(ignore)
 	strategy := rem.GetStrategy()
-	rollback := decision{action: ActionRollback}
-	if strategy == release.UninstallRemediationStrategy && prev != nil && !ru.r.uninstallOK {
-		// helmfleet differs from Flux: never uninstall a release whose
-		// previous revision was deployed and healthy.
-		rollback.insteadOfUninstall = prev
-		strategy = release.RollbackRemediationStrategy
-	}
 	switch strategy {
 	case release.RollbackRemediationStrategy:
 		if prev == nil {
@@ -206,8 +201,12 @@ func (ru *run) decideFailed(force bool) (decision, error) {
 			// attempt the upgrade again, as Flux does.
 			return decision{action: ActionUpgrade}, nil
 		}
-		return rollback, nil
+		return decision{action: ActionRollback}, nil
 	case release.UninstallRemediationStrategy:
+		// Honoured as written, as Flux does: the user chose it (a chart
+		// that cannot roll back), and says so loudly when it removes a
+		// revision that was running well.
+		ru.warnUninstallRemediation(prev)
 		return decision{action: ActionUninstall}, nil
 	}
 	return none, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
@@ -227,6 +226,44 @@ func (ru *run) decideUninstalling(obs *observation, force bool) (decision, error
 			st.LastAttemptedReleaseAction, rem.GetFailureCount(st), fullName(obs.last)))
 	}
 	return decision{action: ActionUninstall, usesForce: true, completesUninstall: true}, nil
+}
+
+// warnUninstallRemediationIfUpgradeFails warns, before an upgrade, when
+// its failure would be remediated by uninstalling cur, the deployed
+// revision: upgrade.remediation.strategy uninstall, with a remediation
+// left after this attempt fails.
+func (ru *run) warnUninstallRemediationIfUpgradeFails(cur *release.Snapshot) {
+	up := ru.rel.GetUpgrade()
+	rem := up.GetRemediation()
+	if cur == nil || cur.Status != release.SnapshotStatusDeployed || rem.GetStrategy() != release.UninstallRemediationStrategy ||
+		up.GetStrategy().Name == release.ActionStrategyRetryOnFailure {
+		return
+	}
+	after := ru.rel.Status
+	rem.IncrementFailureCount(&after)
+	if rem.RetriesExhausted(&after) && !rem.MustRemediateLastFailure() {
+		return
+	}
+	ru.warnUninstallRemediation(cur)
+}
+
+// warnUninstallRemediation adds to the Result's warnings, once, that the
+// uninstall remediation removes healthy, the revision that was deployed
+// and healthy (nil: none was, and there is nothing to say).
+func (ru *run) warnUninstallRemediation(healthy *release.Snapshot) {
+	if healthy == nil {
+		return
+	}
+	msg := uninstallRemediationWarning(ru.rel, healthy)
+	if !slices.Contains(ru.res.Warnings, msg) {
+		ru.res.Warnings = append(ru.res.Warnings, msg)
+	}
+}
+
+// uninstallRemediationWarning is the text of warnUninstallRemediation.
+func uninstallRemediationWarning(rel *release.Release, healthy *release.Snapshot) string {
+	return fmt.Sprintf("release %s: remediation would uninstall revision %d, which is deployed and healthy (%s with chart %s; upgrade.remediation.strategy: uninstall)",
+		refOf(rel), healthy.Version, healthy.FullReleaseName(), healthy.VersionedChartName())
 }
 
 func (ru *run) ignoreTestFailures() bool {
