@@ -85,6 +85,19 @@
 // namespace and revision alone, as Flux treats its legacy snapshots,
 // rather than counted as a release someone else changed.
 //
+// # Chart versions with Flux's build metadata
+//
+// Flux's HelmChart gives a chart it builds with valuesFiles its
+// generation as build metadata (chart version 1.2.3+4); helmfleet keeps
+// the repository's version (1.2.3). A release Flux installed so, taken
+// over by helmfleet with a spec that resolves 1.2.3, is the same chart
+// version: InSync, not upgraded. Only that case ignores build metadata:
+// the deployed version is the wanted one with "+<meta>" added; any other
+// difference (1.2.3+4 wanted as 1.2.3+5) is a change, as in Flux.
+// Alerts keyed on the "+N" suffix keep seeing it until the next upgrade
+// (a new chart version or values), which records the repository's
+// version, without the suffix.
+//
 // # Secret values in errors and plans
 //
 // A release whose composed values hold data read from a Secret (through

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/helmfleet/helmfleet/release"
 	"helm.sh/helm/v3/pkg/action"
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -89,7 +90,7 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) stri
 		return "release has no chart"
 	case last.Chart.Metadata.Name != md.Name:
 		return fmt.Sprintf("chart name changed from %s to %s", last.Chart.Metadata.Name, md.Name)
-	case last.Chart.Metadata.Version != md.Version:
+	case !sameChartVersion(last.Chart.Metadata.Version, md.Version):
 		return fmt.Sprintf("chart version changed from %s to %s", last.Chart.Metadata.Version, md.Version)
 	case ValuesDigestOf(last) != d.values.Digest:
 		return "values changed"
@@ -104,6 +105,26 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) stri
 		return "common metadata changed"
 	}
 	return ""
+}
+
+// sameChartVersion reports whether the chart version of the deployed
+// release is the wanted one: equal, or the wanted version with build
+// metadata added (deployed 1.2.3+4, wanted 1.2.3). Flux's HelmChart
+// writes its generation as build metadata into the version of a chart
+// built with valuesFiles, where helmfleet keeps the repository's version:
+// a release Flux installed so is the same chart, not one to upgrade. Any
+// other difference, build metadata included (1.2.3+4, wanted 1.2.3+5),
+// is a change, as in Flux.
+func sameChartVersion(deployed, wanted string) bool {
+	if deployed == wanted {
+		return true
+	}
+	base, meta, ok := strings.Cut(deployed, "+")
+	if !ok || meta == "" || base != wanted {
+		return false
+	}
+	_, err := semver.StrictNewVersion(deployed)
+	return err == nil
 }
 
 // decide picks the next action for the observed state (Flux's
