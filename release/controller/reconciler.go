@@ -84,7 +84,8 @@ type Config struct {
 	// reconciled again when those objects change.
 	Resolver source.Resolver
 	// Reconciler sets the reconciler's options; its Charts and Values are
-	// filled in by the controller.
+	// filled in by the controller. Its OverrideManagers is Flux's
+	// --override-manager (empty by default, as there).
 	Reconciler reconcile.Config
 
 	// NewCluster builds the cluster a release is installed on; default

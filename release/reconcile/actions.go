@@ -485,13 +485,14 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		return report, nil
 	}
 	// As helm-controller v1.6 configures its Diff: desired objects carry
-	// the ownership metadata Helm writes (so removing it is drift), no
-	// field manager is overridden (its --override-manager is empty by
-	// default), and the changes are rationalized (jsondiff.Rationalize
-	// (true): a map whose every key changed is one replace of it).
+	// the ownership metadata Helm writes (so removing it is drift), the
+	// field managers of --override-manager (Config.OverrideManagers,
+	// empty by default) are overridden, and the changes are rationalized
+	// (jsondiff.Rationalize(true): a map whose every key changed is one
+	// replace of it).
 	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode()),
 		HelmRelease: &drift.HelmRelease{Name: last.Name, Namespace: last.Namespace}, FieldManager: ru.r.fieldManager,
-		Rationalize: true})
+		OverrideManagers: ru.r.overrideManagers, Rationalize: true})
 	if err != nil {
 		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", refOf(ru.rel), err)
 	}

@@ -15,8 +15,9 @@
 // upgrades again after its interval); Uninstalling (an uninstall that did
 // not complete) → stalled once retries are used up, else uninstall again,
 // once; Drifted → correct or report; InSync → nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
-// objects carry Helm's ownership metadata, no field manager is overridden,
-// and the diff is rationalized (a map whose every key changed is one
+// objects carry Helm's ownership metadata, the field managers of
+// Config.OverrideManagers (its --override-manager, empty by default) are
+// overridden, and the diff is rationalized (a map whose every key changed is one
 // replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure
 // counters in the release.Release's status, and the Result says what was done and
 // what to do next (Next: done, requeue, stalled); the caller owns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -64,6 +65,15 @@ type Config struct {
 	// "helm", the manager of Helm's own writes, so corrected fields stay
 	// Helm's.
 	FieldManager string
+	// OverrideManagers are helm-controller's --override-manager: the
+	// field managers (e.g. "kubectl-edit") whose edits drift detection
+	// overrides. A live field that the release's manifest does not set
+	// is drift, and its correction removes it, when one of these managers
+	// owns it (alone or with FieldManager); fields other managers own are
+	// theirs. Empty by default, as helm-controller's flag. Passed to
+	// drift.Options.OverrideManagers; clusters that detect drift
+	// themselves (release.DriftDetector) apply their own rules.
+	OverrideManagers []string
 	// OriginLabels adds Flux's origin labels (helm.toolkit.fluxcd.io/name
 	// and /namespace) to every rendered object, as Flux always does. Off
 	// by default: it runs a kustomize pass over every manifest, which
@@ -91,7 +101,9 @@ type Reconciler struct {
 	now          func() time.Time
 	poll         time.Duration
 	fieldManager string
-	originLabels bool
+	// overrideManagers is Config.OverrideManagers.
+	overrideManagers []string
+	originLabels     bool
 	// insecureErrors is Config.InsecureHelmErrorText.
 	insecureErrors bool
 }
@@ -102,7 +114,7 @@ func New(cfg Config) (*Reconciler, error) {
 		return nil, errors.New("release: reconciler config: Charts is required")
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
-		fieldManager: cfg.FieldManager, originLabels: cfg.OriginLabels,
+		fieldManager: cfg.FieldManager, overrideManagers: slices.Clone(cfg.OverrideManagers), originLabels: cfg.OriginLabels,
 		insecureErrors: cfg.InsecureHelmErrorText}
 	r.charts = containedCharts{r.charts}
 	if r.values != nil {
