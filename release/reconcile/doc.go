@@ -73,9 +73,7 @@
 // differences: a release.Snapshot records no action;
 // a reconcile in which an action failed returns that failure as its
 // error even when a remediation followed, where Flux returns none after a
-// remediation; Uninstall removes the
-// release the spec names even when the status history did not record it
-// (Flux refuses without a matching history); and a snapshot's digest
+// remediation; and a snapshot's digest
 // leaves out what Helm changes over a revision's life (its status when
 // superseded, its hooks' last run), so a rollback target stays
 // verifiable, where Flux's digest covers the status. Because the digests
@@ -85,6 +83,14 @@
 // none, from a HelmRelease moved to helmfleet) is matched by name,
 // namespace and revision alone, as Flux treats its legacy snapshots,
 // rather than counted as a release someone else changed.
+//
+// Uninstall checks ownership as Flux does: it removes a Helm release only
+// when the status history's latest snapshot is Helm's latest record of
+// it, and otherwise refuses with an *OwnershipError (ErrNoLatest,
+// ErrReleaseMismatch), so deleting a Release never removes a Helm release
+// someone else installed under the same name. Unlike Flux, which runs
+// Helm's uninstall and then reports the mismatch, it checks before
+// removing anything.
 //
 // # Chart versions with Flux's build metadata
 //

@@ -272,6 +272,48 @@ func (e *ActionError) Error() string {
 // Unwrap returns Helm's error.
 func (e *ActionError) Unwrap() error { return e.Err }
 
+// Sentinels of an OwnershipError (Flux's names): why Uninstall refused.
+var (
+	// ErrNoLatest: the status history has no snapshot, so nothing shows
+	// that the Release installed the Helm release storage holds.
+	ErrNoLatest = errors.New("no latest snapshot in the status history")
+	// ErrReleaseMismatch: Helm's latest record of the release is not the
+	// status history's latest snapshot.
+	ErrReleaseMismatch = errors.New("the latest Helm release is not the status history's latest snapshot")
+)
+
+// OwnershipError is an Uninstall refused because the Release's status
+// does not show that it installed the Helm release its spec names: the
+// Helm release is left as it is. It wraps ErrNoLatest or
+// ErrReleaseMismatch.
+type OwnershipError struct {
+	// Release is namespace/name of the Release.
+	Release string
+	// Cluster is the cluster's name.
+	Cluster string
+	// HelmRelease is the Helm release's name, StorageNamespace where
+	// Helm keeps its records.
+	HelmRelease, StorageNamespace string
+	// Latest is Helm's latest record of the release
+	// (namespace/name.vN).
+	Latest string
+	// Recorded is the status history's latest snapshot
+	// (namespace/name.vN); empty when there is none.
+	Recorded string
+	// Reason says what mismatched.
+	Reason string
+	// Err is ErrNoLatest or ErrReleaseMismatch.
+	Err error
+}
+
+func (e *OwnershipError) Error() string {
+	return fmt.Sprintf("release %s on cluster %s: will not uninstall Helm release %s (storage namespace %s): %s: %s",
+		e.Release, e.Cluster, e.HelmRelease, e.StorageNamespace, e.Reason, e.Err)
+}
+
+// Unwrap returns ErrNoLatest or ErrReleaseMismatch.
+func (e *OwnershipError) Unwrap() error { return e.Err }
+
 // StageError is a failure before any Helm action: the chart could not be
 // had (Reason ArtifactFailed) or the values not composed (ValuesError).
 type StageError struct {
