@@ -405,6 +405,28 @@ func TestDeleteUninstalls(t *testing.T) {
 	assert.Equal(t, 0, e.r.targets.size())
 }
 
+// TestDeleteWithoutSnapshotLeavesTheRelease: as Flux, a HelmRelease whose
+// status history records no release is deleted without uninstalling the
+// Helm release of its name (it may be someone else's), and says so.
+func TestDeleteWithoutSnapshotLeavesTheRelease(t *testing.T) {
+	e := newEnv(t, Config{}, hr(t, podinfoYAML))
+	_, err := e.reconcile("podinfo")
+	require.NoError(t, err)
+	member := e.members["https://local.test"]
+	require.Contains(t, strings.Join(member.Summary(), "\n"), "Deployment apps/podinfo")
+
+	u, _ := e.get("podinfo")
+	u.Status.History = nil
+	require.NoError(t, e.client.Status().Update(t.Context(), u))
+	require.NoError(t, e.client.Delete(t.Context(), u))
+	_, err = e.reconcile("podinfo")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(member.Summary(), "\n"), "Deployment apps/podinfo", "the Helm release stays")
+	err = e.client.Get(t.Context(), client.ObjectKey{Namespace: "apps", Name: "podinfo"}, &release.Release{})
+	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "the finalizer is gone and the object with it: %v", err)
+	assert.Contains(t, strings.Join(e.drainEvents(), "\n"), "Warning UninstallFailed deleted without uninstalling: release apps/podinfo on cluster")
+}
+
 func TestValuesReader(t *testing.T) {
 	c := fake.NewClientBuilder().WithObjects(
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "cm"}, Data: map[string]string{"values.yaml": "a: 1"}, BinaryData: map[string][]byte{"bin": {1}}},

@@ -84,7 +84,8 @@ type Config struct {
 	// reconciled again when those objects change.
 	Resolver source.Resolver
 	// Reconciler sets the reconciler's options; its Charts and Values are
-	// filled in by the controller.
+	// filled in by the controller. Its OverrideManagers is Flux's
+	// --override-manager (empty by default, as there).
 	Reconciler reconcile.Config
 
 	// NewCluster builds the cluster a release is installed on; default
@@ -507,6 +508,13 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *release.Relea
 		}
 		res, err := r.rec.Uninstall(ctx, cluster, rel)
 		r.metrics.countActions(cluster.Name(), res.Actions)
+		if errors.Is(err, reconcile.ErrNoLatest) {
+			// As Flux: nothing shows this HelmRelease installed the Helm
+			// release of that name, so it is deleted without touching it.
+			log.Info("deleting a HelmRelease without uninstalling", "reason", err.Error())
+			r.event(obj, corev1.EventTypeWarning, release.ReasonUninstallFailed, "Uninstall", "deleted without uninstalling: "+err.Error())
+			break
+		}
 		if err != nil {
 			r.event(obj, corev1.EventTypeWarning, release.ReasonUninstallFailed, "Uninstall", err.Error())
 			return ctrl.Result{}, err

@@ -505,7 +505,13 @@ func (f *Fleet) uninstallItem(ctx context.Context, plan *Plan, wave string, k Ke
 		rel := plan.items[k].Release.DeepCopy()
 		var cluster release.Cluster
 		if cluster, err = f.releaseCluster(k.Cluster, rel); err == nil {
+			// rel is the copy the inventory recorded, with the status
+			// history of what the fleet installed there: the engine's
+			// ownership check compares it with the member's storage.
 			_, err = f.rec.Uninstall(ctx, cluster, rel)
+			if oe := (*reconcile.OwnershipError)(nil); errors.As(err, &oe) {
+				err = &NotOwnedError{Key: k, Err: oe}
+			}
 		}
 	}
 	item.Err = err
@@ -603,6 +609,34 @@ func (f *Fleet) rollbackFailed(ctx context.Context, plan *Plan, in map[string]bo
 		f.emit(Event{Kind: EventRolledBack, Time: f.cfg.Clock.Now(), Key: k})
 	}
 }
+
+// NotOwnedError is a release the fleet did not uninstall from a member
+// because what it recorded there itself, the status history in its
+// inventory (Store), does not prove that the member's Helm release of
+// that name is the one it installed or took over: the entry recorded no
+// revision (it was saved before a first install whose outcome was never
+// recorded), or Helm's latest revision is not the one recorded (someone
+// upgraded the release since, or the fleet's last save was lost). The
+// Helm release and the inventory entry are left as they are, so the next
+// Apply reports it again; remove the Helm release by hand if it is the
+// fleet's, or delete the entry (Store.Delete) to leave it. It is that
+// member's ItemReport.Err.
+type NotOwnedError struct {
+	// Key is the release on its member.
+	Key Key
+	// Err is the engine's refusal (errors.Is reconcile.ErrNoLatest or
+	// reconcile.ErrReleaseMismatch); it names the Helm release, its
+	// storage namespace and what mismatched.
+	Err *reconcile.OwnershipError
+}
+
+func (e *NotOwnedError) Error() string {
+	return fmt.Sprintf("%s not uninstalled: the fleet's inventory does not prove it installed Helm release %s (storage namespace %s) on member %s: %s",
+		e.Key, e.Err.HelmRelease, e.Err.StorageNamespace, e.Key.Cluster, e.Err.Reason)
+}
+
+// Unwrap returns the engine's refusal.
+func (e *NotOwnedError) Unwrap() error { return e.Err }
 
 // RollbackError is a halted rollout's rollback of one member that
 // failed (the rollback may have written a failed revision there): it is

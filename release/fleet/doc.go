@@ -145,7 +145,17 @@
 // installed on a member (a process that dies during the install still
 // leaves it known) and after every reconcile, rollback and uninstall, and
 // a new Fleet loads the store before its first Plan or Drift, so it
-// garbage-collects releases an earlier process installed. One process
+// garbage-collects releases an earlier process installed. Garbage
+// collection proves ownership from what the fleet recorded itself: it
+// uninstalls with the entry's copy, whose status history names the
+// revision and digest the fleet last saw, and the engine removes the
+// member's Helm release only when that is still Helm's latest record
+// (reconcile.Reconciler.Uninstall, as Flux). Where the entry lost its
+// status (a first install whose outcome was never saved, with a Helm
+// record left) or someone else superseded the recorded revision, the
+// release is not uninstalled: its ApplyReport item holds a
+// *NotOwnedError naming the member, the Helm release and what did not
+// match, and the entry stays. One process
 // writes a store at a time (a controller elects a leader; Load again
 // after taking over). Without a store, Inventory and Restore carry it by
 // hand. Fleet.Drift checks every applied release on its member under the

@@ -70,19 +70,27 @@ func storedKeys(t *testing.T, s fleet.Store) []string {
 	return out
 }
 
-func TestRestartedFleetCollectsWhatAnEarlierOneInstalled(t *testing.T) {
-	ctx := context.Background()
+// installedEverywhere is a store fleet whose first process applied
+// fleetYAML on the three members.
+func installedEverywhere(t *testing.T) *storeFleet {
+	t.Helper()
 	sf := newStoreFleet()
 	a := sf.fleet(t)
-	plan, err := a.Plan(ctx, decodeInputs(t, fleetYAML))
+	plan, err := a.Plan(context.Background(), decodeInputs(t, fleetYAML))
 	require.NoError(t, err)
-	_, err = a.Apply(ctx, plan, fleet.ApplyOptions{})
+	_, err = a.Apply(context.Background(), plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
+	return sf
+}
+
+func TestRestartedFleetCollectsWhatAnEarlierOneInstalled(t *testing.T) {
+	ctx := context.Background()
+	sf := installedEverywhere(t)
 	assert.Equal(t, []string{"dev-1:apps/podinfo", "prod-eu-1:apps/podinfo", "prod-us-1:apps/podinfo"}, storedKeys(t, sf.store(t)))
 
 	// The process restarts: a new Fleet over the same hub and members.
 	b := sf.fleet(t)
-	plan, err = b.Plan(ctx, decodeInputs(t, noUS))
+	plan, err := b.Plan(ctx, decodeInputs(t, noUS))
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors)
 	for _, member := range []string{"prod-eu-1", "prod-us-1"} {
@@ -275,4 +283,62 @@ func TestLoadRefusesAnUnknownMember(t *testing.T) {
 	err := sf.fleet(t).Load(ctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `member "gone-1" is not one of the fleet's`)
+}
+
+// A fleet uninstalls a release from a member only when what it recorded
+// there itself, the status history in its store, proves the member's Helm
+// release is the one it installed. An entry that lost its status, or one
+// whose last revision someone else superseded, is not uninstalled: the
+// report says why, and the entry stays for the next Apply.
+func TestFleetUninstallsOnlyWhatItProvesItOwns(t *testing.T) {
+	ctx := context.Background()
+	sf := installedEverywhere(t)
+	store := sf.store(t)
+	entries, err := store.Load(ctx)
+	require.NoError(t, err)
+	for _, e := range entries {
+		switch e.Key.Cluster {
+		case "prod-us-1":
+			// The status the fleet saved is lost.
+			e.Release.Status = release.Status{}
+			require.NoError(t, store.Save(ctx, e))
+		case "prod-eu-1":
+			// Someone else takes the Helm release of that name over.
+			theirs := e.Release.DeepCopy()
+			theirs.Status = release.Status{}
+			theirs.Spec.Values = map[string]any{"replicaCount": 5}
+			_, err := fixture.Reconciler(t, nil).Reconcile(ctx, sf.members["prod-eu-1"], theirs)
+			require.NoError(t, err)
+		}
+	}
+
+	b := sf.fleet(t)
+	plan, err := b.Plan(ctx, decodeInputs(t, noUS))
+	require.NoError(t, err)
+	rep, err := b.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.Error(t, err)
+	want := map[string]error{"prod-us-1": reconcile.ErrNoLatest, "prod-eu-1": reconcile.ErrReleaseMismatch}
+	for member, sentinel := range want {
+		it := itemOf(t, rep, podinfoOn(member))
+		var no *fleet.NotOwnedError
+		require.ErrorAs(t, it.Err, &no, member)
+		assert.ErrorIs(t, it.Err, sentinel, member)
+		assert.NotEmpty(t, helmList(t, sf.members[member]), "%s: the Helm release stays", member)
+	}
+	assert.Equal(t, "prod-us-1:apps/podinfo not uninstalled: the fleet's inventory does not prove it installed Helm release podinfo (storage namespace apps) on member prod-us-1: the status history records no release, and storage holds apps/podinfo.v1",
+		itemOf(t, rep, podinfoOn("prod-us-1")).Err.Error())
+	assert.Contains(t, itemOf(t, rep, podinfoOn("prod-eu-1")).Err.Error(),
+		"on member prod-eu-1: release apps/podinfo.v2 in storage was not made by this Release (last observed apps/podinfo.v1)")
+	assert.Equal(t, []string{"dev-1:apps/podinfo", "prod-eu-1:apps/podinfo", "prod-us-1:apps/podinfo"}, storedKeys(t, sf.store(t)), "the entries stay")
+}
+
+func itemOf(t *testing.T, rep *fleet.ApplyReport, k fleet.Key) *fleet.ItemReport {
+	t.Helper()
+	for i := range rep.Items {
+		if rep.Items[i].Key == k {
+			return &rep.Items[i]
+		}
+	}
+	require.Failf(t, "no item", "%s", k)
+	return nil
 }

@@ -265,7 +265,7 @@ func (ru *run) test() error {
 	return nil
 }
 
-func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
+func (ru *run) rollback() error {
 	rel, st := ru.rel, &ru.rel.Status
 	prev := st.History.Previous(ru.ignoreTestFailures())
 	spec := rel.GetRollback()
@@ -286,17 +286,13 @@ func (ru *run) rollback(insteadOfUninstall *release.Snapshot) error {
 	if cur := st.History.Latest(); cur != nil && cur.Version > before {
 		ru.markAction(ActionRollback)
 	}
-	why := ""
-	if insteadOfUninstall != nil {
-		why = fmt.Sprintf(" (instead of the configured uninstall: revision %d was deployed and healthy, and Config.UninstallHealthyRelease is off)", insteadOfUninstall.Version)
-	}
 	if err != nil {
-		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed%s: %v", prev.FullReleaseName(), prev.VersionedChartName(), why, err)
+		msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s failed: %v", prev.FullReleaseName(), prev.VersionedChartName(), err)
 		st.Failures++
 		ru.setCondition(release.ConditionRemediated, metav1.ConditionFalse, release.ReasonRollbackFailed, msg)
 		return ru.actionErr(ActionRollback, err)
 	}
-	msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s succeeded%s", prev.FullReleaseName(), prev.VersionedChartName(), why)
+	msg := fmt.Sprintf("Helm rollback to previous release %s with chart %s succeeded", prev.FullReleaseName(), prev.VersionedChartName())
 	ru.setCondition(release.ConditionRemediated, metav1.ConditionTrue, release.ReasonRollbackSucceeded, msg)
 	return nil
 }
@@ -489,13 +485,14 @@ func (ru *run) detectReport(last *helmrelease.Release) (*drift.Report, error) {
 		return report, nil
 	}
 	// As helm-controller v1.6 configures its Diff: desired objects carry
-	// the ownership metadata Helm writes (so removing it is drift), no
-	// field manager is overridden (its --override-manager is empty by
-	// default), and the changes are rationalized (jsondiff.Rationalize
-	// (true): a map whose every key changed is one replace of it).
+	// the ownership metadata Helm writes (so removing it is drift), the
+	// field managers of --override-manager (Config.OverrideManagers,
+	// empty by default) are overridden, and the changes are rationalized
+	// (jsondiff.Rationalize(true): a map whose every key changed is one
+	// replace of it).
 	cfg, err := drift.Compile(rules, drift.Options{Mode: drift.Mode(dd.GetMode()),
 		HelmRelease: &drift.HelmRelease{Name: last.Name, Namespace: last.Namespace}, FieldManager: ru.r.fieldManager,
-		Rationalize: true})
+		OverrideManagers: ru.r.overrideManagers, Rationalize: true})
 	if err != nil {
 		return nil, fmt.Errorf("release %s: spec.driftDetection: %w", refOf(ru.rel), err)
 	}
@@ -606,10 +603,19 @@ func (ru *run) correctDrift(report *drift.Report) error {
 // snapshot, marked uninstalled. A suspended release is left alone, as
 // Flux leaves it.
 //
-// helmfleet differs from Flux in one point: the release removed is the
-// one the spec names (release name, storage namespace), whether or not
-// the status history recorded it, so that a fleet can remove a release
-// from a member whose status it lost.
+// As in Flux, Uninstall removes only a Helm release that rel's status
+// history shows it installed: deleting a Release must never remove a Helm
+// release someone else installed under the same name. Without a latest
+// snapshot in the history it refuses with an *OwnershipError wrapping
+// ErrNoLatest (unless storage holds no record of the release at all:
+// there is nothing to remove then), and when Helm's latest record of the
+// release is not the history's latest snapshot (name, namespace and
+// revision; for helmfleet's snapshots the digest too) with one wrapping
+// ErrReleaseMismatch, marking Released and Ready False (UninstallFailed)
+// and counting a failure. Nothing is removed in either case; Flux's
+// controller deletes a HelmRelease without uninstalling on ErrNoLatest
+// and retries on ErrReleaseMismatch. A caller that lost the status (a
+// fleet's member) passes the history it recorded itself.
 func (r *Reconciler) Uninstall(ctx context.Context, cluster release.Cluster, rel *release.Release) (*Result, error) {
 	res := &Result{Next: NextDone}
 	if rel.Spec.Suspend {
@@ -617,13 +623,19 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster release.Cluster, rel
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
-	res.Actions = []Action{ActionUninstall}
 	// Ready is summarized from Released before the status is returned.
 	defer func() { rel.SummarizeReady(); res.Status = rel.Status }()
 	name := rel.GetTargetNamespace() + "/" + rel.GetReleaseName()
 	cfg, err := ru.helmConfig(ru.scopeOf(rel.GetStorageNamespace(), rel.GetTargetNamespace(), rel.GetReleaseName()))
 	if err == nil {
 		ru.cfg = cfg
+		err = ru.checkOwnership()
+		if oe := (*OwnershipError)(nil); errors.As(err, &oe) {
+			return ru.refuseUninstall(oe)
+		}
+	}
+	if err == nil {
+		res.Actions = []Action{ActionUninstall}
 		err = ru.helmUninstall(cfg, rel.GetReleaseName())
 		switch {
 		case errors.Is(err, driver.ErrReleaseNotFound):
@@ -655,6 +667,53 @@ func (r *Reconciler) Uninstall(ctx context.Context, cluster release.Cluster, rel
 	rel.Status.Inventory = nil
 	ru.setCondition(release.ConditionReleased, metav1.ConditionFalse, release.ReasonUninstallSucceeded, msg)
 	return res, nil
+}
+
+// checkOwnership returns why rel may not uninstall the Helm release its
+// spec names (an *OwnershipError), or nil when its status history's
+// latest snapshot is Helm's latest record of it, or storage holds no
+// record to remove.
+func (ru *run) checkOwnership() error {
+	rel := ru.rel
+	oe := &OwnershipError{Release: refOf(rel), Cluster: ru.cluster.Name(), HelmRelease: rel.GetReleaseName(), StorageNamespace: rel.GetStorageNamespace()}
+	last, err := ru.lastRecord()
+	if err != nil {
+		return errStorage(rel, ru.cluster.Name(), err)
+	}
+	cur := rel.Status.History.Latest()
+	if cur != nil {
+		oe.Recorded = cur.FullReleaseName()
+	}
+	if last == nil {
+		// Nothing to remove, and nothing removed: Helm reports it
+		// not found.
+		return nil
+	}
+	oe.Latest = fullName(last)
+	if cur == nil {
+		oe.Err, oe.Reason = ErrNoLatest, fmt.Sprintf("the status history records no release, and storage holds %s", oe.Latest)
+		return oe
+	}
+	if reason := verifySnapshot(cur, last); reason != "" {
+		oe.Err, oe.Reason = ErrReleaseMismatch, reason
+		return oe
+	}
+	return nil
+}
+
+// refuseUninstall ends an Uninstall that checkOwnership refused: nothing
+// was run. A mismatch is a failed uninstall (Released and Ready False,
+// UninstallFailed, one more failure), as Flux records its
+// ErrReleaseMismatch; a missing snapshot changes no condition, as Flux's
+// ErrNoLatest.
+func (ru *run) refuseUninstall(err *OwnershipError) (*Result, error) {
+	ru.res.Next = NextRequeue
+	if errors.Is(err, ErrNoLatest) {
+		return ru.res, err
+	}
+	ru.rel.Status.Failures++
+	ru.setCondition(release.ConditionReleased, metav1.ConditionFalse, release.ReasonUninstallFailed, err.Error())
+	return ru.res, err
 }
 
 // observeUninstalled updates the snapshot of the revision an uninstall

@@ -15,18 +15,23 @@
 // upgrades again after its interval); Uninstalling (an uninstall that did
 // not complete) → stalled once retries are used up, else uninstall again,
 // once; Drifted → correct or report; InSync → nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
-// objects carry Helm's ownership metadata, no field manager is overridden,
-// and the diff is rationalized (a map whose every key changed is one
+// objects carry Helm's ownership metadata, the field managers of
+// Config.OverrideManagers (its --override-manager, empty by default) are
+// overridden, and the diff is rationalized (a map whose every key changed is one
 // replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure
 // counters in the release.Release's status, and the Result says what was done and
 // what to do next (Next: done, requeue, stalled); the caller owns
 // scheduling. Waits judge the release's objects with kstatus and observe
 // the context, so a cancelled reconcile returns promptly with nothing left
-// pending. helmfleet differs from Flux in one decision: a failed upgrade
-// configured to remediate by uninstall is rolled back instead when the
-// previous revision was deployed and healthy, unless the caller opts in
-// (Config.UninstallHealthyRelease). Plan computes what Reconcile
-// would do, with the rendered objects and a diff, without writing anything.
+// pending. A failed upgrade configured to remediate by uninstall
+// (upgrade.remediation.strategy: uninstall) is uninstalled, as Flux does,
+// even when the previous revision was deployed and healthy: the user chose
+// it, usually because the chart cannot roll back. helmfleet says so
+// loudly instead: Plan.Warnings (before the upgrade) and Result.Warnings
+// (when it decides the upgrade or the remediation) hold "release
+// <namespace>/<name>: remediation would uninstall revision N, which is
+// deployed and healthy (…)". Plan computes what Reconcile would do, with
+// the rendered objects and a diff, without writing anything.
 //
 // A chart whose source asks for signature verification (chart.spec.verify,
 // or the spec.verify of the OCIRepository or HelmChart of chartRef) is
@@ -65,12 +70,10 @@
 // counts against the retries only when it wrote a release record, Ready is
 // composed from Remediated, TestSuccess and Released (SummarizeReady), and
 // a stall keeps Ready's failure reason beside Stalled. Documented
-// differences: the safe remediation above; a release.Snapshot records no action;
+// differences: a release.Snapshot records no action;
 // a reconcile in which an action failed returns that failure as its
 // error even when a remediation followed, where Flux returns none after a
-// remediation; Uninstall removes the
-// release the spec names even when the status history did not record it
-// (Flux refuses without a matching history); and a snapshot's digest
+// remediation; and a snapshot's digest
 // leaves out what Helm changes over a revision's life (its status when
 // superseded, its hooks' last run), so a rollback target stays
 // verifiable, where Flux's digest covers the status. Because the digests
@@ -80,6 +83,27 @@
 // none, from a HelmRelease moved to helmfleet) is matched by name,
 // namespace and revision alone, as Flux treats its legacy snapshots,
 // rather than counted as a release someone else changed.
+//
+// Uninstall checks ownership as Flux does: it removes a Helm release only
+// when the status history's latest snapshot is Helm's latest record of
+// it, and otherwise refuses with an *OwnershipError (ErrNoLatest,
+// ErrReleaseMismatch), so deleting a Release never removes a Helm release
+// someone else installed under the same name. Unlike Flux, which runs
+// Helm's uninstall and then reports the mismatch, it checks before
+// removing anything.
+//
+// # Chart versions with Flux's build metadata
+//
+// Flux's HelmChart gives a chart it builds with valuesFiles its
+// generation as build metadata (chart version 1.2.3+4); helmfleet keeps
+// the repository's version (1.2.3). A release Flux installed so, taken
+// over by helmfleet with a spec that resolves 1.2.3, is the same chart
+// version: InSync, not upgraded. Only that case ignores build metadata:
+// the deployed version is the wanted one with "+<meta>" added; any other
+// difference (1.2.3+4 wanted as 1.2.3+5) is a change, as in Flux.
+// Alerts keyed on the "+N" suffix keep seeing it until the next upgrade
+// (a new chart version or values), which records the repository's
+// version, without the suffix.
 //
 // # Secret values in errors and plans
 //

@@ -70,6 +70,56 @@ func TestDriftHelmOwnershipMetadata(t *testing.T) {
 	assert.Empty(t, res.Actions)
 }
 
+// TestDriftOverrideManagers follows helm-controller's --override-manager
+// (internal/action/diff.go replaceDisallowedFieldManagers): a key the
+// chart does not set, added by a field manager in
+// Config.OverrideManagers, is drift and its correction removes it; added
+// by any other manager, it is that manager's business. The list is empty
+// by default, as the flag's.
+func TestDriftOverrideManagers(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		override  []string
+		manager   string
+		corrected bool
+	}{
+		{"listed manager", []string{"kubectl-edit"}, "kubectl-edit", true},
+		{"manager not listed", []string{"kubectl-edit"}, "kubectl", false},
+		{"default overrides none", nil, "kubectl-edit", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := newHealthyCluster(&health{})
+			rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: 2 * time.Millisecond, OverrideManagers: tc.override})
+			require.NoError(t, err)
+			rel := fixture.Release()
+			rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
+			_, err = rec.Reconcile(ctx, c, rel)
+			require.NoError(t, err)
+
+			ref := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
+			cm, err := c.Get(ctx, ref)
+			require.NoError(t, err)
+			cm.Object["data"].(map[string]any)["edited"] = "by hand"
+			_, err = c.Update(ctx, cm, tc.manager)
+			require.NoError(t, err)
+
+			res, err := rec.Reconcile(ctx, c, rel)
+			require.NoError(t, err)
+			cm, err = c.Get(ctx, ref)
+			require.NoError(t, err)
+			_, kept := cm.Object["data"].(map[string]any)["edited"]
+			if tc.corrected {
+				assert.Equal(t, []reconcile.Action{reconcile.ActionCorrectDrift}, res.Actions)
+				assert.False(t, kept, "the overridden manager's key is removed")
+			} else {
+				assert.Empty(t, res.Actions)
+				assert.True(t, kept, "another manager's key is left alone")
+			}
+		})
+	}
+}
+
 // diffCase is one case of testdata/peer/flux/diff.yaml.
 type diffCase struct {
 	Name    string                      `json:"name"`

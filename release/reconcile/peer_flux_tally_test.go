@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"flag"
 	"path/filepath"
 	"testing"
 
@@ -8,6 +9,10 @@ import (
 
 	"github.com/helmfleet/helmfleet/internal/peertally"
 )
+
+// update is the -update flag of the golden files (peertally.Update reads
+// it): TestPeerFlux then rewrites testdata/peer/tally.json.
+var update = flag.Bool("update", false, "rewrite testdata/peer/tally.json")
 
 // TestPeerFlux runs every group of the Flux peer suite (testdata/peer/flux)
 // and tallies its verdicts: each case agrees with Flux, is a documented

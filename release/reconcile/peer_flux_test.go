@@ -193,8 +193,6 @@ type scenario struct {
 		// Messages are, per condition type, text its message contains.
 		Messages map[string]string `json:"messages"`
 	} `json:"want"`
-	// UninstallHealthyRelease opts in to Flux's uninstall remediation.
-	UninstallHealthyRelease bool `json:"uninstallHealthyRelease"`
 	// Difference, when set, says how Flux's expected output differs from
 	// helmfleet's (Want): a documented difference.
 	Difference string `json:"difference"`
@@ -227,7 +225,7 @@ func runScenario(t *testing.T, sc scenario) {
 	c := memory.New("member1", memory.WithHealth(h.fn))
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	rec, err := reconcile.New(reconcile.Config{Charts: peerCharts(t), Now: func() time.Time { return now },
-		PollInterval: 2 * time.Millisecond, UninstallHealthyRelease: sc.UninstallHealthyRelease})
+		PollInterval: 2 * time.Millisecond})
 	require.NoError(t, err)
 	rel := fixture.Release()
 	for _, raw := range sc.Steps {

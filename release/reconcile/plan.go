@@ -64,7 +64,10 @@ type Plan struct {
 	// Err is why the release cannot be planned or would stall.
 	Err error
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings), as Reconcile would report them.
+	// (release.FieldWarnings), and then what the reconcile would do that
+	// a user may not expect (a remediation that would uninstall a
+	// deployed and healthy revision), as Reconcile would report them in
+	// Result.Warnings.
 	Warnings []string
 }
 
@@ -108,6 +111,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		current = obs.last.Manifest
 	}
 	dec, err := ru.decide(obs, force)
+	p.Warnings = append(p.Warnings, res.Warnings...)
 	if p.Action = dec.action; err != nil {
 		p.Err = err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -64,12 +65,15 @@ type Config struct {
 	// "helm", the manager of Helm's own writes, so corrected fields stay
 	// Helm's.
 	FieldManager string
-	// UninstallHealthyRelease opts in to Flux's behaviour of remediating a
-	// failed upgrade by uninstalling even when the previous revision was
-	// deployed and healthy. By default helmfleet rolls back to that
-	// revision instead, so a broken new version never leaves nothing
-	// running, and says so in the Remediated condition.
-	UninstallHealthyRelease bool
+	// OverrideManagers are helm-controller's --override-manager: the
+	// field managers (e.g. "kubectl-edit") whose edits drift detection
+	// overrides. A live field that the release's manifest does not set
+	// is drift, and its correction removes it, when one of these managers
+	// owns it (alone or with FieldManager); fields other managers own are
+	// theirs. Empty by default, as helm-controller's flag. Passed to
+	// drift.Options.OverrideManagers; clusters that detect drift
+	// themselves (release.DriftDetector) apply their own rules.
+	OverrideManagers []string
 	// OriginLabels adds Flux's origin labels (helm.toolkit.fluxcd.io/name
 	// and /namespace) to every rendered object, as Flux always does. Off
 	// by default: it runs a kustomize pass over every manifest, which
@@ -97,8 +101,9 @@ type Reconciler struct {
 	now          func() time.Time
 	poll         time.Duration
 	fieldManager string
-	uninstallOK  bool
-	originLabels bool
+	// overrideManagers is Config.OverrideManagers.
+	overrideManagers []string
+	originLabels     bool
 	// insecureErrors is Config.InsecureHelmErrorText.
 	insecureErrors bool
 }
@@ -109,7 +114,7 @@ func New(cfg Config) (*Reconciler, error) {
 		return nil, errors.New("release: reconciler config: Charts is required")
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
-		fieldManager: cfg.FieldManager, uninstallOK: cfg.UninstallHealthyRelease, originLabels: cfg.OriginLabels,
+		fieldManager: cfg.FieldManager, overrideManagers: slices.Clone(cfg.OverrideManagers), originLabels: cfg.OriginLabels,
 		insecureErrors: cfg.InsecureHelmErrorText}
 	r.charts = containedCharts{r.charts}
 	if r.values != nil {
@@ -198,8 +203,11 @@ type Result struct {
 	// Release passed in.
 	Status release.Status
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings); the status's FieldWarnings condition
-	// says the same.
+	// (release.FieldWarnings), which the status's FieldWarnings
+	// condition says too, and then what the reconcile did that a user
+	// may not expect: a remediation that would uninstall a deployed and
+	// healthy revision (upgrade.remediation.strategy uninstall, honoured
+	// as Flux does).
 	Warnings []string
 }
 
@@ -264,6 +272,48 @@ func (e *ActionError) Error() string {
 // Unwrap returns Helm's error.
 func (e *ActionError) Unwrap() error { return e.Err }
 
+// Sentinels of an OwnershipError (Flux's names): why Uninstall refused.
+var (
+	// ErrNoLatest: the status history has no snapshot, so nothing shows
+	// that the Release installed the Helm release storage holds.
+	ErrNoLatest = errors.New("no latest snapshot in the status history")
+	// ErrReleaseMismatch: Helm's latest record of the release is not the
+	// status history's latest snapshot.
+	ErrReleaseMismatch = errors.New("the latest Helm release is not the status history's latest snapshot")
+)
+
+// OwnershipError is an Uninstall refused because the Release's status
+// does not show that it installed the Helm release its spec names: the
+// Helm release is left as it is. It wraps ErrNoLatest or
+// ErrReleaseMismatch.
+type OwnershipError struct {
+	// Release is namespace/name of the Release.
+	Release string
+	// Cluster is the cluster's name.
+	Cluster string
+	// HelmRelease is the Helm release's name, StorageNamespace where
+	// Helm keeps its records.
+	HelmRelease, StorageNamespace string
+	// Latest is Helm's latest record of the release
+	// (namespace/name.vN).
+	Latest string
+	// Recorded is the status history's latest snapshot
+	// (namespace/name.vN); empty when there is none.
+	Recorded string
+	// Reason says what mismatched.
+	Reason string
+	// Err is ErrNoLatest or ErrReleaseMismatch.
+	Err error
+}
+
+func (e *OwnershipError) Error() string {
+	return fmt.Sprintf("release %s on cluster %s: will not uninstall Helm release %s (storage namespace %s): %s: %s",
+		e.Release, e.Cluster, e.HelmRelease, e.StorageNamespace, e.Reason, e.Err)
+}
+
+// Unwrap returns ErrNoLatest or ErrReleaseMismatch.
+func (e *OwnershipError) Unwrap() error { return e.Err }
+
 // StageError is a failure before any Helm action: the chart could not be
 // had (Reason ArtifactFailed) or the values not composed (ValuesError).
 type StageError struct {
@@ -319,10 +369,6 @@ type decision struct {
 	// usesForce is true when the decision takes up a force request
 	// (ForceRequestAnnotation): the request counts once per reconcile.
 	usesForce bool
-	// insteadOfUninstall is the healthy revision a rollback goes back to
-	// in place of the configured uninstall remediation
-	// (Config.UninstallHealthyRelease off); nil for a rollback asked for.
-	insteadOfUninstall *release.Snapshot
 	// completesUninstall is true for an uninstall run again to complete
 	// one that left the release 'uninstalling'.
 	completesUninstall bool
@@ -345,7 +391,7 @@ func stepOf(a Action) (step, bool) {
 	case ActionTest:
 		return step{typeTest, func(ru *run, _ decision, _ *observation) error { return ru.test() }}, true
 	case ActionRollback:
-		return step{typeRemediate, func(ru *run, dec decision, _ *observation) error { return ru.rollback(dec.insteadOfUninstall) }}, true
+		return step{typeRemediate, func(ru *run, _ decision, _ *observation) error { return ru.rollback() }}, true
 	case ActionUninstall:
 		return step{typeRemediate, func(ru *run, _ decision, _ *observation) error { return ru.uninstallRemediation() }}, true
 	case ActionUnlock:

@@ -158,7 +158,11 @@ func TestUpgradeHookFailsThenRollback(t *testing.T) {
 	assert.Equal(t, int64(2), fixture.Replicas(t, c))
 }
 
-func TestSafeRemediationRollsBackInsteadOfUninstall(t *testing.T) {
+// TestUninstallRemediationIsHonouredLoudly: upgrade.remediation.strategy
+// uninstall uninstalls a failed upgrade as Flux does, even when the
+// previous revision was deployed and healthy, and both Plan (before the
+// upgrade) and the Result (when it remediates) say so.
+func TestUninstallRemediationIsHonouredLoudly(t *testing.T) {
 	ctx := context.Background()
 	h := &health{}
 	c := newHealthyCluster(h)
@@ -172,30 +176,19 @@ func TestSafeRemediationRollsBackInsteadOfUninstall(t *testing.T) {
 	c.SetHealth(fixture.BrokenVersion("6.5.1"))
 	rel.Spec.Chart.Spec.Version = "6.5.1"
 	rel.Generation = 2
+	const warning = "release apps/podinfo: remediation would uninstall revision 1, which is deployed and healthy (apps/podinfo.v1 with chart podinfo@6.5.0; upgrade.remediation.strategy: uninstall)"
+	plan := rec.Plan(ctx, c, rel)
+	require.NoError(t, plan.Err)
+	assert.Equal(t, reconcile.ActionUpgrade, plan.Action)
+	assert.Contains(t, plan.Warnings, warning, "Plan says before the upgrade what its failure would remove")
+
 	res, err := rec.Reconcile(ctx, c, rel)
 	require.Error(t, err)
-	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade, reconcile.ActionRollback}, res.Actions)
-	assert.Equal(t, "True/RollbackSucceeded", cond(rel, release.ConditionRemediated))
-	msg := rel.Status.GetCondition(release.ConditionRemediated).Message
-	assert.Contains(t, msg, "instead of the configured uninstall: revision 1 was deployed and healthy")
-	assert.Contains(t, c.Summary(), "Deployment apps/podinfo", "the healthy release keeps running")
-
-	// With the explicit opt-in, Flux's behaviour: uninstall.
-	c2 := newHealthyCluster(&health{})
-	unsafe, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond, UninstallHealthyRelease: true})
-	require.NoError(t, err)
-	rel2 := fixture.Release()
-	rel2.Spec.Timeout = &metav1.Duration{Duration: 20 * time.Millisecond}
-	rel2.Spec.Upgrade = rel.Spec.Upgrade
-	_, err = unsafe.Reconcile(ctx, c2, rel2)
-	require.NoError(t, err)
-	c2.SetHealth(fixture.BrokenVersion("6.5.1"))
-	rel2.Spec.Chart.Spec.Version = "6.5.1"
-	rel2.Generation = 2
-	res, err = unsafe.Reconcile(ctx, c2, rel2)
-	require.Error(t, err)
 	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade, reconcile.ActionUninstall}, res.Actions)
-	assert.Empty(t, c2.Summary())
+	assert.Equal(t, "True/UninstallSucceeded", cond(rel, release.ConditionRemediated))
+	assert.Equal(t, []string{warning}, res.Warnings, "said once, though both the upgrade and the remediation were decided")
+	assert.Empty(t, c.Summary(), "the configured uninstall removed the release, as in Flux")
+	assert.Nil(t, rel.Status.GetCondition(release.ConditionFieldWarnings), "not a field warning")
 }
 
 func TestFailingTestIsRemediated(t *testing.T) {

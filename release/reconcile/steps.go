@@ -3,9 +3,11 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/helmfleet/helmfleet/release"
 	"helm.sh/helm/v3/pkg/action"
 	helmrelease "helm.sh/helm/v3/pkg/release"
@@ -88,7 +90,7 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) stri
 		return "release has no chart"
 	case last.Chart.Metadata.Name != md.Name:
 		return fmt.Sprintf("chart name changed from %s to %s", last.Chart.Metadata.Name, md.Name)
-	case last.Chart.Metadata.Version != md.Version:
+	case !sameChartVersion(last.Chart.Metadata.Version, md.Version):
 		return fmt.Sprintf("chart version changed from %s to %s", last.Chart.Metadata.Version, md.Version)
 	case ValuesDigestOf(last) != d.values.Digest:
 		return "values changed"
@@ -103,6 +105,26 @@ func outOfSync(last *helmrelease.Release, d *desired, rel *release.Release) stri
 		return "common metadata changed"
 	}
 	return ""
+}
+
+// sameChartVersion reports whether the chart version of the deployed
+// release is the wanted one: equal, or the wanted version with build
+// metadata added (deployed 1.2.3+4, wanted 1.2.3). Flux's HelmChart
+// writes its generation as build metadata into the version of a chart
+// built with valuesFiles, where helmfleet keeps the repository's version:
+// a release Flux installed so is the same chart, not one to upgrade. Any
+// other difference, build metadata included (1.2.3+4, wanted 1.2.3+5),
+// is a change, as in Flux.
+func sameChartVersion(deployed, wanted string) bool {
+	if deployed == wanted {
+		return true
+	}
+	base, meta, ok := strings.Cut(deployed, "+")
+	if !ok || meta == "" || base != wanted {
+		return false
+	}
+	_, err := semver.StrictNewVersion(deployed)
+	return err == nil
 }
 
 // decide picks the next action for the observed state (Flux's
@@ -138,6 +160,7 @@ func (ru *run) decide(obs *observation, force bool) (decision, error) {
 		if rel.GetUpgrade().GetRemediation().RetriesExhausted(st) && !force {
 			return none, ru.stalled(release.ReasonRetriesExceeded, fmt.Sprintf("cannot upgrade release: failed %d time(s), retries exhausted", st.UpgradeFailures))
 		}
+		ru.warnUninstallRemediationIfUpgradeFails(st.History.Latest())
 		return decision{action: ActionUpgrade, usesForce: true}, nil
 	case StateUntested:
 		ru.replaceRemediated()
@@ -180,13 +203,6 @@ func (ru *run) decideFailed(force bool) (decision, error) {
 	st.History.Truncate(ignore)
 	prev := st.History.Previous(ignore)
 	strategy := rem.GetStrategy()
-	rollback := decision{action: ActionRollback}
-	if strategy == release.UninstallRemediationStrategy && prev != nil && !ru.r.uninstallOK {
-		// helmfleet differs from Flux: never uninstall a release whose
-		// previous revision was deployed and healthy.
-		rollback.insteadOfUninstall = prev
-		strategy = release.RollbackRemediationStrategy
-	}
 	switch strategy {
 	case release.RollbackRemediationStrategy:
 		if prev == nil {
@@ -206,8 +222,12 @@ func (ru *run) decideFailed(force bool) (decision, error) {
 			// attempt the upgrade again, as Flux does.
 			return decision{action: ActionUpgrade}, nil
 		}
-		return rollback, nil
+		return decision{action: ActionRollback}, nil
 	case release.UninstallRemediationStrategy:
+		// Honoured as written, as Flux does: the user chose it (a chart
+		// that cannot roll back), and says so loudly when it removes a
+		// revision that was running well.
+		ru.warnUninstallRemediation(prev)
 		return decision{action: ActionUninstall}, nil
 	}
 	return none, fmt.Errorf("release %s: unknown remediation strategy %q", refOf(rel), strategy)
@@ -227,6 +247,44 @@ func (ru *run) decideUninstalling(obs *observation, force bool) (decision, error
 			st.LastAttemptedReleaseAction, rem.GetFailureCount(st), fullName(obs.last)))
 	}
 	return decision{action: ActionUninstall, usesForce: true, completesUninstall: true}, nil
+}
+
+// warnUninstallRemediationIfUpgradeFails warns, before an upgrade, when
+// its failure would be remediated by uninstalling cur, the deployed
+// revision: upgrade.remediation.strategy uninstall, with a remediation
+// left after this attempt fails.
+func (ru *run) warnUninstallRemediationIfUpgradeFails(cur *release.Snapshot) {
+	up := ru.rel.GetUpgrade()
+	rem := up.GetRemediation()
+	if cur == nil || cur.Status != release.SnapshotStatusDeployed || rem.GetStrategy() != release.UninstallRemediationStrategy ||
+		up.GetStrategy().Name == release.ActionStrategyRetryOnFailure {
+		return
+	}
+	after := ru.rel.Status
+	rem.IncrementFailureCount(&after)
+	if rem.RetriesExhausted(&after) && !rem.MustRemediateLastFailure() {
+		return
+	}
+	ru.warnUninstallRemediation(cur)
+}
+
+// warnUninstallRemediation adds to the Result's warnings, once, that the
+// uninstall remediation removes healthy, the revision that was deployed
+// and healthy (nil: none was, and there is nothing to say).
+func (ru *run) warnUninstallRemediation(healthy *release.Snapshot) {
+	if healthy == nil {
+		return
+	}
+	msg := uninstallRemediationWarning(ru.rel, healthy)
+	if !slices.Contains(ru.res.Warnings, msg) {
+		ru.res.Warnings = append(ru.res.Warnings, msg)
+	}
+}
+
+// uninstallRemediationWarning is the text of warnUninstallRemediation.
+func uninstallRemediationWarning(rel *release.Release, healthy *release.Snapshot) string {
+	return fmt.Sprintf("release %s: remediation would uninstall revision %d, which is deployed and healthy (%s with chart %s; upgrade.remediation.strategy: uninstall)",
+		refOf(rel), healthy.Version, healthy.FullReleaseName(), healthy.VersionedChartName())
 }
 
 func (ru *run) ignoreTestFailures() bool {
