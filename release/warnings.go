@@ -15,6 +15,16 @@ const ConditionFieldWarnings = "FieldWarnings"
 // ReasonNotActedOn is the reason of ConditionFieldWarnings.
 const ReasonNotActedOn = "NotActedOn"
 
+// ConditionSourceWarnings is True while the chart was accepted with
+// warnings from its source (an index entry without a digest, accepted
+// unverified because the HelmRepository opts in with
+// source.helmfleet.io/allow-missing-digest); its message is the warnings,
+// one a line. It is no Flux condition and says nothing of readiness.
+const ConditionSourceWarnings = "SourceWarnings"
+
+// ReasonAcceptedWithWarnings is the reason of ConditionSourceWarnings.
+const ReasonAcceptedWithWarnings = "AcceptedWithWarnings"
+
 // HelmV3Engine is the warning for a field that asks for what only Helm
 // v4 does: helmfleet's engine is Helm v3 (server-side apply).
 const HelmV3Engine = "applied client-side: Helm v3 engine"

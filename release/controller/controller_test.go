@@ -518,3 +518,24 @@ func TestSourcesResolveAndTrigger(t *testing.T) {
 	assert.Equal(t, "False ArtifactFailed", condition(st, release.ConditionReady))
 	assert.Contains(t, st.GetCondition(release.ConditionReady).Message, "HelmRepository apps/podinfo")
 }
+
+// TestUninstallRemediationWarningIsAnEvent: an upgrade whose failure would
+// be remediated by uninstalling the deployed and healthy revision says so
+// in a Warning event, as issue 27 asks: the strategy is honoured as
+// written, and loudly.
+func TestUninstallRemediationWarningIsAnEvent(t *testing.T) {
+	y := podinfoYAML + "  upgrade:\n    remediation: {retries: 1, strategy: uninstall}\n"
+	e := newEnv(t, Config{}, hr(t, y))
+	_, err := e.reconcile("podinfo")
+	require.NoError(t, err)
+	e.drainEvents()
+
+	rel, _ := e.get("podinfo")
+	rel.Spec.Values["replicaCount"] = 3
+	rel.Generation = 2
+	require.NoError(t, e.client.Update(t.Context(), rel))
+	_, err = e.reconcile("podinfo")
+	require.NoError(t, err)
+	assert.Contains(t, e.drainEvents(), "Warning "+EventReasonWarning+
+		" release apps/podinfo: remediation would uninstall revision 1, which is deployed and healthy (apps/podinfo.v1 with chart podinfo@6.5.0; upgrade.remediation.strategy: uninstall)")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -546,7 +547,25 @@ func (r *HelmReleaseReconciler) recordEvent(obj *release.Release, res *reconcile
 		typ = corev1.EventTypeWarning
 	}
 	r.event(obj, typ, ready.Reason, string(res.Last()), ready.Message)
+	if len(res.Actions) == 0 {
+		return
+	}
+	// What the reconcile warned of beyond the spec's own field warnings
+	// (the FieldWarnings condition holds those): an uninstall remediation
+	// that would remove a healthy revision, a chart accepted unverified.
+	fields := release.FieldWarnings(obj)
+	for _, w := range res.Warnings {
+		if !slices.Contains(fields, w) {
+			r.event(obj, corev1.EventTypeWarning, EventReasonWarning, string(res.Last()), w)
+		}
+	}
 }
+
+// EventReasonWarning is the reason of the Warning events that carry a
+// reconcile's warnings (reconcile.Result.Warnings) when it acted, other
+// than the field warnings the FieldWarnings condition keeps: for one, a
+// remediation that would uninstall the deployed and healthy revision.
+const EventReasonWarning = "ReconcileWarning"
 
 func (r *HelmReleaseReconciler) event(obj *release.Release, typ, reason, action, msg string) {
 	if r.events == nil {

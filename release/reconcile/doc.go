@@ -14,14 +14,15 @@
 // remediate by rollback or uninstall while retries remain (RetryOnFailure
 // upgrades again after its interval); Uninstalling (an uninstall that did
 // not complete) → stalled once retries are used up, else uninstall again,
-// once; Drifted → correct or report; InSync → nothing. Drift is detected as helm-controller v1.6.3 configures its Diff:
-// objects carry Helm's ownership metadata, the field managers of
-// Config.OverrideManagers (its --override-manager, empty by default) are
-// overridden, and the diff is rationalized (a map whose every key changed is one
-// replace of it; drift.Options.Rationalize). It records Flux's conditions, history snapshots and failure
-// counters in the release.Release's status, and the Result says what was done and
-// what to do next (Next: done, requeue, stalled); the caller owns
-// scheduling. Waits judge the release's objects with kstatus and observe
+// once; Drifted → correct or report; InSync → nothing. Drift is detected
+// as helm-controller v1.6.3 configures its Diff: objects carry Helm's
+// ownership metadata, the field managers of Config.OverrideManagers (its
+// --override-manager, empty by default) are overridden, and the diff is
+// rationalized (a map whose every key changed is one replace of it;
+// drift.Options.Rationalize). It records Flux's conditions, history
+// snapshots and failure counters in the release.Release's status, and the
+// Result says what was done and what to do next (Next: done, requeue,
+// stalled); the caller owns scheduling. Waits judge the release's objects with kstatus and observe
 // the context, so a cancelled reconcile returns promptly with nothing left
 // pending. A failed upgrade configured to remediate by uninstall
 // (upgrade.remediation.strategy: uninstall) is uninstalled, as Flux does,
@@ -31,7 +32,14 @@
 // (when it decides the upgrade or the remediation) hold "release
 // <namespace>/<name>: remediation would uninstall revision N, which is
 // deployed and healthy (…)". Plan computes what Reconcile would do, with
-// the rendered objects and a diff, without writing anything.
+// the rendered objects and a diff, without writing anything. What the
+// chart's source accepted with a warning (an index entry without a digest,
+// under the HelmRepository's opt-in) is in Plan.Warnings, Result.Warnings
+// and the status's SourceWarnings condition.
+//
+// Where this package differs from Flux's helm-controller is listed, with
+// the library's other differences, in the README's table "How helmfleet
+// differs from Flux and Karmada".
 //
 // A chart whose source asks for signature verification (chart.spec.verify,
 // or the spec.verify of the OCIRepository or HelmChart of chartRef) is

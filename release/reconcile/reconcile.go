@@ -33,6 +33,12 @@ type Chart struct {
 	// Verified says who signed the artifact when its source asked for
 	// verification; nil otherwise.
 	Verified *source.Verified
+	// Warnings are what the source said about the chart that the user
+	// must see although it was accepted (source.Chart.Warnings: an index
+	// entry without a digest, accepted unverified by a HelmRepository's
+	// opt-in). Reconcile and Plan add them to their Warnings and the
+	// status's SourceWarnings condition.
+	Warnings []string
 }
 
 // ChartGetter returns the chart a Release installs. Resolvers of package
@@ -479,6 +485,7 @@ func (ru *run) reconcile() outcome {
 	rel, res := ru.rel, ru.res
 	d, err := ru.r.prepare(ru.ctx, rel)
 	ru.markSourceVerified(d, err)
+	ru.markSourceWarnings(d, err)
 	if err != nil {
 		ru.markReady(metav1.ConditionFalse, stageReason(err), err.Error())
 		return again(0, err)

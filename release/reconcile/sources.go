@@ -26,7 +26,7 @@ func Charts(resolver source.Resolver, objs *release.Objects) ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified}
+		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified, Warnings: ch.Warnings}
 		if len(ref.ValuesFiles) > 0 && ch.Chart != nil {
 			c := *ch.Chart
 			c.Values = map[string]any{}

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,6 +26,25 @@ func (ru *run) markSourceVerified(d *desired, err error) {
 		ru.setCondition(release.ConditionSourceVerified, metav1.ConditionTrue, release.ReasonVerificationSucceeded, verifiedMessage(d.chart))
 	default:
 		ru.rel.Status.RemoveCondition(release.ConditionSourceVerified)
+	}
+}
+
+// markSourceWarnings adds the chart's warnings to the Result's and sets
+// the SourceWarnings condition to them, one a line, or removes it when the
+// chart came without any. When the chart was not fetched (err), the last
+// condition stands, as for SourceVerified.
+func (ru *run) markSourceWarnings(d *desired, err error) {
+	switch {
+	case err != nil:
+	case len(d.chart.Warnings) == 0:
+		ru.rel.Status.RemoveCondition(release.ConditionSourceWarnings)
+	default:
+		for _, w := range d.chart.Warnings {
+			if !slices.Contains(ru.res.Warnings, w) {
+				ru.res.Warnings = append(ru.res.Warnings, w)
+			}
+		}
+		ru.setCondition(release.ConditionSourceWarnings, metav1.ConditionTrue, release.ReasonAcceptedWithWarnings, strings.Join(d.chart.Warnings, "\n"))
 	}
 }
 
