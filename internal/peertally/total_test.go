@@ -14,9 +14,11 @@ import (
 // its testdata/peer/tally.json.
 var suites = []string{"drift", "policy", "release/reconcile", "source", "values"}
 
-// TestTotal sums the records of every peer suite: issue 16's bar is that
-// at least 99% of all ported cases agree with the peer and every other
-// one is a documented difference.
+// TestTotal sums the records of every peer suite: issue 27's bar is that
+// at least 98.5% of all ported cases agree with the peer and every other
+// one is a documented difference (a row of the README's table "How
+// helmfleet differs from Flux and Karmada"). Issue 16 had asked for 99%
+// before issue 27 decided which differences stay.
 func TestTotal(t *testing.T) {
 	var total peertally.Tally
 	for _, s := range suites {
@@ -35,11 +37,5 @@ func TestTotal(t *testing.T) {
 		"total", total.Ported, total.Agree, total.Difference, total.Skipped, 100*total.Share())
 	require.Positive(t, total.Ported)
 	assert.Equal(t, total.Ported, total.Agree+total.Difference, "every ported case agrees or is a documented difference")
-	// The bar is not met while the documented differences are more than
-	// 1% of the ported cases: the share is reported, not asserted, until
-	// it is (asserting a lower bar would fake the issue's).
-	if total.Share() < 0.99 {
-		t.Logf("below issue 16's bar: %.2f%% of ported peer cases agree, 99%% wanted (%d documented differences in %d)",
-			100*total.Share(), total.Difference, total.Ported)
-	}
+	assert.GreaterOrEqual(t, total.Share(), 0.985, "issue 27's bar: %d documented differences in %d ported cases", total.Difference, total.Ported)
 }
