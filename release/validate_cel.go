@@ -1,7 +1,10 @@
 package release
 
 import (
+	"context"
 	"errors"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/helmfleet/helmfleet/internal/celhealth"
 	"github.com/helmfleet/helmfleet/internal/fieldcheck"
@@ -53,4 +56,23 @@ func addCELProblems(p *fieldcheck.Problems, err error) {
 	default:
 		p.Add("spec", "", "%v", err)
 	}
+}
+
+// HealthJudge compiles checks, a spec.healthCheckExprs, into a Judge for
+// UnreadyJudged: an object of a group and kind they check is judged by
+// their expressions, as Flux's CEL status reader does; any other is left
+// to kstatus. It is nil for no checks. Validate reports the same errors
+// field by field.
+func HealthJudge(checks []CustomHealthCheck) (Judge, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	set, err := celhealth.NewSet("spec.healthCheckExprs", healthChecks(checks))
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, obj *unstructured.Unstructured) (string, string, bool, error) {
+		res, ok, err := set.Status(ctx, obj)
+		return string(res.Status), res.Message, ok, err
+	}, nil
 }
