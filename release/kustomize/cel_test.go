@@ -72,3 +72,25 @@ func TestReconcileHealthCheckExprs(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileHealthCheckExprsLeaveJobs: kustomize-controller's Job
+// status reader comes before its CEL one, so a check for batch Jobs is
+// never used: the Job is judged by kstatus (complete), not by the
+// expression that never holds.
+func TestReconcileHealthCheckExprsLeaveJobs(t *testing.T) {
+	src := &changingTree{}
+	src.set("1", fstest.MapFS{
+		"app/kustomization.yaml": file("resources: [job.yaml]\n"),
+		"app/job.yaml": file("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  namespace: apps\nspec:\n  template:\n    spec:\n" +
+			"      restartPolicy: Never\n      containers:\n      - name: m\n        image: busybox\n"),
+	})
+	r := newReconciler(t, src)
+	k := ks("./app", func(k *release.Kustomization) {
+		k.Spec.Wait = true
+		k.Spec.Timeout = &metav1.Duration{Duration: 300 * time.Millisecond}
+		k.Spec.HealthCheckExprs = []release.CustomHealthCheck{{APIVersion: "batch/v1", Kind: "Job", HealthCheckExpressions: release.HealthCheckExpressions{Current: "false"}}}
+	})
+	_, err := r.Reconcile(t.Context(), memory.New("dev"), k)
+	require.NoError(t, err)
+	assert.True(t, k.Status.IsConditionTrue(release.ConditionHealthy))
+}
