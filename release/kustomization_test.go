@@ -172,12 +172,34 @@ func TestKustomizationValidate(t *testing.T) {
 			}},
 		{"decryption unsupported", "spec.decryption", "sops", "is not supported",
 			func(k *release.Kustomization) { k.Spec.Decryption = &release.Decryption{Provider: "sops"} }},
-		{"healthCheckExprs unsupported", "spec.healthCheckExprs", "", "are not supported",
+		{"healthCheckExprs expression not CEL", "spec.healthCheckExprs[1].failed", "status.phase ==",
+			"is not valid CEL: ERROR: <input>:1:16: Syntax error: mismatched input '<EOF>'",
 			func(k *release.Kustomization) {
-				k.Spec.HealthCheckExprs = []release.CustomHealthCheck{{APIVersion: "x/v1", Kind: "X", HealthCheckExpressions: release.HealthCheckExpressions{Current: "true"}}}
+				k.Spec.HealthCheckExprs = []release.CustomHealthCheck{
+					{APIVersion: "x.io/v1", Kind: "X", HealthCheckExpressions: release.HealthCheckExpressions{Current: "true"}},
+					{APIVersion: "y.io/v1", HealthCheckExpressions: release.HealthCheckExpressions{Current: "status.phase == 'Ready'", Failed: "status.phase =="}},
+				}
 			}},
+		{"healthCheckExprs without current", "spec.healthCheckExprs[0].current", "", "is required",
+			func(k *release.Kustomization) {
+				k.Spec.HealthCheckExprs = []release.CustomHealthCheck{{APIVersion: "x.io/v1", Kind: "X"}}
+			}},
+		{"healthCheckExprs twice for a group and kind", "spec.healthCheckExprs[1]", "X.x.io", "checks the same group and kind as spec.healthCheckExprs[0]",
+			func(k *release.Kustomization) {
+				k.Spec.HealthCheckExprs = []release.CustomHealthCheck{
+					{APIVersion: "x.io/v1", Kind: "X", HealthCheckExpressions: release.HealthCheckExpressions{Current: "true"}},
+					{APIVersion: "x.io/v2", Kind: "X", HealthCheckExpressions: release.HealthCheckExpressions{Current: "true"}},
+				}
+			}},
+		{"readyExpr not a bool", "spec.dependsOn[0].readyExpr", "dep.status.ready", "must yield a bool, not dyn",
+			func(k *release.Kustomization) { k.Spec.DependsOn[0].ReadyExpr = "dep.status.ready" }},
 	}
 	require.NoError(t, valid().Validate())
+	withCEL := valid()
+	withCEL.Spec.HealthCheckExprs = []release.CustomHealthCheck{{APIVersion: "x.io/v1", HealthCheckExpressions: release.HealthCheckExpressions{
+		Current: "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')", Failed: "status.phase == 'Failed'"}}}
+	withCEL.Spec.DependsOn[0].ReadyExpr = "dep.status.ready == true"
+	require.NoError(t, withCEL.Validate(), "Flux's CEL is accepted, kind optional")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k := valid()

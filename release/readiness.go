@@ -56,6 +56,18 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 // why, with the messages of the object's unhappy conditions. It stops at
 // the first read error once ctx is done, returning that error.
 func Unready(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pending, failed []ObjectStatus, err error) {
+	return UnreadyJudged(ctx, reader, refs, nil)
+}
+
+// Judge decides the status of obj in kstatus' terms (Current,
+// InProgress or Failed) in place of kstatus, as a CEL health check of
+// spec.healthCheckExprs does; ok is false when it leaves obj to kstatus.
+// An error counts as kstatus' Unknown: the object is waited for.
+type Judge func(ctx context.Context, obj *unstructured.Unstructured) (status, message string, ok bool, err error)
+
+// UnreadyJudged is Unready with judge deciding the objects it takes
+// (nil: none).
+func UnreadyJudged(ctx context.Context, reader ObjectReader, refs []ObjectRef, judge Judge) (pending, failed []ObjectStatus, err error) {
 	for _, ref := range refs {
 		obj, gerr := reader.Get(ctx, ref)
 		if gerr != nil {
@@ -65,25 +77,42 @@ func Unready(ctx context.Context, reader ObjectReader, refs []ObjectRef) (pendin
 			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.NotFoundStatus), Message: gerr.Error()})
 			continue
 		}
-		res, cerr := kstatus.Compute(obj)
+		st, msg, cerr := judged(ctx, judge, obj)
 		if cerr != nil {
+			if ctx.Err() != nil {
+				return pending, failed, ctx.Err()
+			}
 			pending = append(pending, ObjectStatus{Object: ref, Status: string(kstatus.UnknownStatus), Message: cerr.Error()})
 			continue
 		}
-		msg := res.Message
 		if why := conditionMessages(obj); why != "" {
 			msg += " (" + why + ")"
 		}
-		switch res.Status {
+		switch st {
 		case kstatus.CurrentStatus:
 		case kstatus.FailedStatus:
-			failed = append(failed, ObjectStatus{Object: ref, Status: string(res.Status), Message: msg})
+			failed = append(failed, ObjectStatus{Object: ref, Status: string(st), Message: msg})
 		default:
-			pending = append(pending, ObjectStatus{Object: ref, Status: string(res.Status), Message: msg})
+			pending = append(pending, ObjectStatus{Object: ref, Status: string(st), Message: msg})
 		}
 	}
 	sort.Slice(pending, func(i, j int) bool { return pending[i].Object.String() < pending[j].Object.String() })
 	return pending, failed, nil
+}
+
+// judged is judge's status of obj where it takes obj, else kstatus'.
+func judged(ctx context.Context, judge Judge, obj *unstructured.Unstructured) (kstatus.Status, string, error) {
+	if judge != nil {
+		st, msg, ok, err := judge(ctx, obj)
+		if ok || err != nil {
+			return kstatus.Status(st), msg, err
+		}
+	}
+	res, err := kstatus.Compute(obj)
+	if err != nil {
+		return "", "", err
+	}
+	return res.Status, res.Message, nil
 }
 
 // conditionMessages returns the messages of the object's conditions that

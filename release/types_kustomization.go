@@ -195,8 +195,9 @@ type KustomizationSpec struct {
 	// rejects it.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
-	// HealthCheckExprs are CEL health checks of custom resources. Not
-	// supported; Validate rejects them.
+	// HealthCheckExprs are CEL health checks of custom resources: an
+	// applied object of their group (and kind, when given) is judged by
+	// them, not by kstatus, when the Kustomization waits for it.
 	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 	// BuildMetadata asks kustomize to annotate the built objects with

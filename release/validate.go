@@ -105,15 +105,9 @@ func (in *Release) Validate() error {
 	if w := s.WaitStrategy; w != nil {
 		validateStrategyName(&p, "spec.waitStrategy.name", w.Name, WaitStrategyPoller, WaitStrategyLegacy)
 	}
-	for i, hc := range s.HealthCheckExprs {
-		path := fmt.Sprintf("spec.healthCheckExprs[%d]", i)
-		// kind may be empty since Flux 2.9: every kind of apiVersion.
-		for _, f := range []struct{ name, v string }{{"apiVersion", hc.APIVersion}, {"current", hc.Current}} {
-			if f.v == "" {
-				p.Add(path+"."+f.name, "", "is required")
-			}
-		}
-	}
+	// kind may be empty since Flux 2.9: every kind of the apiVersion's
+	// group.
+	validateHealthCheckExprs(&p, s.HealthCheckExprs)
 	if m := s.CommonMetadata; m != nil {
 		validateLabels(&p, "spec.commonMetadata.labels", m.Labels)
 		validateAnnotations(&p, "spec.commonMetadata.annotations", m.Annotations)
@@ -136,6 +130,7 @@ func validateDependsOn(p *fieldcheck.Problems, own, noun string, m metav1.Object
 		if d.Name == m.Name && ns == m.Namespace && d.GetKind(own) == own {
 			p.Add(path+".name", d.Name, "a %s cannot depend on itself", noun)
 		}
+		validateReadyExpr(p, path+".readyExpr", d.ReadyExpr)
 	}
 }
 

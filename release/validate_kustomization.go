@@ -21,10 +21,11 @@ var VariableNameRe = regexp.MustCompile(`^[_[:alpha:]][_[:alpha:][:digit:]]*$`)
 // metadata.namespace. It checks what Flux's CRD and controller check —
 // the source kind, durations, enums, names and namespaces, variable
 // names, patches and their targets, dependencies (and not on itself) —
-// and that spec.path and spec.components stay inside the source. The
-// fields helmfleet cannot act on are errors: spec.kubeConfig (clusters
-// come from the caller's backends), spec.decryption (no SOPS) and
-// spec.healthCheckExprs (no CEL health checks).
+// and that spec.path and spec.components stay inside the source, and it
+// compiles the CEL of spec.healthCheckExprs and spec.dependsOn[].readyExpr
+// as Flux's controller would. The fields helmfleet cannot act on are
+// errors: spec.kubeConfig (clusters come from the caller's backends) and
+// spec.decryption (no SOPS).
 func (in *Kustomization) Validate() error {
 	var p fieldcheck.Problems
 	fieldcheck.Meta(&p, in.ObjectMeta)
@@ -99,9 +100,7 @@ func (in *Kustomization) Validate() error {
 	if s.Decryption != nil {
 		p.Add("spec.decryption", s.Decryption.Provider, "is not supported: helmfleet does not decrypt SOPS; decrypt the Secrets before or remove the field")
 	}
-	if len(s.HealthCheckExprs) > 0 {
-		p.Add("spec.healthCheckExprs", "", "are not supported: helmfleet has no CEL health checks; use kstatus-compatible conditions or remove the field")
-	}
+	validateHealthCheckExprs(&p, s.HealthCheckExprs)
 	if len(s.BuildMetadata) > 0 {
 		p.Add("spec.buildMetadata", strings.Join(s.BuildMetadata, ","), "is not supported: helmfleet's kustomize build writes no origin or transformer annotations; remove the field")
 	}

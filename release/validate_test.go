@@ -155,6 +155,16 @@ func TestValidate(t *testing.T) {
 			mutate: func(r *Release) {
 				r.Spec.HealthCheckExprs = []CustomHealthCheck{{APIVersion: "v1", Kind: "X"}}
 			}},
+		{name: "health check not CEL", path: "spec.healthCheckExprs[0].inProgress", value: "status.(",
+			msg: "is not valid CEL: ERROR: <input>:1:8: Syntax error",
+			mutate: func(r *Release) {
+				r.Spec.HealthCheckExprs = []CustomHealthCheck{{APIVersion: "x.io/v1", HealthCheckExpressions: HealthCheckExpressions{Current: "true", InProgress: "status.("}}}
+			}},
+		{name: "readyExpr undeclared", path: "spec.dependsOn[0].readyExpr", value: "deps.ready == true",
+			msg: "undeclared reference to 'deps'",
+			mutate: func(r *Release) {
+				r.Spec.DependsOn = []DependencyReference{{Name: "db", ReadyExpr: "deps.ready == true"}}
+			}},
 		{name: "bad server-side apply mode", path: "spec.rollback.serverSideApply", value: "true",
 			msg:    "must be one of enabled, disabled, auto",
 			mutate: func(r *Release) { r.Spec.Rollback.ServerSideApply = "true" }},

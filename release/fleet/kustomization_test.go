@@ -93,6 +93,14 @@ spec:
 	"apps/vars/config.yaml":        {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: apps}\ndata:\n  cluster: ${cluster_name}\n  greeting: ${greeting:=hello}\n")},
 	"apps/eu/kustomization.yaml":   {Data: []byte("resources: [config.yaml]\n")},
 	"apps/eu/config.yaml":          {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config-eu, namespace: apps}\ndata: {greeting: hallo}\n")},
+
+	// A Widget whose controller reports only status.phase: kstatus
+	// takes it as Current whatever the phase; healthCheckExprs judge it.
+	"widgets/ready/kustomization.yaml":  {Data: []byte("resources: [../../infrastructure/crds, ../ns.yaml, widget.yaml]\n")},
+	"widgets/ready/widget.yaml":         {Data: []byte(widgetYAML("Ready"))},
+	"widgets/broken/kustomization.yaml": {Data: []byte("resources: [../../infrastructure/crds, ../ns.yaml, widget.yaml]\n")},
+	"widgets/broken/widget.yaml":        {Data: []byte(widgetYAML("Broken"))},
+	"widgets/ns.yaml":                   {Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: widgets}\n")},
 }
 
 // kustTestFleet is a test fleet that runs Kustomizations.

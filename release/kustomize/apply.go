@@ -80,8 +80,10 @@ type ReconcileResult struct {
 //     labelled as k's), else forgotten; a failed delete keeps its entry;
 //  5. with spec.wait every applied object, else the spec.healthChecks
 //     (but those naming an object Exclude left out: the caller checks
-//     those), must be Current by kstatus within GetTimeout: Healthy True
-//     or False, reason HealthCheckFailed;
+//     those), must be Current within GetTimeout — by the
+//     spec.healthCheckExprs of their group and kind (but batch Jobs, as
+//     Flux), else by kstatus: Healthy True or False, reason
+//     HealthCheckFailed;
 //  6. Ready True, reason ReconciliationSucceeded, lastAppliedRevision.
 //
 // Reconciling is True while it runs and removed at the end; the
@@ -150,8 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		}
 	}()
 
+	judge, err := healthJudge(k)
+	if err != nil {
+		r.fail(k, release.ReasonInvalidSpec, err)
+		return res, err
+	}
 	r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Applying revision "+built.Revision)
-	applied, err := r.applyStaged(ctx, cluster, k, objs, built.marks)
+	applied, err := r.applyStaged(ctx, cluster, k, objs, built.marks, judge)
 	res.Applied = applied
 	if err != nil {
 		r.fail(k, release.ReasonReconciliationFailed, err)
@@ -177,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		return res, err
 	} else if len(refs) > 0 {
 		r.set(k, release.ConditionReconciling, metav1.ConditionTrue, release.ReasonProgressing, "Running health checks with a timeout of "+k.GetTimeout().String())
-		if err := r.wait(ctx, cluster, "health check", refs, k.GetTimeout(), sensitiveRefs(objs, built.marks)); err != nil {
+		if err := r.wait(ctx, cluster, "health check", refs, k.GetTimeout(), sensitiveRefs(objs, built.marks), judge); err != nil {
 			r.set(k, release.ConditionHealthy, metav1.ConditionFalse, release.ReasonHealthCheckFailed, err.Error())
 			r.fail(k, release.ReasonHealthCheckFailed, err)
 			return res, err
@@ -334,7 +341,7 @@ func stage(o *unstructured.Unstructured) int {
 
 // applyStaged applies objs stage by stage, waiting for the first two
 // stages to be Current before the next.
-func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, objs []*unstructured.Unstructured, marks *secretMarks) ([]ObjectAction, error) {
+func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClient, k *release.Kustomization, objs []*unstructured.Unstructured, marks *secretMarks, judge release.Judge) ([]ObjectAction, error) {
 	var done []ObjectAction
 	for st := range 3 {
 		var refs []release.ObjectRef
@@ -353,7 +360,7 @@ func (r *Reconciler) applyStaged(ctx context.Context, cluster release.ObjectClie
 		}
 		if st < 2 && len(refs) > 0 {
 			what := []string{"cluster definitions (CRDs, Namespaces, ClusterRoles)", "class definitions"}[st]
-			if err := r.wait(ctx, cluster, what, refs, k.GetTimeout(), sensitiveRefs(objs, marks)); err != nil {
+			if err := r.wait(ctx, cluster, what, refs, k.GetTimeout(), sensitiveRefs(objs, marks), judge); err != nil {
 				return done, err
 			}
 		}
@@ -655,6 +662,23 @@ func namesExcluded(hc release.NamespacedObjectKindReference, ns string, x releas
 	return err == nil && gv.Group == x.Group
 }
 
+// healthJudge judges objects by k's spec.healthCheckExprs, as
+// kustomize-controller does: its Job status reader comes before the CEL
+// one, so batch Jobs are left to kstatus whatever the checks say.
+func healthJudge(k *release.Kustomization) (release.Judge, error) {
+	judge, err := release.HealthJudge(k.Spec.HealthCheckExprs)
+	if judge == nil || err != nil {
+		return nil, err
+	}
+	job := schema.GroupKind{Group: "batch", Kind: "Job"}
+	return func(ctx context.Context, obj *unstructured.Unstructured) (string, string, bool, error) {
+		if obj.GroupVersionKind().GroupKind() == job {
+			return "", "", false, nil
+		}
+		return judge(ctx, obj)
+	}, nil
+}
+
 // HealthError lists the objects that were not healthy (Current by
 // kstatus) when a wait ended: one Failed, the timeout, or cancellation.
 type HealthError struct {
@@ -682,16 +706,17 @@ func (e *HealthError) Error() string {
 
 func (e *HealthError) Unwrap() error { return e.Err }
 
-// wait polls refs until all are Current by kstatus, one Failed, or
-// timeout. The status messages of the sensitive objects are withheld
-// from the error: a controller may echo the object's values in them.
-func (r *Reconciler) wait(ctx context.Context, cluster release.ObjectReader, what string, refs []release.ObjectRef, timeout time.Duration, sensitive map[release.ObjectRef]bool) error {
+// wait polls refs until all are Current (by judge where it applies,
+// else kstatus), one Failed, or timeout. The status messages of the
+// sensitive objects are withheld from the error: a controller may echo
+// the object's values in them.
+func (r *Reconciler) wait(ctx context.Context, cluster release.ObjectReader, what string, refs []release.ObjectRef, timeout time.Duration, sensitive map[release.ObjectRef]bool, judge release.Judge) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
 	for {
-		pending, failed, err := release.Unready(ctx, cluster, refs)
+		pending, failed, err := release.UnreadyJudged(ctx, cluster, refs, judge)
 		if err != nil {
 			return err
 		}

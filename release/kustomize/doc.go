@@ -128,10 +128,12 @@
 //     and ClusterRoles, waited for; then *Class kinds; then the rest),
 //     labels every object with its Kustomization, keeps the inventory
 //     in status.inventory with Flux's ids, prunes what left it
-//     (spec.prune), waits with kstatus (spec.wait, spec.healthChecks;
-//     not for what ReconcilerConfig.Exclude left out, which is not on
-//     the cluster: whoever runs it checks its health) and sets Flux's
-//     conditions Ready, Reconciling, Stalled, Healthy.
+//     (spec.prune), waits with kstatus, or with the CEL expressions of
+//     spec.healthCheckExprs for the groups and kinds they name
+//     (spec.wait, spec.healthChecks; not for what
+//     ReconcilerConfig.Exclude left out, which is not on the cluster:
+//     whoever runs it checks its health) and sets Flux's conditions
+//     Ready, Reconciling, Stalled, Healthy.
 //   - Delete deletes the inventory per spec.deletionPolicy.
 //
 // # Secret values
