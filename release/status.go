@@ -113,9 +113,11 @@ type Status struct {
 	// LastAttemptedReleaseAction is install or upgrade; it picks the
 	// active remediation.
 	LastAttemptedReleaseAction ReleaseAction `json:"lastAttemptedReleaseAction,omitempty"`
+
+	// +optional
+
 	// LastAttemptedReleaseActionDuration is how long the last install or
 	// upgrade took, hooks and wait included (Flux 2.9).
-	// +optional
 	LastAttemptedReleaseActionDuration *metav1.Duration `json:"lastAttemptedReleaseActionDuration,omitempty"`
 	// Failures counts reconcile failures against the desired state.
 	Failures int64 `json:"failures,omitempty"`

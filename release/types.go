@@ -41,10 +41,6 @@ const (
 	MaxReleaseNameLength = 53
 )
 
-// Release is one Helm release to run: Flux's HelmRelease (v2). Decode it
-// with Decode, then call Default and Validate. It is a runtime.Object
-// registered as HelmRelease by AddToScheme.
-//
 // +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=helmreleases,singular=helmrelease,shortName=hr,categories=all;fluxcd;fluxcd-appliers
@@ -53,6 +49,10 @@ const (
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+
+// Release is one Helm release to run: Flux's HelmRelease (v2). Decode it
+// with Decode, then call Default and Validate. It is a runtime.Object
+// registered as HelmRelease by AddToScheme.
 type Release struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -63,11 +63,11 @@ type Release struct {
 	Status Status `json:"status,omitempty"`
 }
 
-// ReleaseList is a list of Releases, as the API server returns it
-// (Flux's HelmReleaseList).
-//
 // +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
+
+// ReleaseList is a list of Releases, as the API server returns it
+// (Flux's HelmReleaseList).
 type ReleaseList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -75,14 +75,14 @@ type ReleaseList struct {
 	Items []Release `json:"items"`
 }
 
+// +kubebuilder:object:generate=false
+// +kubebuilder:validation:XValidation:rule="(has(self.chart) && !has(self.chartRef)) || (!has(self.chart) && has(self.chartRef))", message="either chart or chartRef must be set"
+
 // Spec is Flux's HelmReleaseSpec: which chart, which values, and how each
 // Helm action runs.
 //
 // Its deep copy is written by hand (deepcopy.go): controller-gen cannot
 // copy the free-form Values.
-//
-// +kubebuilder:object:generate=false
-// +kubebuilder:validation:XValidation:rule="(has(self.chart) && !has(self.chartRef)) || (!has(self.chart) && has(self.chartRef))", message="either chart or chartRef must be set"
 type Spec struct {
 	// Chart is the template of the HelmChart to take the chart from.
 	// Exactly one of Chart and ChartRef is set.
@@ -90,10 +90,12 @@ type Spec struct {
 	// ChartRef names an OCIRepository or HelmChart holding the chart.
 	// Exactly one of Chart and ChartRef is set.
 	ChartRef *CrossNamespaceSourceReference `json:"chartRef,omitempty"`
-	// Interval at which to reconcile the release.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +required
+
+	// Interval at which to reconcile the release.
 	Interval metav1.Duration `json:"interval"`
 	// KubeConfig names a Secret with a kubeconfig of a remote cluster.
 	// Kept for compatibility with Flux YAML; helmfleet reaches clusters
@@ -102,29 +104,37 @@ type Spec struct {
 	// Suspend skips reconciliation. A suspended release that is deleted
 	// is not uninstalled.
 	Suspend bool `json:"suspend,omitempty"`
-	// ReleaseName of the Helm release; default [targetNamespace-]name,
-	// shortened with a hash when longer than 53 characters.
+
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=53
 	// +optional
+
+	// ReleaseName of the Helm release; default [targetNamespace-]name,
+	// shortened with a hash when longer than 53 characters.
 	ReleaseName string `json:"releaseName,omitempty"`
+
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+
 	// TargetNamespace of the release's objects; default the namespace of
 	// the Release.
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
-	TargetNamespace string `json:"targetNamespace,omitempty"`
+
 	// StorageNamespace where Helm stores the release; default the
 	// namespace of the Release.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +optional
 	StorageNamespace string `json:"storageNamespace,omitempty"`
 	// DependsOn lists Releases that must be ready first.
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
-	// Timeout of each Kubernetes operation of a Helm action; default 5m.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each Kubernetes operation of a Helm action; default 5m.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// MaxHistory is the number of Helm revisions kept; default 5, 0 means
 	// unlimited.
@@ -150,25 +160,28 @@ type Spec struct {
 	// ValuesFrom lists ConfigMaps and Secrets holding values, merged in
 	// order before Values.
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+
 	// Values are the inline Helm values, merged last.
 	//
 	// It is free-form JSON: the CRD keeps whatever it holds
 	// (x-kubernetes-preserve-unknown-fields), and DeepCopy copies it
 	// recursively.
-	//
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +optional
 	Values map[string]any `json:"values,omitempty"`
 	// PostRenderers run over the rendered manifests, in order.
 	PostRenderers []PostRenderer `json:"postRenderers,omitempty"`
+
+	// +kubebuilder:validation:Enum=nohooks;combined;separate
+	// +optional
+
 	// PostRenderStrategy says whether hooks go through the
 	// post-renderers (Flux 2.9): nohooks (Helm 3, what helmfleet's Helm
 	// v3 engine does), combined or separate (Helm 4). FieldWarnings
 	// warns of combined and separate when post-renderers are set.
-	// +kubebuilder:validation:Enum=nohooks;combined;separate
-	// +optional
 	PostRenderStrategy string `json:"postRenderStrategy,omitempty"`
 	// CommonMetadata adds labels and annotations to every rendered object,
 	// after the post-renderers.
@@ -200,35 +213,38 @@ const (
 	PostRenderStrategySeparate = "separate"
 )
 
-// WaitStrategy picks how Helm waits for the release's objects.
-//
 // +kubebuilder:object:generate=true
+
+// WaitStrategy picks how Helm waits for the release's objects.
 type WaitStrategy struct {
-	// Name is poller or legacy.
 	// +kubebuilder:validation:Enum=poller;legacy
 	// +required
+
+	// Name is poller or legacy.
 	Name string `json:"name"`
 }
 
+// +kubebuilder:object:generate=true
+
 // CustomHealthCheck computes the health of one kind of custom resource
 // with CEL expressions (Flux's kustomize.CustomHealthCheck).
-//
-// +kubebuilder:object:generate=true
 type CustomHealthCheck struct {
 	// APIVersion of the resources.
 	APIVersion string `json:"apiVersion"`
+
+	// +optional
+
 	// Kind of the resources; optional since Flux 2.9 (all kinds of
 	// APIVersion).
-	// +optional
 	Kind string `json:"kind,omitempty"`
 	// HealthCheckExpressions are the expressions.
 	HealthCheckExpressions `json:",inline"`
 }
 
+// +kubebuilder:object:generate=true
+
 // HealthCheckExpressions are CEL expressions over a resource deciding its
 // kstatus.
-//
-// +kubebuilder:object:generate=true
 type HealthCheckExpressions struct {
 	// InProgress is true while the resource progresses.
 	InProgress string `json:"inProgress,omitempty"`
@@ -253,10 +269,10 @@ const (
 	ServerSideApplyAuto ServerSideApplyMode = "auto"
 )
 
+// +kubebuilder:object:generate=true
+
 // KubeConfigReference names a kubeconfig for a remote cluster (Flux's
 // meta.KubeConfigReference).
-//
-// +kubebuilder:object:generate=true
 type KubeConfigReference struct {
 	// SecretRef names the Secret and key holding the kubeconfig.
 	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
@@ -264,9 +280,9 @@ type KubeConfigReference struct {
 	ConfigMapRef *LocalObjectReference `json:"configMapRef,omitempty"`
 }
 
-// SecretKeyReference names a key of a Secret in the same namespace.
-//
 // +kubebuilder:object:generate=true
+
+// SecretKeyReference names a key of a Secret in the same namespace.
 type SecretKeyReference struct {
 	// Name of the Secret.
 	Name string `json:"name"`
@@ -274,28 +290,30 @@ type SecretKeyReference struct {
 	Key string `json:"key,omitempty"`
 }
 
-// LocalObjectReference names an object in the same namespace.
-//
 // +kubebuilder:object:generate=true
+
+// LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
 	// Name of the referent.
 	Name string `json:"name"`
 }
 
+// +kubebuilder:object:generate=true
+
 // DependencyReference names a Release or Kustomization this one depends
 // on.
-//
-// +kubebuilder:object:generate=true
 type DependencyReference struct {
 	// Name of the dependency.
 	Name string `json:"name"`
 	// Namespace of the dependency; default the dependent's namespace.
 	Namespace string `json:"namespace,omitempty"`
+
+	// +kubebuilder:validation:Enum=HelmRelease;Kustomization
+	// +optional
+
 	// Kind of the dependency, HelmRelease or Kustomization; default the
 	// dependent's own kind, as in Flux. A helmfleet extension: Flux
 	// depends only on objects of the dependent's own kind.
-	// +kubebuilder:validation:Enum=HelmRelease;Kustomization
-	// +optional
 	Kind string `json:"kind,omitempty"`
 	// ReadyExpr is a CEL expression deciding readiness (Flux 2.7). Kept
 	// for compatibility; helmfleet uses the Ready condition.
@@ -311,10 +329,10 @@ func (in DependencyReference) GetKind(dependent string) string {
 	return in.Kind
 }
 
+// +kubebuilder:object:generate=true
+
 // HelmChartTemplate is the template of the HelmChart a Release takes its
 // chart from.
-//
-// +kubebuilder:object:generate=true
 type HelmChartTemplate struct {
 	// ObjectMeta holds labels and annotations for the HelmChart.
 	ObjectMeta *HelmChartTemplateObjectMeta `json:"metadata,omitempty"`
@@ -322,9 +340,9 @@ type HelmChartTemplate struct {
 	Spec HelmChartTemplateSpec `json:"spec"`
 }
 
-// HelmChartTemplateObjectMeta is the metadata template of a HelmChart.
-//
 // +kubebuilder:object:generate=true
+
+// HelmChartTemplateObjectMeta is the metadata template of a HelmChart.
 type HelmChartTemplateObjectMeta struct {
 	// Labels of the HelmChart.
 	Labels map[string]string `json:"labels,omitempty"`
@@ -332,9 +350,9 @@ type HelmChartTemplateObjectMeta struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// HelmChartTemplateSpec names a chart in a source.
-//
 // +kubebuilder:object:generate=true
+
+// HelmChartTemplateSpec names a chart in a source.
 type HelmChartTemplateSpec struct {
 	// Chart is the chart's name (or path, for Git and Bucket sources).
 	Chart string `json:"chart"`
@@ -343,12 +361,16 @@ type HelmChartTemplateSpec struct {
 	Version string `json:"version,omitempty"`
 	// SourceRef names the HelmRepository, GitRepository or Bucket.
 	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
-	// Interval at which to check the source; default spec.interval.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Interval at which to check the source; default spec.interval.
 	Interval *metav1.Duration `json:"interval,omitempty"`
-	// ReconcileStrategy is ChartVersion (default) or Revision.
+
 	// +kubebuilder:validation:Enum=ChartVersion;Revision
+
+	// ReconcileStrategy is ChartVersion (default) or Revision.
 	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
 	// ValuesFiles replace the chart's values.yaml (which counts only if
 	// listed) and are merged in list order.
@@ -359,26 +381,29 @@ type HelmChartTemplateSpec struct {
 	Verify *HelmChartTemplateVerification `json:"verify,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // HelmChartTemplateVerification configures signature verification of an
 // OCI chart.
-//
-// +kubebuilder:object:generate=true
 type HelmChartTemplateVerification struct {
-	// Provider is cosign (default) or notation.
 	// +kubebuilder:validation:Enum=cosign;notation
+
+	// Provider is cosign (default) or notation.
 	Provider string `json:"provider"`
 	// SecretRef names a Secret with trusted public keys.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
-// CrossNamespaceObjectReference names the source of a chart template.
-//
 // +kubebuilder:object:generate=true
+
+// CrossNamespaceObjectReference names the source of a chart template.
 type CrossNamespaceObjectReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind is HelmRepository, GitRepository or Bucket.
+
 	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;Bucket
+
+	// Kind is HelmRepository, GitRepository or Bucket.
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
@@ -386,16 +411,18 @@ type CrossNamespaceObjectReference struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // CrossNamespaceSourceReference names an OCIRepository or HelmChart a
 // Release takes its chart from (spec.chartRef).
-//
-// +kubebuilder:object:generate=true
 type CrossNamespaceSourceReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
+
+	// +kubebuilder:validation:Enum=OCIRepository;HelmChart;ExternalArtifact
+
 	// Kind is OCIRepository, HelmChart or ExternalArtifact (Flux 2.9;
 	// decoded, refused by Validate until helmfleet serves the kind).
-	// +kubebuilder:validation:Enum=OCIRepository;HelmChart;ExternalArtifact
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
@@ -448,12 +475,13 @@ const DriftDetectionMetadataKey = Group + "/driftDetection"
 // DriftDetectionDisabledValue disables drift detection of an object.
 const DriftDetectionDisabledValue = "disabled"
 
-// DriftDetection configures drift detection.
-//
 // +kubebuilder:object:generate=true
+
+// DriftDetection configures drift detection.
 type DriftDetection struct {
-	// Mode is enabled, warn or disabled (default).
 	// +kubebuilder:validation:Enum=enabled;warn;disabled
+
+	// Mode is enabled, warn or disabled (default).
 	Mode DriftDetectionMode `json:"mode,omitempty"`
 	// Ignore lists changes to ignore; rules matching one object are
 	// unioned.
@@ -474,9 +502,9 @@ func (d DriftDetection) MustDetectChanges() bool {
 	return m == DriftDetectionEnabled || m == DriftDetectionWarn
 }
 
-// IgnoreRule ignores some paths of some objects during drift detection.
-//
 // +kubebuilder:object:generate=true
+
+// IgnoreRule ignores some paths of some objects during drift detection.
 type IgnoreRule struct {
 	// Paths are RFC 6901 JSON pointers; "" ignores the whole object.
 	Paths []string `json:"paths"`
@@ -484,11 +512,11 @@ type IgnoreRule struct {
 	Target *Selector `json:"target,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // Selector selects Kubernetes objects (Flux's kustomize.Selector). Group,
 // Version, Kind, Name and Namespace are regular expressions anchored at
 // both ends; the selectors use Kubernetes label selector syntax.
-//
-// +kubebuilder:object:generate=true
 type Selector struct {
 	// Group of the objects.
 	Group string `json:"group,omitempty"`
@@ -520,13 +548,14 @@ const (
 	CreateReplace CRDsPolicy = "CreateReplace"
 )
 
-// Install configures Helm install actions.
-//
 // +kubebuilder:object:generate=true
+
+// Install configures Helm install actions.
 type Install struct {
-	// Timeout of each operation; default spec.timeout.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each operation; default spec.timeout.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Remediation configures what happens when an install fails.
 	Remediation *InstallRemediation `json:"remediation,omitempty"`
@@ -548,8 +577,10 @@ type Install struct {
 	Replace bool `json:"replace,omitempty"`
 	// SkipCRDs skips CRDs. Deprecated: use CRDs: Skip.
 	SkipCRDs bool `json:"skipCRDs,omitempty"`
-	// CRDs is Skip, Create (default) or CreateReplace.
+
 	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+
+	// CRDs is Skip, Create (default) or CreateReplace.
 	CRDs CRDsPolicy `json:"crds,omitempty"`
 	// CreateNamespace creates the target namespace if absent.
 	CreateNamespace bool `json:"createNamespace,omitempty"`
@@ -596,16 +627,19 @@ const (
 	ActionStrategyRetryOnFailure = "RetryOnFailure"
 )
 
-// ActionStrategy says what follows a failed install or upgrade.
-//
 // +kubebuilder:object:generate=true
+
+// ActionStrategy says what follows a failed install or upgrade.
 type ActionStrategy struct {
-	// Name is RemediateOnFailure or RetryOnFailure.
 	// +kubebuilder:validation:Enum=RemediateOnFailure;RetryOnFailure
+
+	// Name is RemediateOnFailure or RetryOnFailure.
 	Name string `json:"name"`
-	// RetryInterval between RetryOnFailure attempts; default 5m.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// RetryInterval between RetryOnFailure attempts; default 5m.
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 }
 
@@ -661,9 +695,9 @@ type Remediation interface {
 	RetriesExhausted(st *Status) bool
 }
 
-// InstallRemediation configures remediation of a failed install.
-//
 // +kubebuilder:object:generate=true
+
+// InstallRemediation configures remediation of a failed install.
 type InstallRemediation struct {
 	// Retries before giving up; default 0, negative is unlimited. An
 	// uninstall runs between attempts.
@@ -731,13 +765,14 @@ const (
 	ChartNameChangeInPlaceUpdate ChartNameChangeStrategy = "InPlaceUpdate"
 )
 
-// Upgrade configures Helm upgrade actions.
-//
 // +kubebuilder:object:generate=true
+
+// Upgrade configures Helm upgrade actions.
 type Upgrade struct {
-	// Timeout of each operation; default spec.timeout.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each operation; default spec.timeout.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Remediation configures what happens when an upgrade fails.
 	Remediation *UpgradeRemediation `json:"remediation,omitempty"`
@@ -761,15 +796,21 @@ type Upgrade struct {
 	PreserveValues bool `json:"preserveValues,omitempty"`
 	// CleanupOnFail deletes objects created by a failed upgrade.
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
+
+	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
+
 	// CRDs is Skip, Create or CreateReplace; helmfleet defaults to Create
 	// as Flux's code does.
-	// +kubebuilder:validation:Enum=Skip;Create;CreateReplace
 	CRDs CRDsPolicy `json:"crds,omitempty"`
-	// ChartNameChangeStrategy is Reinstall (default) or InPlaceUpdate.
+
 	// +kubebuilder:validation:Enum=InPlaceUpdate;Reinstall
+
+	// ChartNameChangeStrategy is Reinstall (default) or InPlaceUpdate.
 	ChartNameChangeStrategy ChartNameChangeStrategy `json:"chartNameChangeStrategy,omitempty"`
-	// ServerSideApply is enabled, disabled or auto (default).
+
 	// +kubebuilder:validation:Enum=enabled;disabled;auto
+
+	// ServerSideApply is enabled, disabled or auto (default).
 	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
@@ -803,9 +844,9 @@ func (in Upgrade) GetChartNameChangeStrategy() ChartNameChangeStrategy {
 	return in.ChartNameChangeStrategy
 }
 
-// UpgradeRemediation configures remediation of a failed upgrade.
-//
 // +kubebuilder:object:generate=true
+
+// UpgradeRemediation configures remediation of a failed upgrade.
 type UpgradeRemediation struct {
 	// Retries before giving up; default 0, negative is unlimited.
 	Retries int `json:"retries,omitempty"`
@@ -815,8 +856,10 @@ type UpgradeRemediation struct {
 	// RemediateLastFailure remediates the last failure when no retries
 	// remain; default Retries > 0.
 	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
-	// Strategy is rollback (default) or uninstall.
+
 	// +kubebuilder:validation:Enum=rollback;uninstall
+
+	// Strategy is rollback (default) or uninstall.
 	Strategy *RemediationStrategy `json:"strategy,omitempty"`
 }
 
@@ -854,15 +897,17 @@ func (in UpgradeRemediation) RetriesExhausted(st *Status) bool {
 	return exhausted(in.Retries, st.UpgradeFailures)
 }
 
-// Test configures Helm test actions.
-//
 // +kubebuilder:object:generate=true
+
+// Test configures Helm test actions.
 type Test struct {
 	// Enable runs the chart's tests after each install and upgrade.
 	Enable bool `json:"enable,omitempty"`
-	// Timeout of each operation; default spec.timeout.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each operation; default spec.timeout.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// IgnoreFailures skips remediation when tests fail.
 	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
@@ -873,9 +918,9 @@ type Test struct {
 // GetTimeout returns Timeout, or def when unset.
 func (in Test) GetTimeout(def metav1.Duration) metav1.Duration { return durationOr(in.Timeout, def) }
 
-// Filter includes or excludes one test by name.
-//
 // +kubebuilder:object:generate=true
+
+// Filter includes or excludes one test by name.
 type Filter struct {
 	// Name of the test.
 	Name string `json:"name"`
@@ -883,13 +928,14 @@ type Filter struct {
 	Exclude bool `json:"exclude,omitempty"`
 }
 
-// Rollback configures Helm rollback actions.
-//
 // +kubebuilder:object:generate=true
+
+// Rollback configures Helm rollback actions.
 type Rollback struct {
-	// Timeout of each operation; default spec.timeout.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each operation; default spec.timeout.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// DisableWait skips waiting for resources to be ready.
 	DisableWait bool `json:"disableWait,omitempty"`
@@ -903,8 +949,10 @@ type Rollback struct {
 	Force bool `json:"force,omitempty"`
 	// CleanupOnFail deletes objects created by a failed rollback.
 	CleanupOnFail bool `json:"cleanupOnFail,omitempty"`
-	// ServerSideApply is enabled, disabled or auto (default).
+
 	// +kubebuilder:validation:Enum=enabled;disabled;auto
+
+	// ServerSideApply is enabled, disabled or auto (default).
 	ServerSideApply ServerSideApplyMode `json:"serverSideApply,omitempty"`
 }
 
@@ -913,13 +961,14 @@ func (in Rollback) GetTimeout(def metav1.Duration) metav1.Duration {
 	return durationOr(in.Timeout, def)
 }
 
-// Uninstall configures Helm uninstall actions.
-//
 // +kubebuilder:object:generate=true
+
+// Uninstall configures Helm uninstall actions.
 type Uninstall struct {
-	// Timeout of each operation; default spec.timeout.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of each operation; default spec.timeout.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// DisableHooks skips hooks.
 	DisableHooks bool `json:"disableHooks,omitempty"`
@@ -927,8 +976,10 @@ type Uninstall struct {
 	KeepHistory bool `json:"keepHistory,omitempty"`
 	// DisableWait skips waiting for objects to be deleted.
 	DisableWait bool `json:"disableWait,omitempty"`
-	// DeletionPropagation is background (default), foreground or orphan.
+
 	// +kubebuilder:validation:Enum=background;foreground;orphan
+
+	// DeletionPropagation is background (default), foreground or orphan.
 	DeletionPropagation *string `json:"deletionPropagation,omitempty"`
 }
 
@@ -945,12 +996,13 @@ func (in Uninstall) GetDeletionPropagation() string {
 	return *in.DeletionPropagation
 }
 
-// ValuesReference names a ConfigMap or Secret key holding values.
-//
 // +kubebuilder:object:generate=true
+
+// ValuesReference names a ConfigMap or Secret key holding values.
 type ValuesReference struct {
-	// Kind is ConfigMap or Secret.
 	// +kubebuilder:validation:Enum=Secret;ConfigMap
+
+	// Kind is ConfigMap or Secret.
 	Kind string `json:"kind"`
 	// Name of the object, in the Release's namespace.
 	Name string `json:"name"`
@@ -978,17 +1030,17 @@ func (in ValuesReference) GetValuesKey() string {
 	return in.ValuesKey
 }
 
-// PostRenderer is one post-renderer of the rendered manifests.
-//
 // +kubebuilder:object:generate=true
+
+// PostRenderer is one post-renderer of the rendered manifests.
 type PostRenderer struct {
 	// Kustomize patches the manifests.
 	Kustomize *Kustomize `json:"kustomize,omitempty"`
 }
 
-// Kustomize is a kustomize post-renderer.
-//
 // +kubebuilder:object:generate=true
+
+// Kustomize is a kustomize post-renderer.
 type Kustomize struct {
 	// Patches are strategic merge or JSON 6902 patches with optional
 	// targets, applied in order.
@@ -997,9 +1049,9 @@ type Kustomize struct {
 	Images []Image `json:"images,omitempty"`
 }
 
-// Patch is one kustomize patch (Flux's kustomize.Patch).
-//
 // +kubebuilder:object:generate=true
+
+// Patch is one kustomize patch (Flux's kustomize.Patch).
 type Patch struct {
 	// Patch is a strategic merge patch or a JSON 6902 patch, as YAML.
 	Patch string `json:"patch"`
@@ -1007,9 +1059,9 @@ type Patch struct {
 	Target *Selector `json:"target,omitempty"`
 }
 
-// Image changes one image (Flux's kustomize.Image).
-//
 // +kubebuilder:object:generate=true
+
+// Image changes one image (Flux's kustomize.Image).
 type Image struct {
 	// Name of the image to change.
 	Name string `json:"name"`
@@ -1021,9 +1073,9 @@ type Image struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// CommonMetadata is added to every rendered object.
-//
 // +kubebuilder:object:generate=true
+
+// CommonMetadata is added to every rendered object.
 type CommonMetadata struct {
 	// Labels added to every object.
 	Labels map[string]string `json:"labels,omitempty"`

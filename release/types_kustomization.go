@@ -49,13 +49,6 @@ const (
 	SubstituteStrategyAlways = "Always"
 )
 
-// Kustomization is Flux's Kustomization (kustomize.toolkit.fluxcd.io/v1):
-// a directory of a source, built with kustomize, post-processed
-// (targetNamespace, patches, substitution, …) and applied server-side to
-// one cluster, with its objects kept in an inventory, pruned and waited
-// for. Decode it with Decode (or Load, which also defaults and
-// validates). It is a runtime.Object registered by AddToScheme.
-//
 // +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=kustomizations,singular=kustomization,shortName=ks,categories=all;fluxcd;fluxcd-appliers
@@ -64,6 +57,13 @@ const (
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
+
+// Kustomization is Flux's Kustomization (kustomize.toolkit.fluxcd.io/v1):
+// a directory of a source, built with kustomize, post-processed
+// (targetNamespace, patches, substitution, …) and applied server-side to
+// one cluster, with its objects kept in an inventory, pruned and waited
+// for. Decode it with Decode (or Load, which also defaults and
+// validates). It is a runtime.Object registered by AddToScheme.
 type Kustomization struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -74,11 +74,11 @@ type Kustomization struct {
 	Status KustomizationStatus `json:"status,omitempty"`
 }
 
-// KustomizationList is a list of Kustomizations, as the API server
-// returns it.
-//
 // +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
+
+// KustomizationList is a list of Kustomizations, as the API server
+// returns it.
 type KustomizationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -86,150 +86,205 @@ type KustomizationList struct {
 	Items []Kustomization `json:"items"`
 }
 
+// +kubebuilder:object:generate=true
+
 // KustomizationSpec is Flux's KustomizationSpec: which directory of which
 // source, how to transform its build, and how to apply, prune and wait.
-//
-// +kubebuilder:object:generate=true
 type KustomizationSpec struct {
-	// SourceRef names the source holding the directory.
 	// +required
+
+	// SourceRef names the source holding the directory.
 	SourceRef KustomizationSourceReference `json:"sourceRef"`
+
+	// +optional
+
 	// Path of the directory in the source, holding a kustomization.yaml
 	// or plain YAML files a kustomization is generated for; default the
 	// source's root.
-	// +optional
 	Path string `json:"path,omitempty"`
-	// Interval at which to reconcile the Kustomization.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +required
+
+	// Interval at which to reconcile the Kustomization.
 	Interval metav1.Duration `json:"interval"`
-	// RetryInterval after a failed reconcile; default spec.interval.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +optional
+
+	// RetryInterval after a failed reconcile; default spec.interval.
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
+
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +optional
+
 	// Timeout of apply and health checking; default spec.interval less
 	// 30s, at least 30s.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
-	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// +optional
+
 	// DependsOn lists Kustomizations (or, with kind, HelmReleases) that
 	// must be ready first.
-	// +optional
 	DependsOn []DependencyReference `json:"dependsOn,omitempty"`
+
+	// +required
+
 	// Prune deletes the objects that left the build since the last
 	// apply.
-	// +required
 	Prune bool `json:"prune"`
+
+	// +kubebuilder:validation:Enum=MirrorPrune;Delete;WaitForTermination;Orphan
+	// +optional
+
 	// DeletionPolicy says what deleting the Kustomization does to its
 	// objects: MirrorPrune (the default), Delete, WaitForTermination or
 	// Orphan.
-	// +kubebuilder:validation:Enum=MirrorPrune;Delete;WaitForTermination;Orphan
-	// +optional
 	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+
+	// +optional
+
 	// Wait checks the health of every applied object; healthChecks are
 	// then ignored.
-	// +optional
 	Wait bool `json:"wait,omitempty"`
-	// HealthChecks lists objects whose health is checked after apply.
+
 	// +optional
+
+	// HealthChecks lists objects whose health is checked after apply.
 	HealthChecks []NamespacedObjectKindReference `json:"healthChecks,omitempty"`
-	// TargetNamespace sets or overrides the namespace of every
-	// namespaced object.
+
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
+
+	// TargetNamespace sets or overrides the namespace of every
+	// namespaced object.
 	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+
 	// NamePrefix is prepended to every object's name.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=200
-	// +optional
 	NamePrefix string `json:"namePrefix,omitempty"`
-	// NameSuffix is appended to every object's name.
+
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=200
 	// +optional
+
+	// NameSuffix is appended to every object's name.
 	NameSuffix string `json:"nameSuffix,omitempty"`
+
+	// +optional
+
 	// CommonMetadata labels and annotations are set on every object,
 	// overriding any of the same key.
-	// +optional
 	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
+
+	// +optional
+
 	// Patches are strategic merge or JSON 6902 patches, with optional
 	// targets.
-	// +optional
 	Patches []Patch `json:"patches,omitempty"`
-	// Images change image names, tags or digests.
+
 	// +optional
+
+	// Images change image names, tags or digests.
 	Images []Image `json:"images,omitempty"`
+
+	// +optional
+
 	// Components are paths, relative to spec.path, of kustomize
 	// components to add.
-	// +optional
 	Components []string `json:"components,omitempty"`
+
+	// +optional
+
 	// IgnoreMissingComponents drops the components that do not exist
 	// instead of failing.
-	// +optional
 	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
+
+	// +optional
+
 	// Suspend skips reconciliation.
-	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// +optional
+
 	// PostBuild substitutes variables in the built objects.
-	// +optional
 	PostBuild *PostBuild `json:"postBuild,omitempty"`
-	// Force recreates objects whose update fails on an immutable field.
+
 	// +optional
+
+	// Force recreates objects whose update fails on an immutable field.
 	Force bool `json:"force,omitempty"`
+
+	// +optional
+
 	// KubeConfig names a kubeconfig of a remote cluster. Not supported:
 	// helmfleet reaches clusters through the caller's cluster backends;
 	// Validate rejects it.
-	// +optional
 	KubeConfig *KubeConfigReference `json:"kubeConfig,omitempty"`
+
+	// +optional
+
 	// ServiceAccountName, of the Kustomization's namespace, to act as:
 	// release/kustomize plans, applies, prunes and checks health through
 	// the cluster's release.Impersonator role, and fails the
 	// Kustomization on a cluster without it.
-	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// +optional
+
 	// Decryption of SOPS-encrypted Secrets. Not supported; Validate
 	// rejects it.
-	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
+
+	// +optional
+
 	// HealthCheckExprs are CEL health checks of custom resources: an
 	// applied object of their group (and kind, when given) is judged by
 	// them, not by kstatus, when the Kustomization waits for it.
-	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
+
+	// +optional
+
 	// BuildMetadata asks kustomize to annotate the built objects with
 	// their origin (originAnnotations) or the transformers that made them
 	// (transformerAnnotations) (Flux 2.9). Not supported; Validate
 	// rejects it.
-	// +optional
 	BuildMetadata []string `json:"buildMetadata,omitempty"`
+
+	// +optional
+
 	// Ignore lists JSON pointers that drift detection and apply leave
 	// alone (Flux 2.9). Not supported; Validate rejects it.
-	// +optional
 	Ignore []KustomizationIgnoreRule `json:"ignore,omitempty"`
 }
+
+// +kubebuilder:object:generate=true
 
 // KustomizationIgnoreRule is Flux's kustomize v1 IgnoreRule: JSON
 // pointers (RFC 6901) of the objects Target selects (every object when
 // nil) that drift detection and apply leave alone.
-//
-// +kubebuilder:object:generate=true
 type KustomizationIgnoreRule struct {
 	// Paths are JSON pointers.
 	Paths []string `json:"paths"`
-	// Target selects the objects; nil selects all.
+
 	// +optional
+
+	// Target selects the objects; nil selects all.
 	Target *Selector `json:"target,omitempty"`
 }
+
+// +kubebuilder:object:generate=true
 
 // KustomizationSnapshot is one entry of a Kustomization's
 // .status.history (Flux's meta.Snapshot): a revision reconciled, with
 // when and how it went.
-//
-// +kubebuilder:object:generate=true
 type KustomizationSnapshot struct {
 	// Digest is the checksum, <algo>:<hex>, of the resources.
 	Digest string `json:"digest"`
@@ -243,28 +298,37 @@ type KustomizationSnapshot struct {
 	LastReconciledStatus string `json:"lastReconciledStatus"`
 	// TotalReconciliations counts the reconciles of this digest.
 	TotalReconciliations int64 `json:"totalReconciliations"`
-	// Metadata holds more about the snapshot (Flux: the revision).
+
 	// +optional
+
+	// Metadata holds more about the snapshot (Flux: the revision).
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // KustomizationSourceReference names the source of a Kustomization
 // (Flux's kustomize v1 CrossNamespaceSourceReference).
-//
-// +kubebuilder:object:generate=true
 type KustomizationSourceReference struct {
-	// APIVersion of the referent.
 	// +optional
+
+	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind is OCIRepository, GitRepository, Bucket or ExternalArtifact.
+
 	// +kubebuilder:validation:Enum=OCIRepository;GitRepository;Bucket;ExternalArtifact
 	// +required
+
+	// Kind is OCIRepository, GitRepository, Bucket or ExternalArtifact.
 	Kind string `json:"kind"`
-	// Name of the referent.
+
 	// +required
+
+	// Name of the referent.
 	Name string `json:"name"`
-	// Namespace of the referent; default the Kustomization's namespace.
+
 	// +optional
+
+	// Namespace of the referent; default the Kustomization's namespace.
 	Namespace string `json:"namespace,omitempty"`
 }
 
@@ -274,112 +338,149 @@ const (
 	SourceKindExternalArtifact = "ExternalArtifact"
 )
 
+// +kubebuilder:object:generate=true
+
 // NamespacedObjectKindReference names one object by API version, kind,
 // name and namespace (Flux's meta.NamespacedObjectKindReference).
-//
-// +kubebuilder:object:generate=true
 type NamespacedObjectKindReference struct {
+	// +optional
+
 	// APIVersion of the referent.
-	// +optional
 	APIVersion string `json:"apiVersion,omitempty"`
+
+	// +required
+
 	// Kind of the referent.
-	// +required
 	Kind string `json:"kind"`
-	// Name of the referent.
+
 	// +required
+
+	// Name of the referent.
 	Name string `json:"name"`
-	// Namespace of the referent; default the Kustomization's namespace.
+
 	// +optional
+
+	// Namespace of the referent; default the Kustomization's namespace.
 	Namespace string `json:"namespace,omitempty"`
 }
 
-// PostBuild says which variables to substitute in the built objects.
-//
 // +kubebuilder:object:generate=true
+
+// PostBuild says which variables to substitute in the built objects.
 type PostBuild struct {
-	// SubstituteStrategy is WithVariables (the default: substitute only
-	// when a variable is defined) or Always.
 	// +kubebuilder:validation:Enum=WithVariables;Always
 	// +optional
+
+	// SubstituteStrategy is WithVariables (the default: substitute only
+	// when a variable is defined) or Always.
 	SubstituteStrategy string `json:"substituteStrategy,omitempty"`
+
+	// +optional
+
 	// Substitute maps variable names to values; it takes precedence over
 	// substituteFrom.
-	// +optional
 	Substitute map[string]string `json:"substitute,omitempty"`
+
+	// +optional
+
 	// SubstituteFrom names ConfigMaps and Secrets whose data are
 	// variables, read in order, a later one overriding an earlier one.
-	// +optional
 	SubstituteFrom []SubstituteReference `json:"substituteFrom,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // SubstituteReference names a ConfigMap or Secret of variables in the
 // Kustomization's namespace.
-//
-// +kubebuilder:object:generate=true
 type SubstituteReference struct {
-	// Kind is ConfigMap or Secret.
 	// +kubebuilder:validation:Enum=Secret;ConfigMap
 	// +required
+
+	// Kind is ConfigMap or Secret.
 	Kind string `json:"kind"`
-	// Name of the referent.
+
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +required
+
+	// Name of the referent.
 	Name string `json:"name"`
-	// Optional tolerates an absent referent, as if it were empty.
+
 	// +optional
+
+	// Optional tolerates an absent referent, as if it were empty.
 	Optional bool `json:"optional,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // Decryption is Flux's SOPS decryption setting; helmfleet does not
 // decrypt.
-//
-// +kubebuilder:object:generate=true
 type Decryption struct {
-	// Provider is sops.
 	// +kubebuilder:validation:Enum=sops
 	// +required
+
+	// Provider is sops.
 	Provider string `json:"provider"`
+
+	// +optional
+
 	// ServiceAccountName for KMS authentication.
-	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
-	// SecretRef names a Secret of decryption keys.
+
 	// +optional
+
+	// SecretRef names a Secret of decryption keys.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
-// KustomizationStatus is Flux's KustomizationStatus.
-//
 // +kubebuilder:object:generate=true
+
+// KustomizationStatus is Flux's KustomizationStatus.
 type KustomizationStatus struct {
+	// +optional
+
 	// LastHandledReconcileAt is the last reconcile request handled.
-	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
+	// +optional
+
 	// ObservedGeneration is the last generation reconciled.
-	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Reconciling, Stalled, Healthy.
+
 	// +optional
+
+	// Conditions: Ready, Reconciling, Stalled, Healthy.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+
 	// LastAppliedRevision is the source revision last applied
 	// successfully.
-	// +optional
 	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+
+	// +optional
+
 	// LastAppliedOriginRevision is the origin revision of the source
 	// last applied successfully.
-	// +optional
 	LastAppliedOriginRevision string `json:"lastAppliedOriginRevision,omitempty"`
-	// LastAttemptedRevision is the source revision of the last attempt.
+
 	// +optional
+
+	// LastAttemptedRevision is the source revision of the last attempt.
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+
+	// +optional
+
 	// Inventory lists the objects applied, as
 	// <namespace>_<name>_<group>_<kind> with their API version.
-	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
+
+	// +optional
+
 	// History of the last reconciles, newest first (Flux 2.9):
 	// release/kustomize records each reconcile that built its objects
 	// (RecordHistory).
-	// +optional
 	History []KustomizationSnapshot `json:"history,omitempty"`
 }
 

@@ -28,18 +28,15 @@ const (
 	RepositoryTypeOCI = "oci"
 )
 
+// +kubebuilder:object:generate=true
+
 // LocalObjectReference names an object in the same namespace, such as a
 // Secret holding credentials.
-//
-// +kubebuilder:object:generate=true
 type LocalObjectReference struct {
 	// Name of the referent.
 	Name string `json:"name"`
 }
 
-// HelmRepository is Flux's HelmRepository: a Helm chart repository served
-// over HTTP(S) with an index, or an OCI registry when Spec.Type is "oci".
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=helmrepo,categories=all;fluxcd;fluxcd-sources
 // +kubebuilder:storageversion
@@ -49,6 +46,9 @@ type LocalObjectReference struct {
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
 // +kubebuilder:object:generate=true
+
+// HelmRepository is Flux's HelmRepository: a Helm chart repository served
+// over HTTP(S) with an index, or an OCI registry when Spec.Type is "oci".
 type HelmRepository struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -77,11 +77,11 @@ func (r *HelmRepository) AllowsMissingDigest() bool {
 	return r.Annotations[AnnotationAllowMissingDigest] == "true"
 }
 
-// HelmRepositoryList is a list of HelmRepositories, as the API server
-// returns it.
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:object:generate=true
+
+// HelmRepositoryList is a list of HelmRepositories, as the API server
+// returns it.
 type HelmRepositoryList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -89,13 +89,14 @@ type HelmRepositoryList struct {
 	Items []HelmRepository `json:"items"`
 }
 
-// HelmRepositorySpec mirrors Flux's HelmRepositorySpec field for field.
-//
 // +kubebuilder:object:generate=true
+
+// HelmRepositorySpec mirrors Flux's HelmRepositorySpec field for field.
 type HelmRepositorySpec struct {
-	// URL of the repository: https://… for an index, oci://… for a registry.
 	// +kubebuilder:validation:Pattern="^(http|https|oci)://.*$"
 	// +required
+
+	// URL of the repository: https://… for an index, oci://… for a registry.
 	URL string `json:"url"`
 	// SecretRef names a Secret with credentials (username/password or a
 	// docker config). helmfleet leaves reading it to the caller's client.
@@ -104,51 +105,56 @@ type HelmRepositorySpec struct {
 	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
 	// PassCredentials sends credentials to hosts other than the index host.
 	PassCredentials bool `json:"passCredentials,omitempty"`
-	// Interval between index refreshes; informational for a library.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Interval between index refreshes; informational for a library.
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// Insecure allows plain HTTP for OCI registries.
 	Insecure bool `json:"insecure,omitempty"`
+
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
 	// Timeout of each download from the repository: the index, then the
 	// chart archive, each within its own Timeout (Flux's getter applies it
 	// to every request). For an OCI registry it bounds the registry work of
 	// one resolution, the tag list, manifest and chart blob together.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Suspend stops reconciliation of this source.
 	Suspend bool `json:"suspend,omitempty"`
 	// AccessFrom is Flux's cross-namespace access list, kept for compatibility.
 	AccessFrom *AccessFrom `json:"accessFrom,omitempty"`
-	// Type is "default" (HTTP index) or "oci".
+
 	// +kubebuilder:validation:Enum=default;oci
+
+	// Type is "default" (HTTP index) or "oci".
 	Type string `json:"type,omitempty"`
+
+	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
+
 	// Provider names the cloud provider used for OCI authentication
 	// (generic, aws, azure, gcp).
-	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	Provider string `json:"provider,omitempty"`
 }
 
-// AccessFrom lists the namespaces allowed to refer to a source.
-//
 // +kubebuilder:object:generate=true
+
+// AccessFrom lists the namespaces allowed to refer to a source.
 type AccessFrom struct {
 	// NamespaceSelectors select namespaces by label.
 	NamespaceSelectors []NamespaceSelector `json:"namespaceSelectors"`
 }
 
-// NamespaceSelector selects namespaces by label.
-//
 // +kubebuilder:object:generate=true
+
+// NamespaceSelector selects namespaces by label.
 type NamespaceSelector struct {
 	// MatchLabels are the labels a namespace must carry.
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 }
 
-// OCIRepository is Flux's OCIRepository: one OCI artifact (here a Helm
-// chart) with a tag, semver range or digest reference.
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=ocirepo,categories=all;fluxcd;fluxcd-sources
 // +kubebuilder:storageversion
@@ -158,6 +164,9 @@ type NamespaceSelector struct {
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
 // +kubebuilder:object:generate=true
+
+// OCIRepository is Flux's OCIRepository: one OCI artifact (here a Helm
+// chart) with a tag, semver range or digest reference.
 type OCIRepository struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -168,11 +177,11 @@ type OCIRepository struct {
 	Status OCIRepositoryStatus `json:"status,omitempty"`
 }
 
-// OCIRepositoryList is a list of OCIRepositories, as the API server
-// returns it.
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:object:generate=true
+
+// OCIRepositoryList is a list of OCIRepositories, as the API server
+// returns it.
 type OCIRepositoryList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -180,20 +189,23 @@ type OCIRepositoryList struct {
 	Items []OCIRepository `json:"items"`
 }
 
-// OCIRepositorySpec mirrors Flux's OCIRepositorySpec.
-//
 // +kubebuilder:object:generate=true
+
+// OCIRepositorySpec mirrors Flux's OCIRepositorySpec.
 type OCIRepositorySpec struct {
-	// URL of the repository, oci://host/path/name.
 	// +kubebuilder:validation:Pattern="^oci://.*$"
 	// +required
+
+	// URL of the repository, oci://host/path/name.
 	URL string `json:"url"`
 	// Reference picks the artifact: digest > semver > tag > latest.
 	Reference *OCIRepositoryRef `json:"ref,omitempty"`
 	// LayerSelector picks the layer holding the chart.
 	LayerSelector *OCILayerSelector `json:"layerSelector,omitempty"`
-	// Provider names the cloud provider used for authentication.
+
 	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
+
+	// Provider names the cloud provider used for authentication.
 	Provider string `json:"provider,omitempty"`
 	// SecretRef names a Secret with registry credentials.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
@@ -205,13 +217,17 @@ type OCIRepositorySpec struct {
 	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
 	// ProxySecretRef names a Secret with proxy settings.
 	ProxySecretRef *LocalObjectReference `json:"proxySecretRef,omitempty"`
+
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
 	// Interval between checks for a new artifact.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	Interval metav1.Duration `json:"interval,omitempty"`
-	// Timeout of one pull: the tag list, manifest and chart blob together.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Timeout of one pull: the tag list, manifest and chart blob together.
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// Ignore is a .gitignore-style filter over the artifact's files.
 	Ignore *string `json:"ignore,omitempty"`
@@ -221,9 +237,9 @@ type OCIRepositorySpec struct {
 	Suspend bool `json:"suspend,omitempty"`
 }
 
-// OCIRepositoryRef picks one artifact of an OCI repository.
-//
 // +kubebuilder:object:generate=true
+
+// OCIRepositoryRef picks one artifact of an OCI repository.
 type OCIRepositoryRef struct {
 	// Digest pins the artifact, e.g. sha256:….
 	Digest string `json:"digest,omitempty"`
@@ -235,23 +251,26 @@ type OCIRepositoryRef struct {
 	Tag string `json:"tag,omitempty"`
 }
 
-// OCILayerSelector picks a layer by media type.
-//
 // +kubebuilder:object:generate=true
+
+// OCILayerSelector picks a layer by media type.
 type OCILayerSelector struct {
 	// MediaType of the layer.
 	MediaType string `json:"mediaType,omitempty"`
-	// Operation is "extract" or "copy".
+
 	// +kubebuilder:validation:Enum=extract;copy
+
+	// Operation is "extract" or "copy".
 	Operation string `json:"operation,omitempty"`
 }
 
-// OCIRepositoryVerification configures signature verification.
-//
 // +kubebuilder:object:generate=true
+
+// OCIRepositoryVerification configures signature verification.
 type OCIRepositoryVerification struct {
-	// Provider is "cosign" or "notation".
 	// +kubebuilder:validation:Enum=cosign;notation
+
+	// Provider is "cosign" or "notation".
 	Provider string `json:"provider"`
 	// SecretRef names a Secret with public keys.
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
@@ -259,9 +278,9 @@ type OCIRepositoryVerification struct {
 	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
 }
 
-// OIDCIdentityMatch is one accepted keyless signing identity.
-//
 // +kubebuilder:object:generate=true
+
+// OIDCIdentityMatch is one accepted keyless signing identity.
 type OIDCIdentityMatch struct {
 	// Issuer is a regular expression over the OIDC issuer.
 	Issuer string `json:"issuer"`
@@ -269,8 +288,6 @@ type OIDCIdentityMatch struct {
 	Subject string `json:"subject"`
 }
 
-// HelmChart is Flux's HelmChart: one chart taken from a HelmRepository.
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=hc,categories=all;fluxcd;fluxcd-sources
 // +kubebuilder:storageversion
@@ -283,6 +300,8 @@ type OIDCIdentityMatch struct {
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Status",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].message",description=""
 // +kubebuilder:object:generate=true
+
+// HelmChart is Flux's HelmChart: one chart taken from a HelmRepository.
 type HelmChart struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -293,10 +312,10 @@ type HelmChart struct {
 	Status HelmChartStatus `json:"status,omitempty"`
 }
 
-// HelmChartList is a list of HelmCharts, as the API server returns it.
-//
 // +kubebuilder:object:root=true
 // +kubebuilder:object:generate=true
+
+// HelmChartList is a list of HelmCharts, as the API server returns it.
 type HelmChartList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -304,9 +323,9 @@ type HelmChartList struct {
 	Items []HelmChart `json:"items"`
 }
 
-// HelmChartSpec mirrors Flux's HelmChartSpec.
-//
 // +kubebuilder:object:generate=true
+
+// HelmChartSpec mirrors Flux's HelmChartSpec.
 type HelmChartSpec struct {
 	// Chart is the chart's name in the repository.
 	Chart string `json:"chart"`
@@ -314,12 +333,16 @@ type HelmChartSpec struct {
 	Version string `json:"version,omitempty"`
 	// SourceRef names the repository.
 	SourceRef LocalHelmChartSourceReference `json:"sourceRef"`
-	// Interval between checks for a new chart version.
+
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+
+	// Interval between checks for a new chart version.
 	Interval metav1.Duration `json:"interval,omitempty"`
-	// ReconcileStrategy is ChartVersion or Revision.
+
 	// +kubebuilder:validation:Enum=ChartVersion;Revision
+
+	// ReconcileStrategy is ChartVersion or Revision.
 	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
 	// ValuesFiles replace the chart's values.yaml, merged in order.
 	ValuesFiles []string `json:"valuesFiles,omitempty"`
@@ -331,102 +354,135 @@ type HelmChartSpec struct {
 	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
 }
 
-// LocalHelmChartSourceReference names the repository a HelmChart comes from.
-//
 // +kubebuilder:object:generate=true
+
+// LocalHelmChartSourceReference names the repository a HelmChart comes from.
 type LocalHelmChartSourceReference struct {
 	// APIVersion of the referent.
 	APIVersion string `json:"apiVersion,omitempty"`
-	// Kind of the referent: HelmRepository, GitRepository or Bucket.
+
 	// +kubebuilder:validation:Enum=HelmRepository;GitRepository;Bucket
+
+	// Kind of the referent: HelmRepository, GitRepository or Bucket.
 	Kind string `json:"kind"`
 	// Name of the referent.
 	Name string `json:"name"`
 }
 
+// +kubebuilder:object:generate=true
+
 // HelmRepositoryStatus is Flux's HelmRepositoryStatus: what the
 // source-controller observed of a HelmRepository.
-//
-// +kubebuilder:object:generate=true
 type HelmRepositoryStatus struct {
+	// +optional
+
 	// ObservedGeneration is the last generation reconciled.
-	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// +optional
+
 	// Conditions of the repository (Ready, Reconciling, Stalled, …).
-	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+
 	// URL is where the controller serves the last index it fetched.
-	// +optional
 	URL string `json:"url,omitempty"`
-	// Artifact is the last index fetched.
+
 	// +optional
+
+	// Artifact is the last index fetched.
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// ReconcileRequestStatus records the last reconcile request handled.
 	ReconcileRequestStatus `json:",inline"`
 }
 
+// +kubebuilder:object:generate=true
+
 // OCIRepositoryStatus is Flux's OCIRepositoryStatus: what the
 // source-controller observed of an OCIRepository.
-//
-// +kubebuilder:object:generate=true
 type OCIRepositoryStatus struct {
+	// +optional
+
 	// ObservedGeneration is the last generation reconciled.
-	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// +optional
+
 	// Conditions of the repository (Ready, Reconciling, Stalled, …).
-	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+
 	// URL is where the controller serves the last artifact it pulled.
-	// +optional
 	URL string `json:"url,omitempty"`
+
+	// +optional
+
 	// Artifact is the last artifact pulled.
-	// +optional
 	Artifact *Artifact `json:"artifact,omitempty"`
+
+	// +optional
+
 	// ObservedIgnore is the spec.ignore the artifact was filtered with.
-	// +optional
 	ObservedIgnore *string `json:"observedIgnore,omitempty"`
-	// ObservedLayerSelector is the spec.layerSelector of the artifact.
+
 	// +optional
+
+	// ObservedLayerSelector is the spec.layerSelector of the artifact.
 	ObservedLayerSelector *OCILayerSelector `json:"observedLayerSelector,omitempty"`
 	// ReconcileRequestStatus records the last reconcile request handled.
 	ReconcileRequestStatus `json:",inline"`
 }
 
+// +kubebuilder:object:generate=true
+
 // HelmChartStatus is Flux's HelmChartStatus: what the source-controller
 // observed of a HelmChart.
-//
-// +kubebuilder:object:generate=true
 type HelmChartStatus struct {
-	// ObservedGeneration is the last generation reconciled.
 	// +optional
+
+	// ObservedGeneration is the last generation reconciled.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// +optional
+
 	// ObservedSourceArtifactRevision is the revision of the source the
 	// chart was last built from.
-	// +optional
 	ObservedSourceArtifactRevision string `json:"observedSourceArtifactRevision,omitempty"`
+
+	// +optional
+
 	// ObservedChartName is the name of the last chart built.
-	// +optional
 	ObservedChartName string `json:"observedChartName,omitempty"`
+
+	// +optional
+
 	// ObservedValuesFiles are the values files of the last chart built.
-	// +optional
 	ObservedValuesFiles []string `json:"observedValuesFiles,omitempty"`
+
+	// +optional
+
 	// Conditions of the chart (Ready, Reconciling, Stalled, …).
-	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+
 	// URL is where the controller serves the last chart it built.
-	// +optional
 	URL string `json:"url,omitempty"`
-	// Artifact is the last chart built.
+
 	// +optional
+
+	// Artifact is the last chart built.
 	Artifact *Artifact `json:"artifact,omitempty"`
 	// ReconcileRequestStatus records the last reconcile request handled.
 	ReconcileRequestStatus `json:",inline"`
 }
 
+// +kubebuilder:object:generate=true
+
 // Artifact is Flux's meta.Artifact: one file a source produced (an
 // index, a chart archive), where it is served and what it holds.
-//
-// +kubebuilder:object:generate=true
 type Artifact struct {
 	// Path of the file relative to the controller's storage root.
 	Path string `json:"path"`
@@ -435,26 +491,33 @@ type Artifact struct {
 	// Revision of the source the file was made from, e.g. a chart
 	// version or an OCI digest.
 	Revision string `json:"revision"`
-	// Digest of the file, algo:hex.
+
 	// +optional
 	// +kubebuilder:validation:Pattern="^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$"
+
+	// Digest of the file, algo:hex.
 	Digest string `json:"digest,omitempty"`
 	// LastUpdateTime is when the file last changed.
 	LastUpdateTime metav1.Time `json:"lastUpdateTime"`
+
+	// +optional
+
 	// Size of the file in bytes.
-	// +optional
 	Size *int64 `json:"size,omitempty"`
-	// Metadata of the OCI artifact, e.g. its annotations.
+
 	// +optional
+
+	// Metadata of the OCI artifact, e.g. its annotations.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
+// +kubebuilder:object:generate=true
+
 // ReconcileRequestStatus is Flux's meta.ReconcileRequestStatus: the last
 // value of the reconcile.fluxcd.io/requestedAt annotation handled.
-//
-// +kubebuilder:object:generate=true
 type ReconcileRequestStatus struct {
-	// LastHandledReconcileAt is that value.
 	// +optional
+
+	// LastHandledReconcileAt is that value.
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
