@@ -72,7 +72,7 @@
 //
 // Where the README's table "How helmfleet differs from Flux and Karmada" is
 // silent, the library does what Flux and Karmada do, checked against their
-// own test data (internal/peertally counts the cases that agree). Each row
+// own test data (the peer suites count the cases that agree). Each row
 // of the table says what the peer does, what helmfleet does, why, and what
 // a user migrating must know; docs/fields.md says, field by field, which
 // Flux fields are acted on, warned or refused.

@@ -87,10 +87,9 @@
 //
 // # Fidelity to Flux
 //
-// Drift follows helm-controller v1.6.3 (internal/action/diff.go) and the
-// fluxcd/pkg ssa/jsondiff v0.76.1 it requires; their data-driven tests
-// run as a peer suite (peer_flux_test.go, testdata/peer/flux), each case
-// marked agree, documented difference or skipped with its reason, and run
+// Drift follows helm-controller v1.6.3's diff and the fluxcd/pkg
+// ssa/jsondiff v0.76.1 it requires; their data-driven tests run as the
+// package's peer suite (testdata/peer/flux), each case marked agree, documented difference or skipped with its reason, and run
 // with the options that express Flux's configuration (helm-controller's
 // Diff rationalizes, overrides its --override-manager managers and
 // applies as its field manager). Corrections are ordered as

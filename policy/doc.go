@@ -170,8 +170,7 @@
 //
 // # Fidelity to Karmada
 //
-// The semantics follow karmada-io/karmada at commit f8fdd02df376 (v1.19.0-rc.0
-// and 18 commits, 21 August 2026). peer_karmada_test.go runs the data-driven
+// The semantics follow Karmada v1.19. The package's tests run the data-driven
 // cases of Karmada's own unit tests (Webster division, dispenser, cluster
 // affinity, taints, spread filters, selector priority, overriders, native
 // dependencies, image parsing) from testdata/peer/karmada, with Karmada's

@@ -235,7 +235,7 @@ func validationErrors(err error) []FieldError {
 
 // MaxStreamBytes is the longest stream Decode reads: 64 MiB. Decoding
 // costs about 70 bytes of allocation and 0.2 ms of CPU for each KB of
-// YAML (BenchmarkDecodeSize), and its peak memory grows by about 12 times
+// YAML, and its peak memory grows by about 12 times
 // the stream's size, so a stream at the cap costs some 4.5 GB of
 // allocation, 15 s of CPU and 1 GB of memory: the most a caller should
 // pay for one unchecked input. 64 MiB is still some 40 of Kubernetes'

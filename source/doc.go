@@ -63,7 +63,7 @@
 // and relative archive URLs resolve against that path; an oci:// URL loses
 // every trailing slash before the chart's name is appended.
 //
-// The peers' own test data checks all of this: peer_flux_test.go runs the
+// The peers' own test data checks all of this: the package's tests run the
 // data-driven cases of source-controller's Helm repository, OCI and chart
 // builder tests and of fluxcd/pkg's version parsing, kept under
 // testdata/peer/flux with the tag and commit they were read at.

@@ -122,7 +122,7 @@ func statusError(code int) error {
 // accepted, and one that does not parse as a URL is scrubbed as text (what
 // precedes its last "@" after the scheme, and whatever follows the first
 // "?" or "#", is dropped). Messages that quote a full URL use the masking
-// form instead (https://***@host/x.tgz?sig=***), see internal/redact.
+// form instead (https://***@host/x.tgz?sig=***).
 func Redact(raw string) string { return redact.Strip(raw) }
 
 // LimitError reports a chart archive or directory beyond one of the caps

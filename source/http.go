@@ -50,8 +50,8 @@ type HTTPOptions struct {
 // every request, as Helm does: index.yaml goes in its path. Errors and the
 // returned Chart never print it, nor the URL's user information: Source
 // fields are redacted with Redact, and URLs quoted in messages (the
-// archive's, a redirect target's) with internal/redact.URL, which masks
-// them as https://***@host/app-1.0.0.tgz?sig=***.
+// archive's, a redirect target's) are masked as
+// https://***@host/app-1.0.0.tgz?sig=***.
 //
 // Per repository it remembers only the last good index's ETag,
 // Last-Modified and key, never its bytes; the chart's parsed entries

@@ -57,7 +57,8 @@ import (
 // (ErrUnsupportedSource) before the registry client sees it: registries
 // take credentials from the client, as Flux takes them from secretRef.
 // Errors never print them, nor secrets in the URLs the registry client
-// quotes (see internal/redact). It is safe for concurrent use.
+// quotes (masked as https://***@host/…?sig=***). It is safe for
+// concurrent use.
 type OCIResolver struct {
 	opts       []registry.ClientOption
 	httpClient *http.Client

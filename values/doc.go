@@ -104,7 +104,7 @@
 //
 // # Fidelity to Helm and Flux
 //
-// peer_test.go runs the data-driven cases of Helm's strvals tests (helm/helm
+// The package's tests run the data-driven cases of Helm's strvals tests (helm/helm
 // v3.21.4, whose --set parser is the one Flux v1.6 uses) and of Flux's
 // chartutil tests (fluxcd/pkg chartutil/v1.27.1) from testdata/peer, with
 // the peers' expected results as the oracle, through Compose. A --set line

@@ -28,8 +28,8 @@
 //
 // # Placement: what Karmada does, what the Distributor does
 //
-// The seed platform's weakness of this mode is that "community charts
-// can't be used out of the box": with Karmada, an object of a chart goes to
+// The weakness of this mode on a Karmada platform is that community
+// charts cannot be used out of the box: with Karmada, an object of a chart goes to
 // a member only if a propagation policy selects it (or, with
 // propagateDeps, if a workload's pod template names it); everything else
 // stays on the Karmada control plane, in silence. A community chart

@@ -101,8 +101,8 @@
 // ValuesFromMember) on the member's copy after overrides, else
 // Config.ValuesFrom. Member mode reads through the member's own cluster
 // (release.NewObjectValues), so each member gets the values of the
-// objects it holds: seed 003 places per-cluster values ConfigMaps on each
-// cluster with ClusterResourceSets, and in Karmada's per-member Flux each
+// objects it holds: platforms that place per-cluster values ConfigMaps on
+// each cluster (with Cluster API's ClusterResourceSets, say), and in Karmada's per-member Flux each
 // member's helm-controller reads its local ConfigMaps. It needs
 // Config.ReconcilerConfig, from which the fleet builds one reconciler per
 // member. Plan.ValuesFrom, the table's VALUESFROM column and the JSON
@@ -116,8 +116,8 @@
 // reviewed in the plan, where in member mode a ConfigMap changed on one
 // member by hand changes that member's release. And a missing object is
 // one error on the hub, not a different state on each member. Choose
-// member mode where the objects are per cluster by design (seed 003,
-// Karmada's per-member Flux), or where Secrets must not leave their
+// member mode where the objects are per cluster by design (values
+// ConfigMaps placed on each cluster, Karmada's per-member Flux), or where Secrets must not leave their
 // member.
 //
 // # Service accounts

@@ -22,8 +22,8 @@ const (
 	ValuesFromHub ValuesFrom = "hub"
 	// ValuesFromMember reads valuesFrom on each member, through the
 	// member's own cluster (release.NewObjectValues over it): each member
-	// gets the values of the objects it holds, as in seed 003, whose
-	// per-cluster ConfigMaps are placed on each cluster, and in Karmada's
+	// gets the values of the objects it holds, as on platforms that place
+	// per-cluster ConfigMaps on each cluster, and in Karmada's
 	// per-member Flux, where each member's helm-controller reads its local
 	// ConfigMaps.
 	ValuesFromMember ValuesFrom = "member"

@@ -55,6 +55,5 @@
 // as another user through the API server's impersonation headers, built
 // once per user; a fleet uses it for a release's spec.serviceAccountName.
 //
-// The package passes releasetest.TestCluster against real kube-apiservers
-// (see internal/integration).
+// The package passes releasetest.TestCluster against real kube-apiservers.
 package kube

@@ -46,14 +46,14 @@ type Options struct {
 	Reorder krusty.ReorderOption
 	// Origins fills in Result.Origins[i].File: the file each object came
 	// from, by kustomize's origin annotations, which cost the build about
-	// half as much allocation and time again (BenchmarkBuild: 13.8 MB
-	// and 21 ms against 9.0 MB and 14 ms for the seed-003 tree). Errors name the files of the objects at
-	// fault either way.
+	// half as much allocation and time again (13.8 MB and 21 ms against
+	// 9.0 MB and 14 ms for a repository of seven kustomizations). Errors
+	// name the files of the objects at fault either way.
 	Origins bool
 	// Manifests fills in Result.Manifests, every object as unstructured
 	// (what a Reconciler applies); it costs about a fifth more
-	// allocation (BenchmarkBuild: 11.0 MB against 9.0 MB for the
-	// seed-003 tree). Reconciler.Build always sets it.
+	// allocation (11.0 MB against 9.0 MB for the same repository).
+	// Reconciler.Build always sets it.
 	Manifests bool
 	// MaxFileBytes caps each file read (default 8 MiB).
 	MaxFileBytes int64
