@@ -63,7 +63,7 @@ func FieldWarnings(in *Release) []string {
 	}
 	for i, d := range s.DependsOn {
 		if d.ReadyExpr != "" {
-			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated: helmfleet has no CEL yet (issue 28); the dependency must be Ready")
+			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated by release/fleet (fleet mode), where the dependency must be Ready (issue 28); the one-cluster HelmRelease controller (release/controller) evaluates it")
 		}
 	}
 	slices.Sort(w)
