@@ -62,7 +62,6 @@ func TestFlux29FieldsDecode(t *testing.T) {
 	assert.Equal(t, release.PostRenderStrategyCombined, web.Spec.PostRenderStrategy)
 	require.NoError(t, web.Validate(), "a health check without kind is Flux 2.9")
 	assert.Equal(t, []string{
-		"spec.healthCheckExprs: 1 check(s): not evaluated: helmfleet has no CEL yet (issue 28); custom resources are waited for with kstatus",
 		"spec.postRenderStrategy: combined: hooks are not post-rendered (nohooks): Helm v3 engine",
 	}, release.FieldWarnings(web))
 

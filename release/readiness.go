@@ -3,7 +3,9 @@ package release
 import (
 	"context"
 	"fmt"
+	"github.com/helmfleet/helmfleet/internal/celhealth"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/resource"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"slices"
@@ -148,4 +150,24 @@ func RefOfInfo(info *resource.Info) ObjectRef {
 		gvk = info.Object.GetObjectKind().GroupVersionKind()
 	}
 	return ObjectRef{GroupVersionKind: gvk, Namespace: info.Namespace, Name: info.Name}
+}
+
+// DependencyReady evaluates readyExpr, the spec.dependsOn[].readyExpr
+// at field of self, as Flux does: self bound to the dependent and dep to
+// the dependency, each as its unstructured content. An error names the
+// field and the expression.
+func DependencyReady(ctx context.Context, field, readyExpr string, self, dep any) (bool, error) {
+	expr, err := celhealth.NewReadyExpr(field, readyExpr)
+	if err != nil {
+		return false, err
+	}
+	selfMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(self)
+	if err != nil {
+		return false, fmt.Errorf("%s: the dependent: %w", field, err)
+	}
+	depMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err != nil {
+		return false, fmt.Errorf("%s: the dependency: %w", field, err)
+	}
+	return expr.Ready(ctx, selfMap, depMap)
 }

@@ -61,12 +61,9 @@ func FieldWarnings(in *Release) []string {
 	if st := s.PostRenderStrategy; len(s.PostRenderers) > 0 && (st == PostRenderStrategyCombined || st == PostRenderStrategySeparate) {
 		add("spec.postRenderStrategy", st, "hooks are not post-rendered (nohooks): Helm v3 engine")
 	}
-	if len(s.HealthCheckExprs) > 0 {
-		add("spec.healthCheckExprs", fmt.Sprintf("%d check(s)", len(s.HealthCheckExprs)), "not evaluated: helmfleet has no CEL yet (issue 28); custom resources are waited for with kstatus")
-	}
 	for i, d := range s.DependsOn {
 		if d.ReadyExpr != "" {
-			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated: helmfleet has no CEL yet (issue 28); the dependency must be Ready")
+			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated by release/fleet (fleet mode), where the dependency must be Ready (issue 28); the one-cluster HelmRelease controller (release/controller) evaluates it")
 		}
 	}
 	slices.Sort(w)

@@ -123,6 +123,10 @@ type Config struct {
 	RetryInterval time.Duration
 	// Name is the controller's name; default DefaultName.
 	Name string
+	// AdditiveCELDependencyCheck is helm-controller's feature gate of
+	// that name (default off): a dependency with a readyExpr must then
+	// be Ready too; off, the readyExpr replaces the Ready check.
+	AdditiveCELDependencyCheck bool
 	// MaxConcurrentReconciles bounds parallel reconciles; default
 	// DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
@@ -148,7 +152,9 @@ type HelmReleaseReconciler struct {
 	parallel  int
 	sources   bool
 	noCrossNS bool
-	log       logr.Logger // of the watches' map functions
+	// additiveCEL is Config.AdditiveCELDependencyCheck.
+	additiveCEL bool
+	log         logr.Logger // of the watches' map functions
 }
 
 // New returns the reconciler of cfg.
@@ -183,6 +189,7 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 			kube.KubeconfigOptions{AllowExec: cfg.InsecureKubeconfigExec, AllowFiles: cfg.InsecureKubeconfigFiles}),
 		metrics: cfg.Metrics, shard: cfg.Shard, retry: cfg.RetryInterval, name: cfg.Name,
 		parallel: cfg.MaxConcurrentReconciles, sources: cfg.Resolver != nil, noCrossNS: cfg.NoCrossNamespaceRefs, log: logr.Discard(),
+		additiveCEL: cfg.AdditiveCELDependencyCheck,
 	}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
@@ -427,9 +434,11 @@ func (r *HelmReleaseReconciler) result(log logr.Logger, res *reconcile.Result, e
 // error backoff.
 const immediately = time.Millisecond
 
-// dependencyNotReady returns why a dependency of rel is not ready, or "".
+// dependencyNotReady returns why a dependency of rel is not ready, or "":
+// as helm-controller, a dependency with a readyExpr is ready when the
+// expression holds (and, with additiveCEL, when it is Ready too).
 func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, rel *release.Release) string {
-	for _, d := range rel.Spec.DependsOn {
+	for i, d := range rel.Spec.DependsOn {
 		ns := d.Namespace
 		if ns == "" {
 			ns = rel.Namespace
@@ -440,6 +449,18 @@ func (r *HelmReleaseReconciler) dependencyNotReady(ctx context.Context, rel *rel
 				return fmt.Sprintf("dependency '%s/%s' is not ready: not found", ns, d.Name)
 			}
 			return fmt.Sprintf("dependency '%s/%s' is not ready: %v", ns, d.Name, err)
+		}
+		if d.ReadyExpr != "" {
+			ok, err := release.DependencyReady(ctx, fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, rel, dep)
+			if err != nil {
+				return fmt.Sprintf("dependency '%s/%s' is not ready: %v", ns, d.Name, err)
+			}
+			if !ok {
+				return fmt.Sprintf("dependency '%s/%s' is not ready according to readyExpr eval", ns, d.Name)
+			}
+			if !r.additiveCEL {
+				continue
+			}
 		}
 		if !dep.IsReady() {
 			return fmt.Sprintf("dependency '%s/%s' is not ready", ns, d.Name)

@@ -499,12 +499,7 @@ func TestDistributorUnreachableMember(t *testing.T) {
 func TestDistributorWaitNamesMemberAndObject(t *testing.T) {
 	ctx := context.Background()
 	f := fixture.NewDistFleet(t, fixture.DistributorPolicies)
-	f.Members["m2"].SetHealth(func(o *unstructured.Unstructured) memory.Health {
-		if o.GetKind() == "Deployment" {
-			return memory.Health{Message: "image pull back-off"}
-		}
-		return memory.Health{Ready: true}
-	})
+	f.Members["m2"].SetHealth(deploymentBackOff)
 	rec := fixture.Reconciler(t, nil)
 	rel := fixture.DistRelease()
 	rel.Spec.Timeout = &metav1.Duration{Duration: 50 * time.Millisecond}

@@ -431,6 +431,12 @@ func (k *distClient) WaitWithJobs(resources kube.ResourceList, timeout time.Dura
 // copy is Failed, and after timeout with a *NotReadyError per member that
 // is not ready, naming each object and why.
 func (k *distClient) WaitContext(ctx context.Context, resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	return k.WaitJudged(ctx, resources, timeout, jobs, nil)
+}
+
+// WaitJudged is WaitContext with judge deciding, before kstatus, the
+// copies it takes: the Release's spec.healthCheckExprs (nil: none).
+func (k *distClient) WaitJudged(ctx context.Context, resources kube.ResourceList, timeout time.Duration, jobs bool, judge release.Judge) error {
 	objs, err := objectsOfList(resources)
 	if err != nil {
 		return err
@@ -455,7 +461,7 @@ func (k *distClient) WaitContext(ctx context.Context, resources kube.ResourceLis
 		}
 	}
 	return k.d.waitMembers(ctx, refs, timeout, func(reader release.ObjectReader, _ string, refs []release.ObjectRef) ([]release.ObjectStatus, []release.ObjectStatus, error) {
-		return release.Unready(ctx, reader, refs)
+		return release.UnreadyJudged(ctx, reader, refs, judge)
 	})
 }
 

@@ -34,6 +34,16 @@ type contextClient struct {
 	reader  release.ObjectReader
 	poll    time.Duration
 	cluster string
+	// judge decides, before kstatus, the objects the Release's
+	// spec.healthCheckExprs check (nil: none).
+	judge release.Judge
+}
+
+// judgedWaiter is an optional role of a ContextWaiter that waits with a
+// judge: the spec.healthCheckExprs of the Release whose objects it waits
+// for.
+type judgedWaiter interface {
+	WaitJudged(ctx context.Context, resources kube.ResourceList, timeout time.Duration, jobs bool, judge release.Judge) error
 }
 
 var (
@@ -184,7 +194,8 @@ func (c *contextClient) OutputContainerLogsForPodList(pods *corev1.PodList, name
 	return nil
 }
 
-// Wait waits until every resource but Jobs is Current by kstatus.
+// Wait waits until every resource but Jobs is Current by the judge or
+// kstatus.
 func (c *contextClient) Wait(resources kube.ResourceList, timeout time.Duration) error {
 	return c.wait(resources, timeout, false)
 }
@@ -216,7 +227,13 @@ func (c *contextClient) WaitAndGetCompletedPodPhase(name string, timeout time.Du
 }
 
 func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	if w, ok := c.Interface.(judgedWaiter); ok {
+		return c.call("WaitJudged", func() error { return w.WaitJudged(c.ctx, resources, timeout, jobs, c.judge) })
+	}
 	if w, ok := c.Interface.(release.ContextWaiter); ok {
+		if c.judge != nil {
+			return fmt.Errorf("cluster %s: wait: spec.healthCheckExprs: the cluster's kube client (%T) waits itself and cannot evaluate CEL health checks", c.cluster, c.Interface)
+		}
 		return c.call("WaitContext", func() error { return w.WaitContext(c.ctx, resources, timeout, jobs) })
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
@@ -263,9 +280,10 @@ func (c *contextClient) wait(resources kube.ResourceList, timeout time.Duration,
 }
 
 // pending returns the objects that are not Current yet, and those that
-// Failed (kstatus Failed: no wait will help).
+// Failed (no wait will help), by the judge where it takes an object,
+// else by kstatus.
 func (c *contextClient) pending(ctx context.Context, refs []release.ObjectRef) (pending, failed []release.ObjectStatus, err error) {
-	return release.Unready(ctx, c.reader, refs)
+	return release.UnreadyJudged(ctx, c.reader, refs, c.judge)
 }
 
 func refsOf(st []release.ObjectStatus) []release.ObjectRef {

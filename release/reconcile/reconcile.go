@@ -352,6 +352,10 @@ type run struct {
 	// stores caches Helm's storage reads of this run, by storage
 	// namespace.
 	stores map[string]*storageCache
+	// judge is the Release's spec.healthCheckExprs compiled for the
+	// waits (nil: none), once judged is set.
+	judge  release.Judge
+	judged bool
 }
 
 // actionType groups actions as Flux does: each type runs at most once per
@@ -641,12 +645,29 @@ func (ru *run) helmConfig(scope release.HelmScope) (*action.Configuration, error
 	if err != nil {
 		return nil, fmt.Errorf("release %s on cluster %s: helm configuration: %w", refOf(ru.rel), ru.cluster.Name(), err)
 	}
-	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name()}
+	judge, err := ru.healthJudge()
+	if err != nil {
+		return nil, err
+	}
+	cfg.KubeClient = &contextClient{Interface: cfg.KubeClient, ctx: ru.ctx, reader: ru.cluster, poll: ru.r.poll, cluster: ru.cluster.Name(), judge: judge}
 	cfg.Releases.MaxHistory = ru.rel.GetMaxHistory()
 	if cfg.Releases.Driver != nil {
 		cfg.Releases.Driver = &cachingDriver{Driver: cfg.Releases.Driver, c: ru.cachedStorage(scope.StorageNamespace)}
 	}
 	return cfg, nil
+}
+
+// healthJudge compiles the Release's spec.healthCheckExprs, once per run,
+// into the judge of its waits.
+func (ru *run) healthJudge() (release.Judge, error) {
+	if !ru.judged {
+		judge, err := release.HealthJudge(ru.rel.Spec.HealthCheckExprs)
+		if err != nil {
+			return nil, &StageError{Release: refOf(ru.rel), Reason: release.ReasonReconciliationFailed, Err: err}
+		}
+		ru.judge, ru.judged = judge, true
+	}
+	return ru.judge, nil
 }
 
 // scopeOf is the scope of Helm release name, its records in storageNS
