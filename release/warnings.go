@@ -69,3 +69,18 @@ func FieldWarnings(in *Release) []string {
 	slices.Sort(w)
 	return w
 }
+
+// KustomizationFieldWarnings returns a warning for each field of k that
+// the user set and helmfleet does not act on as Flux 2.9 would, each
+// naming the field and its value, sorted; nil when there is none. The
+// Kustomization reconciler adds them to its Result and Plan warnings.
+func KustomizationFieldWarnings(k *Kustomization) []string {
+	var w []string
+	for i, d := range k.Spec.DependsOn {
+		if d.ReadyExpr != "" {
+			w = append(w, fmt.Sprintf("spec.dependsOn[%d].readyExpr: %s: not evaluated: the dependency must be Ready (issue 28)", i, d.ReadyExpr))
+		}
+	}
+	slices.Sort(w)
+	return w
+}

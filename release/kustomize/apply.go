@@ -117,6 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.ObjectClient
 		return res, err
 	}
 	built, rev, err := r.build(ctx, k, vars)
+	res.Warnings = append(res.Warnings, release.KustomizationFieldWarnings(k)...)
 	res.Revision = rev
 	k.Status.LastAttemptedRevision = rev
 	if built != nil {

@@ -86,7 +86,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.ObjectClient, k *
 		return nil, err
 	}
 	p := &Plan{Kustomization: k.Namespace + "/" + k.Name, Revision: built.Revision}
-	p.Warnings = append(p.Warnings, built.Warnings...)
+	p.Warnings = append(release.KustomizationFieldWarnings(k), built.Warnings...)
 	objs, excluded := r.prepare(k, built.Manifests)
 	p.Excluded = excluded
 	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return stage(a) - stage(b) })
