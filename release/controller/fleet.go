@@ -31,6 +31,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/reconcile"
+	"github.com/helmfleet/helmfleet/source"
 )
 
 // Karmada policy kinds the FleetReconciler reads from the hub, as
@@ -44,8 +45,8 @@ var (
 // replans the whole fleet, as Fleet.Plan does.
 var fleetRequest = ctrlreconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
 
-// FleetConfig is what a FleetReconciler needs. Client, Members and Charts
-// are required; SetupFleet fills Client, Cache and Events from the
+// FleetConfig is what a FleetReconciler needs. Client and Members are
+// required, and exactly one of Charts and Resolver; SetupFleet fills Client, Cache and Events from the
 // manager.
 type FleetConfig struct {
 	// Client writes the HelmReleases' status.
@@ -60,6 +61,12 @@ type FleetConfig struct {
 	MemberSecretsNamespace string
 	// Charts returns a release's chart.
 	Charts reconcile.ChartGetter
+	// Resolver, instead of Charts, resolves charts from the
+	// HelmRepository, OCIRepository and HelmChart objects a release names
+	// (read from the hub through Cache, source.toolkit.fluxcd.io/v1), as
+	// Config.Resolver does; the fleet is then planned again when those
+	// objects change.
+	Resolver source.Resolver
 	// Values reads valuesFrom on the members' behalf; default the
 	// hub's ConfigMaps and Secrets through Cache.
 	Values ValuesReader
@@ -117,6 +124,7 @@ type FleetReconciler struct {
 	store   fleet.Store
 	noXNS   bool
 	sa      string // default service account
+	sources bool   // watch the source kinds: FleetConfig.Resolver is set
 	log     logr.Logger
 
 	mu       sync.Mutex
@@ -132,14 +140,16 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 		return nil, errors.New("controller: FleetConfig.Client is required")
 	case cfg.Members == nil:
 		return nil, errors.New("controller: FleetConfig.Members is required")
-	case cfg.Charts == nil:
-		return nil, errors.New("controller: FleetConfig.Charts is required")
 	}
 	if cfg.Cache == nil {
 		cfg.Cache = cfg.Client
 	}
+	charts, err := chartGetter("FleetConfig", cfg.Charts, cfg.Resolver, cfg.Cache)
+	if err != nil {
+		return nil, err
+	}
 	rc := cfg.Reconciler
-	rc.Charts = cfg.Charts
+	rc.Charts = charts
 	rc.Values = cfg.Values
 	if cfg.Values.Reader == nil {
 		rc.Values = ValuesReader{Reader: cfg.Cache}
@@ -150,7 +160,7 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 	}
 	r := &FleetReconciler{client: cfg.Client, cache: cfg.Cache, members: cfg.Members, rec: rec, events: cfg.Events,
 		metrics: cfg.Metrics, retry: cfg.RetryInterval, name: cfg.Name, secrets: cfg.MemberSecretsNamespace, store: cfg.Store,
-		noXNS: cfg.NoCrossNamespaceRefs, sa: cfg.DefaultServiceAccount, log: logr.Discard()}
+		noXNS: cfg.NoCrossNamespaceRefs, sa: cfg.DefaultServiceAccount, sources: cfg.Resolver != nil, log: logr.Discard()}
 	if r.metrics == nil {
 		if r.metrics, err = NewMetrics(crmetrics.Registry); err != nil {
 			return nil, fmt.Errorf("controller: metrics: %w", err)
@@ -168,7 +178,7 @@ func NewFleet(cfg FleetConfig) (*FleetReconciler, error) {
 // SetupFleet builds the fleet reconciler of cfg over mgr and registers
 // it.
 func SetupFleet(ctx context.Context, mgr ctrl.Manager, cfg FleetConfig) (*FleetReconciler, error) {
-	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil {
+	if err := managerSchemeError(mgr, cfg.Resolver != nil); err != nil {
 		return nil, err
 	}
 	if cfg.Client == nil {
@@ -193,8 +203,10 @@ func SetupFleet(ctx context.Context, mgr ctrl.Manager, cfg FleetConfig) (*FleetR
 	return r, r.SetupWithManager(ctx, mgr)
 }
 
-// SetupWithManager watches HelmReleases, the Karmada policies and the
-// member Secrets on the hub; every change replans the fleet.
+// SetupWithManager watches HelmReleases, the Karmada policies, the
+// member Secrets and, with FleetConfig.Resolver, the HelmRepositories,
+// OCIRepositories and HelmCharts on the hub; every change replans the
+// fleet.
 func (r *FleetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
 	r.log = mgr.GetLogger().WithName(r.name)
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrlreconcile.Request {
@@ -205,6 +217,11 @@ func (r *FleetReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) 
 		Watches(&release.Release{}, all, changed).
 		Watches(unstructuredOf(PropagationPolicyGVK), all, changed).
 		Watches(unstructuredOf(OverridePolicyGVK), all, changed)
+	if r.sources {
+		for _, obj := range []client.Object{&source.HelmRepository{}, &source.OCIRepository{}, &source.HelmChart{}} {
+			b = b.Watches(obj, all, changed)
+		}
+	}
 	if r.secrets != "" {
 		ns := r.secrets
 		b = b.WatchesMetadata(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -41,6 +41,15 @@ func schemeError(s *runtime.Scheme, gvks ...schema.GroupVersionKind) error {
 	return nil
 }
 
+// managerSchemeError says which kind mgr's scheme lacks: HelmRelease,
+// and with sources the source kinds a Resolver reads.
+func managerSchemeError(mgr interface{ GetScheme() *runtime.Scheme }, sources bool) error {
+	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil || !sources {
+		return err
+	}
+	return schemeError(mgr.GetScheme(), HelmRepositoryGVK, OCIRepositoryGVK, HelmChartGVK)
+}
+
 // InvalidSpecError reports a HelmRelease that does not validate as a
 // release.Release; its field errors carry the field paths and bad values
 // (release.ValidationError).

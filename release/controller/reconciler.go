@@ -162,10 +162,6 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 	switch {
 	case cfg.Client == nil:
 		return nil, errors.New("controller: Config.Client is required")
-	case cfg.Charts == nil && cfg.Resolver == nil:
-		return nil, errors.New("controller: one of Config.Charts and Config.Resolver is required")
-	case cfg.Charts != nil && cfg.Resolver != nil:
-		return nil, errors.New("controller: set only one of Config.Charts and Config.Resolver")
 	}
 	if cfg.APIReader == nil {
 		cfg.APIReader = cfg.Client
@@ -173,11 +169,12 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 	if cfg.Cache == nil {
 		cfg.Cache = cfg.Client
 	}
-	rc := cfg.Reconciler
-	rc.Charts = cfg.Charts
-	if cfg.Resolver != nil {
-		rc.Charts = &sourceCharts{reader: cfg.Cache, resolver: cfg.Resolver}
+	charts, err := chartGetter("Config", cfg.Charts, cfg.Resolver, cfg.Cache)
+	if err != nil {
+		return nil, err
 	}
+	rc := cfg.Reconciler
+	rc.Charts = charts
 	rc.Values = ValuesReader{Reader: cfg.APIReader}
 	rec, err := reconcile.New(rc)
 	if err != nil {
@@ -213,13 +210,8 @@ func New(cfg Config) (*HelmReleaseReconciler, error) {
 // registers it with SetupWithManager: the few lines a platform team's
 // main needs.
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*HelmReleaseReconciler, error) {
-	if err := schemeError(mgr.GetScheme(), HelmReleaseGVK); err != nil {
+	if err := managerSchemeError(mgr, cfg.Resolver != nil); err != nil {
 		return nil, err
-	}
-	if cfg.Resolver != nil {
-		if err := schemeError(mgr.GetScheme(), HelmRepositoryGVK, OCIRepositoryGVK, HelmChartGVK); err != nil {
-			return nil, err
-		}
 	}
 	if cfg.Client == nil {
 		cfg.Client = mgr.GetClient()

@@ -11,6 +11,22 @@ import (
 	"github.com/helmfleet/helmfleet/source"
 )
 
+// chartGetter is the chart getter of a Config or FleetConfig (named by
+// config): charts, or, with resolver, one that reads the source objects a
+// release names through reader and resolves its chart with them. Exactly
+// one of charts and resolver must be set.
+func chartGetter(config string, charts reconcile.ChartGetter, resolver source.Resolver, reader client.Reader) (reconcile.ChartGetter, error) {
+	switch {
+	case charts == nil && resolver == nil:
+		return nil, fmt.Errorf("controller: one of %[1]s.Charts and %[1]s.Resolver is required", config)
+	case charts != nil && resolver != nil:
+		return nil, fmt.Errorf("controller: set only one of %[1]s.Charts and %[1]s.Resolver", config)
+	case resolver != nil:
+		return &sourceCharts{reader: reader, resolver: resolver}, nil
+	}
+	return charts, nil
+}
+
 // sourceCharts is a reconcile.ChartGetter that reads the source objects a
 // release names from the cluster and resolves its chart through
 // reconcile.Charts with them.
