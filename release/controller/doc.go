@@ -6,9 +6,10 @@
 //	_ = clientgoscheme.AddToScheme(scheme)
 //	_ = controller.AddToScheme(scheme) // release.Release, source kinds
 //	mgr, _ := ctrl.NewManager(cfg, ctrl.Options{
-//		Scheme:           scheme,
-//		LeaderElection:   true,
-//		LeaderElectionID: controller.LeaderElectionID(""),
+//		Scheme:                  scheme,
+//		LeaderElection:          true,
+//		LeaderElectionID:        controller.LeaderElectionID(""),
+//		LeaderElectionNamespace: controller.LeaderElectionNamespace(), // also outside a cluster
 //	})
 //	_, err := controller.Setup(ctx, mgr, controller.Config{Charts: charts})
 //	…
@@ -136,12 +137,13 @@
 // fails for it (fleet.MemberError), makes it False, reason
 // ReconciliationFailed, naming the member and the failure, with a Warning
 // event, and the fleet is tried again after FleetConfig.RetryInterval.
-// Members come from a MemberSource: SecretMembers reads kubeconfig
+// Charts come from FleetConfig.Charts, or from FleetConfig.Resolver and
+// the hub's source objects as in one-cluster mode. Members come from a MemberSource: SecretMembers reads kubeconfig
 // Secrets labelled helmfleet.io/member=<name> on the hub (their other
 // labels are the placement labels), StaticMembers is a fixed list. The
 // per-member statuses stay in the fleet's inventory: in
-// FleetConfig.Store when set (fleet.NewObjectStore keeps it in Secrets on
-// the hub), so a restarted or newly elected controller still uninstalls
+// FleetConfig.Store when set (fleet.NewObjectStore over
+// ObjectClient("hub", mgr.GetClient()) keeps it in Secrets on the hub), so a restarted or newly elected controller still uninstalls
 // from the members a release removed while none ran; without a store, in
 // memory only, and such a release is left on its members. Do not run both reconcilers on the same HelmReleases:
 // shard them apart.
