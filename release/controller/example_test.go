@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,8 +17,10 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
+	"github.com/helmfleet/helmfleet/source"
 )
 
 // A HelmRelease on a (fake) API server, reconciled once onto an in-memory
@@ -99,4 +102,42 @@ func ExampleShardSelector() {
 	// Output:
 	// shard "": releases !sharding.fluxcd.io/key, lease helmfleet-helmrelease
 	// shard "shard1": releases sharding.fluxcd.io/key=shard1, lease helmfleet-helmrelease-shard1
+}
+
+// A hub controller in fleet mode, as main wires it: charts resolved from
+// the hub's HelmRepositories, OCIRepositories and HelmCharts, members from
+// kubeconfig Secrets, the inventory in Secrets on the hub through the
+// manager's own client, and leader election that also works outside a
+// cluster.
+func ExampleSetupFleet() {
+	ctx := ctrl.SetupSignalHandler()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = controller.AddToScheme(scheme)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  scheme,
+		LeaderElection:          true,
+		LeaderElectionID:        controller.LeaderElectionID(""),
+		LeaderElectionNamespace: controller.LeaderElectionNamespace(),
+	})
+	if err != nil {
+		panic(err)
+	}
+	store, err := fleet.NewObjectStore(controller.ObjectClient("hub", mgr.GetClient()),
+		fleet.ObjectStoreConfig{Namespace: "fleet-system", Name: "fleet"})
+	if err != nil {
+		panic(err)
+	}
+	_, err = controller.SetupFleet(ctx, mgr, controller.FleetConfig{
+		Resolver:               source.Composite{HTTP: source.NewHTTPResolver(http.DefaultClient, source.HTTPOptions{})},
+		Members:                &controller.SecretMembers{Reader: mgr.GetAPIReader(), Namespace: "fleet-system"},
+		MemberSecretsNamespace: "fleet-system",
+		Store:                  store,
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := mgr.Start(ctx); err != nil {
+		panic(err)
+	}
 }
