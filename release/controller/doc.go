@@ -177,9 +177,8 @@
 // by client-go to 5 requests a second, bursts of 10: the manager's client
 // alone then caps the controller near one release a second.
 //
-// BenchmarkControllerThroughput (internal/integration) measures it on one
-// local API server beside Helm's action.Install of the same releases one
-// at a time. 1,000 ten-object releases, waits off, on a 2-core machine
+// Measured on one local API server beside Helm's action.Install of the
+// same releases one at a time. 1,000 ten-object releases, waits off, on a 2-core machine
 // shared with other work, all in one run:
 //
 //	controller (4 at once, 50/300)  10.5 releases/s   96 ms each  31 requests each
@@ -191,10 +190,8 @@
 // requests than a Helm install (its status, a finalizer, an event, and
 // discovery); reconcile.Reconciler reads Helm's release records once per
 // reconcile, as Helm's install does, and more reconciles at once do not
-// help (see DefaultMaxConcurrentReconciles). Run it with:
-//
-//	HELMFLEET_INTEGRATION=1 HELMFLEET_KUBE_BIN=… go test -run '^$' \
-//	  -bench ControllerThroughput -benchtime 1000x -timeout 3h ./internal/integration/
+// help (see DefaultMaxConcurrentReconciles). The README's performance
+// section says how to run the measurement.
 //
 // # Horizontal scale
 //

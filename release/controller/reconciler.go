@@ -49,7 +49,7 @@ const (
 	// finish sooner. On the integration harness (the API server on the
 	// same 2 cores) the API server is the bound: 1 and 4 installed
 	// ten-object releases at the same rate, 16 no faster, with three
-	// times the heap (BenchmarkControllerThroughput).
+	// times the heap.
 	DefaultMaxConcurrentReconciles = 4
 	// ReasonInvalidSpec is the Ready and Stalled reason of a HelmRelease
 	// whose spec does not decode or validate.

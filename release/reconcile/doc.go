@@ -70,10 +70,8 @@
 //
 // # Fidelity to Flux
 //
-// The state machine follows Flux helm-controller v1.6.3 (commit 372c34e2),
-// checked by that project's own test data ported into
-// testdata/peer/flux (peer_flux_test.go, peer_flux_actions_test.go): the
-// state and action tables, the atomic-release scenarios and the suites of
+// The state machine follows Flux helm-controller v1.6.3, checked by that
+// project's own test data, ported into the package's tests: the state and action tables, the atomic-release scenarios and the suites of
 // each action. As in Flux, an install starts a new history, a failure
 // counts against the retries only when it wrote a release record, Ready is
 // composed from Remediated, TestSuccess and Released (SummarizeReady), and
