@@ -26,6 +26,7 @@ var (
 	seedsFlag = flag.Int("seeds", 0, "schedules to run when -seed is not set (default 30, 4 under the race detector)")
 	firstFlag = flag.Int64("first", 1, "first seed of the schedules run when -seed is not set")
 	stepsFlag = flag.Int("steps", 100, "steps per schedule")
+	histFlag  = flag.Bool("hist", false, "log the history of each schedule")
 )
 
 // knownBugs are seeds whose violation is a real bug not fixed yet, with
@@ -90,6 +91,7 @@ func TestSimulationReplays(t *testing.T) {
 // final phase without faults. It returns the schedule's history.
 func runSchedule(t *testing.T, seed int64, steps int) []string {
 	w := newWorld(t, seed)
+	w.kinds = newKinds(w)
 	defer func() {
 		if p := recover(); p != nil {
 			w.failf("5 (no panic)", "panic: %v\n%s", p, debug.Stack())
@@ -100,9 +102,15 @@ func runSchedule(t *testing.T, seed int64, steps int) []string {
 		w.accounted = map[string]int{}
 		w.clock.advance(time.Minute)
 		w.randomStep()
+		w.kinds.randomStep()
 		w.check()
+		w.kinds.check()
 	}
 	w.final()
+	w.kinds.final()
+	if *histFlag {
+		t.Logf("seed %d:\n  %s", seed, strings.Join(w.hist, "\n  "))
+	}
 	return w.hist
 }
 

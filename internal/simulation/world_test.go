@@ -253,6 +253,9 @@ type world struct {
 	policies policy.Set
 	store    fleet.Store
 	fleet    *fleet.Fleet
+	// kinds is the schedule's second track: the controller and the
+	// Kustomizations.
+	kinds *kinds
 	// restarts counts the fleets made over the store.
 	restarts int
 
