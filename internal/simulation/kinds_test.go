@@ -161,7 +161,7 @@ type secretValues struct {
 
 func (s *secretValues) data() string {
 	if s.broken {
-		return fmt.Sprintf("replicaCount: %d\ntoken: %s\n  - [", s.replicas, s.token)
+		return fmt.Sprintf("token: %s\nreplicaCount: [%d\n", s.token, s.replicas)
 	}
 	return fmt.Sprintf("replicaCount: %d\ntoken: %s\n", s.replicas, s.token)
 }
@@ -669,6 +669,14 @@ func (k *kinds) check() {
 		k.checkRunning("ctl", webName, k.webWant, "controller's web Ready")
 	}
 	fl := k.get(flName)
+	// Every member fl is placed on counts once in its Ready condition,
+	// whether it failed or not.
+	if c := fl.Status.GetCondition(release.ConditionReady); c != nil && strings.HasPrefix(c.Message, "ready on ") {
+		var n, of int
+		if _, err := fmt.Sscanf(c.Message, "ready on %d/%d members", &n, &of); err != nil || of != len(ctlMembers) {
+			k.w.failf("1 (Ready means ready)", "fleet controller's fl counts %d members, %d are placed: %s", of, len(ctlMembers), c.Message)
+		}
+	}
 	if fl.IsReady() {
 		msg := fl.Status.GetCondition(release.ConditionReady).Message
 		if !strings.HasPrefix(msg, fmt.Sprintf("ready on %d/%d members", len(ctlMembers), len(ctlMembers))) {
@@ -821,6 +829,14 @@ func (k *kinds) final() {
 // Stalled.
 func (k *kinds) fleetOpen() []string {
 	fl := k.get(flName)
+	// Every member fl is placed on counts once in its Ready condition,
+	// whether it failed or not.
+	if c := fl.Status.GetCondition(release.ConditionReady); c != nil && strings.HasPrefix(c.Message, "ready on ") {
+		var n, of int
+		if _, err := fmt.Sscanf(c.Message, "ready on %d/%d members", &n, &of); err != nil || of != len(ctlMembers) {
+			k.w.failf("1 (Ready means ready)", "fleet controller's fl counts %d members, %d are placed: %s", of, len(ctlMembers), c.Message)
+		}
+	}
 	if fl.IsReady() {
 		return nil
 	}
@@ -856,12 +872,17 @@ func (k *kinds) kustOpen() []string {
 	for _, m := range kustMembers {
 		for _, name := range []string{"infra", "site"} {
 			st, ok := k.kfleet.KustomizationStatus(kkey(m, name))
+			infra, _ := k.kfleet.KustomizationStatus(kkey(m, "infra"))
+			held := copies[m] != nil && settled(copies[m]) && !copies[m].IsReady()
 			switch {
+			case !ok && name == "site" && !meta(infra.Conditions, release.ConditionReady) && held:
+				// Never run: it waits for infra, which waits for addon,
+				// which stalled.
 			case !ok:
 				open = append(open, name+" on "+m+": no status")
 			case st.ObservedGeneration == k.kustGen && meta(st.Conditions, release.ConditionReady):
 			case meta(st.Conditions, release.ConditionStalled):
-			case copies[m] != nil && settled(copies[m]) && !copies[m].IsReady():
+			case held:
 				// Waits for addon, which stalled: it says why.
 			default:
 				data, _ := json.Marshal(st.Conditions)
