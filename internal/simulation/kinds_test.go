@@ -128,6 +128,8 @@ type kinds struct {
 	web, fl          *release.Release
 	webSecret        map[string]*secretValues // "web", "fl": nil when deleted
 	override         bool
+	// f1Only is set while fl's placement leaves f2 out.
+	f1Only bool
 
 	one       *controller.HelmReleaseReconciler
 	flr       *controller.FleetReconciler
@@ -136,6 +138,8 @@ type kinds struct {
 	webWant   want
 	flWant    want
 	flMembers controller.StaticMembers
+	// flPlaced are the members fl was placed on at its last reconcile.
+	flPlaced []string
 
 	// source is the Kustomizations' Git tree: nil while it is gone.
 	source    *kustSource
@@ -157,9 +161,15 @@ type secretValues struct {
 	replicas int
 	token    string
 	broken   bool
+	// tokenReplicas sets replicaCount to the token: the chart renders it
+	// where the Deployment's schema wants an integer.
+	tokenReplicas bool
 }
 
 func (s *secretValues) data() string {
+	if s.tokenReplicas {
+		return fmt.Sprintf("replicaCount: %s\ntoken: %s\n", s.token, s.token)
+	}
 	if s.broken {
 		return fmt.Sprintf("token: %s\nreplicaCount: [%d\n", s.token, s.replicas)
 	}
@@ -471,12 +481,19 @@ func (k *kinds) randomStep() {
 		k.webSecret[name] = &secretValues{replicas: 1 + k.rng.IntN(3), token: k.canary(), broken: true}
 		k.writeSecret(name)
 		k.w.logf("kinds: %s values rotated to YAML that does not parse", name)
+	case n < 70:
+		name := k.pickName()
+		k.webSecret[name] = &secretValues{replicas: 1, token: k.canary(), tokenReplicas: true}
+		k.writeSecret(name)
+		k.w.logf("kinds: %s values rotated to a replicaCount that is the token", name)
 	case n < 72:
 		m := kustMembers[k.rng.IntN(len(kustMembers))]
 		k.rotateVars(m)
 		k.w.logf("kinds: %s cluster-vars rotated", m)
-	case n < 75:
+	case n < 74:
 		k.setOverride(!k.override)
+	case n < 76:
+		k.setPlacement(!k.f1Only)
 	case n < 78:
 		v := versions[k.rng.IntN(len(versions))]
 		k.mu.Lock()
@@ -560,6 +577,30 @@ func (k *kinds) respec(name string) {
 	k.w.logf("kinds: %s spec: version %s (generation %d)", name, cur.Spec.Chart.Spec.Version, cur.Generation)
 }
 
+// placed are the members fl is placed on now.
+func (k *kinds) placed() []string {
+	if k.f1Only {
+		return ctlMembers[:1]
+	}
+	return ctlMembers
+}
+
+// setPlacement places fl on f1 only (on), or on f1 and f2.
+func (k *kinds) setPlacement(f1Only bool) {
+	ctx := context.Background()
+	u := &unstructured.Unstructured{}
+	require.NoError(k.w.t, yaml.Unmarshal([]byte(ctlPlacement), &u.Object))
+	require.NoError(k.w.t, k.hubFleet.Get(ctx, client.ObjectKeyFromObject(u), u))
+	names := []any{"f1", "f2"}
+	if f1Only {
+		names = names[:1]
+	}
+	require.NoError(k.w.t, unstructured.SetNestedSlice(u.Object, names, "spec", "placement", "clusterAffinity", "clusterNames"))
+	require.NoError(k.w.t, k.hubFleet.Update(ctx, u))
+	k.f1Only = f1Only
+	k.w.logf("kinds: fl placed on %v", names)
+}
+
 func (k *kinds) setOverride(on bool) {
 	ctx := context.Background()
 	u := &unstructured.Unstructured{}
@@ -578,7 +619,7 @@ func (k *kinds) want(name string) want {
 	obj := &release.Release{}
 	require.NoError(k.w.t, k.hub(name).Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj))
 	w := want{version: obj.Spec.Chart.Spec.Version, replicas: -1}
-	if v := k.webSecret[name]; v != nil && !v.broken {
+	if v := k.webSecret[name]; v != nil && !v.broken && !v.tokenReplicas {
 		w.replicas = v.replicas
 	}
 	return w
@@ -600,9 +641,9 @@ func (k *kinds) reconcileOne() {
 }
 
 func (k *kinds) reconcileFleet() {
-	want := k.want(flName)
+	want, placed := k.want(flName), k.placed()
 	res, err := k.flr.Reconcile(k.logCtx("fl"), ctrl.Request{NamespacedName: types.NamespacedName{Name: "fleet"}})
-	k.flWant = want
+	k.flWant, k.flPlaced = want, placed
 	k.out["fl result"] = fmt.Sprintf("%v %+v %v %+v", res, res, err, err)
 	k.w.logf("kinds: fleet controller reconcile: requeue %s err %v; fl %s", res.RequeueAfter, err, conditions(k.get(flName)))
 }
@@ -673,16 +714,16 @@ func (k *kinds) check() {
 	// whether it failed or not.
 	if c := fl.Status.GetCondition(release.ConditionReady); c != nil && strings.HasPrefix(c.Message, "ready on ") {
 		var n, of int
-		if _, err := fmt.Sscanf(c.Message, "ready on %d/%d members", &n, &of); err != nil || of != len(ctlMembers) {
-			k.w.failf("1 (Ready means ready)", "fleet controller's fl counts %d members, %d are placed: %s", of, len(ctlMembers), c.Message)
+		if _, err := fmt.Sscanf(c.Message, "ready on %d/%d members", &n, &of); err != nil || of != len(k.flPlaced) {
+			k.w.failf("1 (Ready means ready)", "fleet controller's fl counts %d members, %d are placed: %s", of, len(k.flPlaced), c.Message)
 		}
 	}
 	if fl.IsReady() {
 		msg := fl.Status.GetCondition(release.ConditionReady).Message
-		if !strings.HasPrefix(msg, fmt.Sprintf("ready on %d/%d members", len(ctlMembers), len(ctlMembers))) {
+		if !strings.HasPrefix(msg, fmt.Sprintf("ready on %d/%d members", len(k.flPlaced), len(k.flPlaced))) {
 			k.w.failf("1 (Ready means ready)", "fleet controller's fl Ready but not on every member placed: %s", msg)
 		}
-		for _, m := range ctlMembers {
+		for _, m := range k.flPlaced {
 			k.checkRunning(m, flName, k.flWant, "fleet controller's fl Ready ("+msg+")")
 		}
 	}
@@ -785,8 +826,11 @@ func (k *kinds) final() {
 	if k.override {
 		k.setOverride(false)
 	}
+	if k.f1Only {
+		k.setPlacement(false)
+	}
 	for _, name := range []string{webName, flName} {
-		if v := k.webSecret[name]; v == nil || v.broken {
+		if v := k.webSecret[name]; v == nil || v.broken || v.tokenReplicas {
 			k.webSecret[name] = &secretValues{replicas: 2, token: k.canary()}
 			k.writeSecret(name)
 		}

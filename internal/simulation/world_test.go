@@ -367,6 +367,9 @@ func (w *world) logf(format string, args ...any) {
 func (w *world) failf(invariant, format string, args ...any) {
 	w.t.Helper()
 	from := max(0, len(w.hist)-25)
+	if *histFlag {
+		from = 0
+	}
 	w.t.Fatalf("seed %d step %d: invariant %s violated: %s\nreplay: go test ./internal/simulation -run TestSimulation -args -seed=%d\nlast steps:\n  %s",
 		w.seed, w.step, invariant, fmt.Sprintf(format, args...), w.seed, strings.Join(w.hist[from:], "\n  "))
 }

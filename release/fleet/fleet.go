@@ -705,6 +705,12 @@ func (p *Plan) planned(k Key) bool {
 	return ok && !p.gone[k]
 }
 
+// Removed reports whether k is in the plan only to be removed from its
+// member: a release garbage collection uninstalls (it left the member or
+// the inputs), a Kustomization it deletes. A placed release whose own
+// plan is an uninstall (a remediation) is not.
+func (p *Plan) Removed(k Key) bool { return p.removed(k) }
+
 // removed reports whether k is in the plan as an uninstall or delete.
 func (p *Plan) removed(k Key) bool {
 	if k.IsKustomization() {
