@@ -39,6 +39,7 @@ var knownBugs = map[int64]string{}
 // fixed (each fails without its fix).
 var regressions = []int64{
 	1,  // an override failing on a member uninstalled the release there (fleet-mode controller: "ready on 1/3")
+	40, // fleet mode counted a member the release left ("ready on 2/2" placed on one), and must not drop a placed one being remediated
 	4,  // a halted rollout rolled a member back and its copy stayed Ready
 	10, // a halted rollout's failed rollback was dropped from the report
 	20, // the report named the revision an uninstall remediation removed
