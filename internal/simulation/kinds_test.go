@@ -669,7 +669,7 @@ func (k *kinds) applyKust() {
 		k.w.logf("kinds: apply kustomizations: plan: %v", err)
 		return
 	}
-	k.out["plan"] = fmt.Sprintf("%v %+v", plan, plan) + plan.Table()
+	k.out["plan"] = fmt.Sprintf("%v %+v", plan, plan) + plan.Table() + plan.Diff()
 	for _, kp := range plan.Kustomizations {
 		k.out["plan kustomization "+kp.Key().String()] = fmt.Sprintf("%+v", *kp)
 	}
@@ -683,7 +683,7 @@ func (k *kinds) applyKust() {
 	k.out["apply error"] = fmt.Sprintf("%v %+v", err, err)
 	var lines []string
 	if rep != nil {
-		k.out["report"] = fmt.Sprintf("%v %+v", rep, rep)
+		k.out["report"] = fmt.Sprintf("%v %+v", rep, rep) + rep.Table()
 		if data, err := json.Marshal(rep); err == nil {
 			k.out["report JSON"] = string(data)
 		}
