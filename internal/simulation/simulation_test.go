@@ -39,10 +39,11 @@ var knownBugs = map[int64]string{}
 // fixed (each fails without its fix).
 var regressions = []int64{
 	1,  // an override failing on a member uninstalled the release there (fleet-mode controller: "ready on 1/3")
+	31, // a halted rollout rolled back again a member its reconciler had rolled back, after an upgrade that wrote nothing
 	40, // fleet mode counted a member the release left ("ready on 2/2" placed on one), and must not drop a placed one being remediated
 	4,  // a halted rollout rolled a member back and its copy stayed Ready
 	10, // a halted rollout's failed rollback was dropped from the report
-	20, // the report named the revision an uninstall remediation removed
+	20, // the report named the revision an uninstall remediation removed; a halted rollout rolled back again a member running its own earlier rollback (status had no action)
 	26, // an uninstall left 'uninstalling' by a failing pre-delete hook
 	46, // the fleet took a placed release left 'uninstalling' for garbage
 }
@@ -416,6 +417,7 @@ func (w *world) check() {
 				key, w.revs[key], n, acc, reported)
 		}
 	}
+	w.checkTwice()
 	w.checkpoint()
 	// Invariant 1: Ready means ready.
 	if w.solo.IsReady() {
@@ -558,4 +560,33 @@ func conditions(r *release.Release) string {
 		out = append(out, fmt.Sprintf("%s=%s %s %q (gen %d)", c.Type, c.Status, c.Reason, c.Message, c.ObservedGeneration))
 	}
 	return fmt.Sprintf("generation %d observed %d [%s]", r.Generation, r.Status.ObservedGeneration, strings.Join(out, ", "))
+}
+
+// checkTwice fails when a step added two rollbacks in a row to the same
+// revision on a cluster (invariant 3: no action happens twice), as a
+// halted rollout that rolled back a member its reconciler had just
+// rolled back did.
+func (w *world) checkTwice() {
+	w.t.Helper()
+	for _, key := range releasesOn() {
+		c, name, _ := strings.Cut(key, "/")
+		hist, err := w.clusters[c].Storage(ns).History(name)
+		if err != nil {
+			continue
+		}
+		byVersion := map[int]*helmrelease.Release{}
+		for _, h := range hist {
+			byVersion[h.Version] = h
+		}
+		// The revisions this step added, each beside the one before.
+		for v := w.revs[key] + 1; byVersion[v] != nil; v++ {
+			cur, prev := byVersion[v], byVersion[v-1]
+			if prev == nil {
+				continue
+			}
+			if strings.HasPrefix(cur.Info.Description, "Rollback to ") && cur.Info.Description == prev.Info.Description {
+				w.failf("3 (every action accounted for)", "%s: revisions %d and %d are both %q: one rollback ran twice", key, v-1, v, cur.Info.Description)
+			}
+		}
+	}
 }
