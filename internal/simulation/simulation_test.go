@@ -584,7 +584,10 @@ func (w *world) checkTwice() {
 			if prev == nil {
 				continue
 			}
-			if strings.HasPrefix(cur.Info.Description, "Rollback to ") && cur.Info.Description == prev.Info.Description {
+			// A rollback that failed (left failed or pending) may be
+			// tried again; one that succeeded may not.
+			done := prev.Info.Status == helmrelease.StatusDeployed || prev.Info.Status == helmrelease.StatusSuperseded
+			if done && strings.HasPrefix(cur.Info.Description, "Rollback to ") && cur.Info.Description == prev.Info.Description {
 				w.failf("3 (every action accounted for)", "%s: revisions %d and %d are both %q: one rollback ran twice", key, v-1, v, cur.Info.Description)
 			}
 		}
