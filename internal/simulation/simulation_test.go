@@ -26,6 +26,7 @@ var (
 	seedsFlag = flag.Int("seeds", 0, "schedules to run when -seed is not set (default 30, 4 under the race detector)")
 	firstFlag = flag.Int64("first", 1, "first seed of the schedules run when -seed is not set")
 	stepsFlag = flag.Int("steps", 100, "steps per schedule")
+	histFlag  = flag.Bool("hist", false, "log the history of each schedule")
 )
 
 // knownBugs are seeds whose violation is a real bug not fixed yet, with
@@ -37,9 +38,12 @@ var knownBugs = map[int64]string{}
 // regressions are seeds that found a violation, kept so that it stays
 // fixed (each fails without its fix).
 var regressions = []int64{
+	1,  // an override failing on a member uninstalled the release there (fleet-mode controller: "ready on 1/3")
+	31, // a halted rollout rolled back again a member its reconciler had rolled back, after an upgrade that wrote nothing
+	40, // fleet mode counted a member the release left ("ready on 2/2" placed on one), and must not drop a placed one being remediated
 	4,  // a halted rollout rolled a member back and its copy stayed Ready
 	10, // a halted rollout's failed rollback was dropped from the report
-	20, // the report named the revision an uninstall remediation removed
+	20, // the report named the revision an uninstall remediation removed; a halted rollout rolled back again a member running its own earlier rollback (status had no action)
 	26, // an uninstall left 'uninstalling' by a failing pre-delete hook
 	46, // the fleet took a placed release left 'uninstalling' for garbage
 }
@@ -90,6 +94,7 @@ func TestSimulationReplays(t *testing.T) {
 // final phase without faults. It returns the schedule's history.
 func runSchedule(t *testing.T, seed int64, steps int) []string {
 	w := newWorld(t, seed)
+	w.kinds = newKinds(w)
 	defer func() {
 		if p := recover(); p != nil {
 			w.failf("5 (no panic)", "panic: %v\n%s", p, debug.Stack())
@@ -100,9 +105,15 @@ func runSchedule(t *testing.T, seed int64, steps int) []string {
 		w.accounted = map[string]int{}
 		w.clock.advance(time.Minute)
 		w.randomStep()
+		w.kinds.randomStep()
 		w.check()
+		w.kinds.check()
 	}
 	w.final()
+	w.kinds.final()
+	if *histFlag {
+		t.Logf("seed %d:\n  %s", seed, strings.Join(w.hist, "\n  "))
+	}
 	return w.hist
 }
 
@@ -406,6 +417,7 @@ func (w *world) check() {
 				key, w.revs[key], n, acc, reported)
 		}
 	}
+	w.checkTwice()
 	w.checkpoint()
 	// Invariant 1: Ready means ready.
 	if w.solo.IsReady() {
@@ -548,4 +560,36 @@ func conditions(r *release.Release) string {
 		out = append(out, fmt.Sprintf("%s=%s %s %q (gen %d)", c.Type, c.Status, c.Reason, c.Message, c.ObservedGeneration))
 	}
 	return fmt.Sprintf("generation %d observed %d [%s]", r.Generation, r.Status.ObservedGeneration, strings.Join(out, ", "))
+}
+
+// checkTwice fails when a step added two rollbacks in a row to the same
+// revision on a cluster (invariant 3: no action happens twice), as a
+// halted rollout that rolled back a member its reconciler had just
+// rolled back did.
+func (w *world) checkTwice() {
+	w.t.Helper()
+	for _, key := range releasesOn() {
+		c, name, _ := strings.Cut(key, "/")
+		hist, err := w.clusters[c].Storage(ns).History(name)
+		if err != nil {
+			continue
+		}
+		byVersion := map[int]*helmrelease.Release{}
+		for _, h := range hist {
+			byVersion[h.Version] = h
+		}
+		// The revisions this step added, each beside the one before.
+		for v := w.revs[key] + 1; byVersion[v] != nil; v++ {
+			cur, prev := byVersion[v], byVersion[v-1]
+			if prev == nil {
+				continue
+			}
+			// A rollback that failed (left failed or pending) may be
+			// tried again; one that succeeded may not.
+			done := prev.Info.Status == helmrelease.StatusDeployed || prev.Info.Status == helmrelease.StatusSuperseded
+			if done && strings.HasPrefix(cur.Info.Description, "Rollback to ") && cur.Info.Description == prev.Info.Description {
+				w.failf("3 (every action accounted for)", "%s: revisions %d and %d are both %q: one rollback ran twice", key, v-1, v, cur.Info.Description)
+			}
+		}
+	}
 }

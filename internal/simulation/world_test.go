@@ -253,6 +253,9 @@ type world struct {
 	policies policy.Set
 	store    fleet.Store
 	fleet    *fleet.Fleet
+	// kinds is the schedule's second track: the controller and the
+	// Kustomizations.
+	kinds *kinds
 	// restarts counts the fleets made over the store.
 	restarts int
 
@@ -364,6 +367,9 @@ func (w *world) logf(format string, args ...any) {
 func (w *world) failf(invariant, format string, args ...any) {
 	w.t.Helper()
 	from := max(0, len(w.hist)-25)
+	if *histFlag {
+		from = 0
+	}
 	w.t.Fatalf("seed %d step %d: invariant %s violated: %s\nreplay: go test ./internal/simulation -run TestSimulation -args -seed=%d\nlast steps:\n  %s",
 		w.seed, w.step, invariant, fmt.Sprintf(format, args...), w.seed, strings.Join(w.hist[from:], "\n  "))
 }

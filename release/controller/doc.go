@@ -137,8 +137,12 @@
 // fails for it (fleet.MemberError), makes it False, reason
 // ReconciliationFailed, naming the member and the failure, with a Warning
 // event, and the fleet is tried again after FleetConfig.RetryInterval.
-// Charts come from FleetConfig.Charts, or from FleetConfig.Resolver and
-// the hub's source objects as in one-cluster mode. Members come from a MemberSource: SecretMembers reads kubeconfig
+// A member the release left (its placement changed) is not counted: the
+// release is uninstalled there, and only an uninstall that fails is
+// named, as "<member> (no longer placed there; uninstall)", making Ready
+// False. Charts come from FleetConfig.Charts, or from FleetConfig.Resolver
+// and the hub's source objects as in one-cluster mode. Members come from a
+// MemberSource: SecretMembers reads kubeconfig
 // Secrets labelled helmfleet.io/member=<name> on the hub (their other
 // labels are the placement labels), StaticMembers is a fixed list. The
 // per-member statuses stay in the fleet's inventory: in

@@ -330,12 +330,21 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 		byRel[it.Key.Namespace+"/"+it.Key.Name] = append(byRel[it.Key.Namespace+"/"+it.Key.Name], it)
 		r.metrics.countActions(it.Key.Cluster, it.Actions)
 	}
+	// A member a release left is garbage-collected there (the plan
+	// uninstalls it): it is no longer one of the release's members.
+	removal := plan.Removed
 	requeue, failed := time.Duration(0), false
 	for _, rel := range in.Releases {
 		ref := rel.Namespace + "/" + rel.Name
 		items := byRel[ref]
-		status, reason, msg := summarize(items, failedOn[ref])
-		if len(items) == 0 && len(failedOn[ref]) == 0 {
+		status, reason, msg := summarize(items, failedOn[ref], removal)
+		placed := len(failedOn[ref])
+		for _, it := range items {
+			if !removal(it.Key) {
+				placed++
+			}
+		}
+		if placed == 0 {
 			status, reason, msg = metav1.ConditionFalse, "NotPlaced", "no member gets this release: no propagation policy places it"
 			for _, e := range plan.PlacementErrors() {
 				if strings.Contains(e.Error(), ref) {
@@ -363,15 +372,28 @@ func (r *FleetReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.R
 // summarize is a release's Ready condition over its members: the items
 // applied and the members where it failed before it could be (failed);
 // its reason is AccessDenied when a member refused the release's
-// references.
-func summarize(items []fleet.ItemReport, failed []*fleet.MemberError) (metav1.ConditionStatus, string, string) {
-	var ready, notReady []string
+// references. An item removal says is the uninstall from a member the
+// release left: not one of its members, it is named only when it
+// failed, and then the release is not Ready.
+func summarize(items []fleet.ItemReport, failed []*fleet.MemberError, removal func(fleet.Key) bool) (metav1.ConditionStatus, string, string) {
+	var ready, notReady, leaving []string
 	for _, e := range failed {
 		notReady = append(notReady, e.Key.Cluster+": "+firstLine(e.Err.Error()))
 	}
-	total := len(items) + len(failed)
+	total := len(failed)
 	reason := release.ReasonReconciliationFailed
 	for _, it := range items {
+		if removal(it.Key) {
+			if it.State != depgraph.Succeeded {
+				why := it.State.String()
+				if it.Err != nil {
+					why = firstLine(it.Err.Error())
+				}
+				leaving = append(leaving, it.Key.Cluster+" (no longer placed there; uninstall): "+why)
+			}
+			continue
+		}
+		total++
 		if _, ok := errors.AsType[*release.AccessDeniedError](it.Err); ok {
 			reason = release.ReasonAccessDenied
 		}
@@ -387,6 +409,8 @@ func summarize(items []fleet.ItemReport, failed []*fleet.MemberError) (metav1.Co
 	}
 	sort.Strings(ready)
 	sort.Strings(notReady)
+	sort.Strings(leaving)
+	notReady = append(notReady, leaving...)
 	if len(notReady) == 0 {
 		return metav1.ConditionTrue, release.ReasonReconciliationSucceeded,
 			fmt.Sprintf("ready on %d/%d members: %s", len(ready), total, strings.Join(ready, ", "))

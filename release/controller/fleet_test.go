@@ -189,3 +189,36 @@ func TestFleetOverrideFailureIsNotReady(t *testing.T) {
 	assert.Contains(t, ready.Message, "ready on 0/2 members; dev-1: ")
 	assert.Contains(t, ready.Message, "; prod-1: ")
 }
+
+// A member a release leaves is not one of its members any more: its
+// Ready counts the members it is placed on, not the one it is being
+// uninstalled from; an uninstall there that fails makes it not Ready,
+// naming that member (found by the simulation, seed 1 of its second
+// track: "ready on 2/2 members: f1, f2" when placed on f1 only).
+func TestFleetMemberLeftIsNotCounted(t *testing.T) {
+	tf := newTestFleet(t, placeEverywhere)
+	_, got := tf.reconcile(t)
+	require.Equal(t, "ready on 2/2 members: dev-1, prod-1", got.Status.GetCondition(release.ConditionReady).Message)
+
+	pol := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(placeEverywhere), &pol.Object))
+	require.NoError(t, tf.hub.Get(t.Context(), client.ObjectKeyFromObject(pol), pol))
+	exprs, _, _ := unstructured.NestedSlice(pol.Object, "spec", "placement", "clusterAffinity", "labelSelector", "matchExpressions")
+	exprs[0].(map[string]any)["values"] = []any{"dev"}
+	require.NoError(t, unstructured.SetNestedSlice(pol.Object, exprs, "spec", "placement", "clusterAffinity", "labelSelector", "matchExpressions"))
+	require.NoError(t, tf.hub.Update(t.Context(), pol))
+
+	// prod-1's uninstall fails: not Ready, naming it, counted apart.
+	tf.prod.SetUnreachable(errors.New("connection refused"))
+	_, got = tf.reconcile(t)
+	ready := got.Status.GetCondition(release.ConditionReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	assert.Contains(t, ready.Message, "ready on 1/1 members; prod-1 (no longer placed there; uninstall): ")
+
+	tf.prod.SetUnreachable(nil)
+	res, got := tf.reconcile(t)
+	assert.Equal(t, "True ReconciliationSucceeded", condition(got.Status, release.ConditionReady))
+	assert.Equal(t, "ready on 1/1 members: dev-1", got.Status.GetCondition(release.ConditionReady).Message)
+	assert.Equal(t, podinfoInterval, res.RequeueAfter)
+	assert.NotContains(t, tf.prod.Summary(), "Deployment apps/podinfo", "uninstalled from the member it left")
+}

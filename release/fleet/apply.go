@@ -658,11 +658,16 @@ func (e *RollbackError) Unwrap() error { return e.Err }
 // remediatedByRollback says whether rel's latest revision is a rollback
 // that remediated its failure (the reconciler's, or an earlier halted
 // rollout's) and is deployed: rolling back from it would only repeat it.
+// That holds too when a later attempt failed before Helm wrote a
+// revision (its Remediated condition is gone, the rollback still runs).
 func remediatedByRollback(rel *release.Release) bool {
 	c := rel.Status.GetCondition(release.ConditionRemediated)
 	cur := rel.Status.History.Latest()
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == release.ReasonRollbackSucceeded &&
-		cur != nil && cur.Status == release.SnapshotStatusDeployed
+	if cur == nil || cur.Status != release.SnapshotStatusDeployed {
+		return false
+	}
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == release.ReasonRollbackSucceeded ||
+		cur.Action == string(reconcile.ActionRollback)
 }
 
 type wave struct {

@@ -556,9 +556,20 @@ func (f *Fleet) releaseWork(member string, r *release.Release) todo {
 // no longer has: releases to uninstall and Kustomizations to delete,
 // unless suspended. A unit a Kustomization produced is left in place
 // when that Kustomization does not prune it (as Flux orphans it) or
-// failed (what it produces is unknown).
+// failed (what it produces is unknown). A unit that failed on its member
+// before it could be planned (a *MemberError: an override that fails
+// there) is still placed there: it is left in place too.
 func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kByRef map[string]bool) {
+	failed := map[Key]bool{}
+	for _, e := range plan.Errors {
+		if me, ok := errors.AsType[*MemberError](e); ok {
+			failed[me.Key] = true
+		}
+	}
 	goneRels, goneKusts := f.inv.except(func(k Key) bool {
+		if failed[k] {
+			return true
+		}
 		if k.IsKustomization() {
 			_, ok := plan.kitems[k]
 			return ok
@@ -693,6 +704,12 @@ func (p *Plan) planned(k Key) bool {
 	_, ok := p.items[k]
 	return ok && !p.gone[k]
 }
+
+// Removed reports whether k is in the plan only to be removed from its
+// member: a release garbage collection uninstalls (it left the member or
+// the inputs), a Kustomization it deletes. A placed release whose own
+// plan is an uninstall (a remediation) is not.
+func (p *Plan) Removed(k Key) bool { return p.removed(k) }
 
 // removed reports whether k is in the plan as an uninstall or delete.
 func (p *Plan) removed(k Key) bool {

@@ -528,3 +528,46 @@ func TestFleetDependencyReadyFromEarlierApply(t *testing.T) {
 		}
 	}
 }
+
+// A release whose override fails on a member where it runs stays there:
+// the member is a failed member of the plan (a *MemberError), not one the
+// release left, so garbage collection does not uninstall it (found by the
+// simulation, seed 1 of its second track).
+func TestFleetOverrideFailureKeepsRunningRelease(t *testing.T) {
+	ctx := context.Background()
+	tf := newTestFleet(t, nil)
+	plan, err := tf.fleet.Plan(ctx, decodeInputs(t, fleetYAML))
+	require.NoError(t, err)
+	_, err = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, helmList(t, tf.members["prod-us-1"]))
+
+	failsOnUS := fleetYAML + `---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-us, namespace: apps}
+spec:
+  resourceSelectors:
+    - {apiVersion: helm.toolkit.fluxcd.io/v2, kind: HelmRelease, name: podinfo}
+  overrideRules:
+    - targetCluster: {clusterNames: [prod-us-1]}
+      overriders:
+        plaintext: [{path: /spec/nothing/here, operator: replace, value: x}]
+`
+	plan, err = tf.fleet.Plan(ctx, decodeInputs(t, failsOnUS))
+	require.NoError(t, err)
+	var failed []fleet.Key
+	for _, e := range plan.PlacementErrors() {
+		if me, ok := errors.AsType[*fleet.MemberError](e); ok {
+			failed = append(failed, me.Key)
+		}
+	}
+	us := fleet.Key{Cluster: "prod-us-1", Namespace: "apps", Name: "podinfo"}
+	assert.Equal(t, []fleet.Key{us}, failed)
+	if it, ok := plan.Item(us); ok {
+		assert.NotEqual(t, reconcile.ActionUninstall, it.Action, "%s: %s", it.Action, it.Reason)
+	}
+	_, _ = tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
+	assert.Equal(t, []string{"podinfo 6.5.0 deployed"}, helmList(t, tf.members["prod-us-1"]), "the release still runs where its override failed")
+	assert.Len(t, tf.fleet.Inventory(), 3, "its copy stays in the inventory")
+}

@@ -2,7 +2,10 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
@@ -79,4 +83,75 @@ func TestFleetRolloutNoDoubleRollback(t *testing.T) {
 			assert.Equal(t, "6.5.0 deployed", last.Chart.Metadata.Version+" "+last.Info.Status.String())
 		})
 	}
+}
+
+// A member whose reconciler rolled its failed upgrade back in an earlier
+// apply, and whose next upgrade fails before Helm writes a revision, still
+// runs that rollback: a halting rollout with RollbackFailed leaves it
+// alone instead of adding a second "Rollback to 1" (found by the
+// simulation, seeds 31 and 20). So does a member the rollout rolled back
+// itself: the status records that its latest revision was a rollback.
+func TestFleetRolloutNoSecondRollbackOfARollback(t *testing.T) {
+	for _, n := range []int{1, 0} {
+		t.Run(fmt.Sprintf("retries=%d", n), func(t *testing.T) { noSecondRollback(t, n) })
+	}
+}
+
+func noSecondRollback(t *testing.T, n int) {
+	ctx := context.Background()
+	retries := func(r *release.Release) {
+		r.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: n}}
+	}
+	tf, plan := brokenUpgradeWith(t, retries, "prod-eu-1")
+	opts := fleet.ApplyOptions{Rollout: &fleet.Rollout{
+		Waves:    []fleet.Wave{{Name: "prod-eu", Clusters: []string{"prod-eu-1"}}},
+		BakeTime: time.Millisecond, RollbackFailed: true,
+	}}
+	_, err := tf.fleet.Apply(ctx, plan, opts)
+	require.Error(t, err)
+	c := tf.members["prod-eu-1"]
+	require.Equal(t, []string{"v1 superseded", "v2 failed", "v3 deployed Rollback to 1"}, history(t, c))
+
+	// The next upgrade fails at Helm's storage, before any revision.
+	c.SetFaults(memory.FailNth(memory.OpStorageCreate, nil, 1, errors.New("injected")))
+	in := decodeInputs(t, strings.Replace(fleetYAML, "value: \"6.6.0-rc.1\"", "value: \"6.5.0\"", 1))
+	for _, r := range in.Releases {
+		// A new generation: the Remediated condition of the last one
+		// is gone, the rollback still runs.
+		r.Generation = 2
+		r.Spec.Values = map[string]any{"replicaCount": 3}
+		r.Spec.Install = nil
+		r.Spec.Chart.Spec.Version = "6.5.1"
+		r.Spec.Timeout = &metav1Duration20ms
+		retries(r)
+	}
+	plan, err = tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	rep, err := tf.fleet.Apply(ctx, plan, opts)
+	require.Error(t, err)
+	assert.True(t, rep.Halted)
+	for _, it := range rep.Items {
+		if it.Key.Cluster == "prod-eu-1" {
+			assert.False(t, it.RolledBack, "%v", it.Err)
+		}
+	}
+	assert.Equal(t, []string{"v1 superseded", "v2 failed", "v3 deployed Rollback to 1"}, history(t, c))
+}
+
+// history lists podinfo's Helm revisions on c: version, status and, for a
+// rollback, its description.
+func history(t *testing.T, c *memory.Cluster) []string {
+	t.Helper()
+	hist, err := c.Storage("apps").History("podinfo")
+	require.NoError(t, err)
+	sort.Slice(hist, func(i, j int) bool { return hist[i].Version < hist[j].Version })
+	var out []string
+	for _, h := range hist {
+		s := fmt.Sprintf("v%d %s", h.Version, h.Info.Status)
+		if strings.HasPrefix(h.Info.Description, "Rollback") {
+			s += " " + h.Info.Description
+		}
+		out = append(out, s)
+	}
+	return out
 }

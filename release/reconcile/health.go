@@ -70,9 +70,14 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster release.Clu
 	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
 	rb.Wait = !rel.GetRollback().DisableWait
 	rb.MaxHistory = rel.GetMaxHistory()
+	before := rel.Status.History.Latest()
 	err = ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
 	if last, lerr := lastRelease(cfg.Releases, rel.GetReleaseName()); lerr == nil && last != nil {
 		rel.Status.History = upsertSnapshot(rel.Status.History, snapshotOf(last, ""))
+		if before == nil || last.Version > before.Version {
+			// The rollback wrote it (status.history[].action).
+			ru.markAction(ActionRollback)
+		}
 	}
 	if err != nil {
 		// The rollout judged the release failed and the rollback may
