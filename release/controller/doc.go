@@ -127,30 +127,30 @@
 // # A fleet
 //
 // FleetReconciler (SetupFleet) keeps HelmReleases and Karmada
-// PropagationPolicies and OverridePolicies on a hub and runs them on
-// member clusters with release/fleet: every change of a release, a policy
-// or a member Secret replans the whole fleet (one reconcile key), which is
+// PropagationPolicies and OverridePolicies on a hub and runs them on member
+// clusters with release/fleet: every change of a release, a policy or a
+// member Secret replans the whole fleet (one reconcile key), which is
 // applied in dependency order across members; each HelmRelease's Ready
 // condition says on how many members it is ready, and why not on the
-// others. It is True only when the release is ready on every member it
-// is placed on: a member where it failed, or where an override policy
-// fails for it (fleet.MemberError), makes it False, reason
-// ReconciliationFailed, naming the member and the failure, with a Warning
-// event, and the fleet is tried again after FleetConfig.RetryInterval.
-// A member the release left (its placement changed) is not counted: the
-// release is uninstalled there, and only an uninstall that fails is
-// named, as "<member> (no longer placed there; uninstall)", making Ready
-// False. Charts come from FleetConfig.Charts, or from FleetConfig.Resolver
-// and the hub's source objects as in one-cluster mode. Members come from a
-// MemberSource: SecretMembers reads kubeconfig
-// Secrets labelled helmfleet.io/member=<name> on the hub (their other
-// labels are the placement labels), StaticMembers is a fixed list. The
-// per-member statuses stay in the fleet's inventory: in
-// FleetConfig.Store when set (fleet.NewObjectStore over
-// ObjectClient("hub", mgr.GetClient()) keeps it in Secrets on the hub), so a restarted or newly elected controller still uninstalls
-// from the members a release removed while none ran; without a store, in
-// memory only, and such a release is left on its members. Do not run both reconcilers on the same HelmReleases:
-// shard them apart.
+// others. It is True only when the release is ready on every member it is
+// placed on: a member where it failed, or where an override policy fails
+// for it (fleet.MemberError), makes it False, reason ReconciliationFailed,
+// naming the member and the failure, with a Warning event, and the fleet is
+// tried again after FleetConfig.RetryInterval. A member the release left
+// (its placement changed) is not counted: the release is uninstalled there,
+// and only an uninstall that fails is named, as "<member> (no longer placed
+// there; uninstall)", making Ready False. Charts come from
+// FleetConfig.Charts, or from FleetConfig.Resolver and the hub's source
+// objects as in one-cluster mode. Members come from a MemberSource:
+// SecretMembers reads kubeconfig Secrets labelled
+// helmfleet.io/member=<name> on the hub (their other labels are the
+// placement labels), StaticMembers is a fixed list. The per-member statuses
+// stay in the fleet's inventory: in FleetConfig.Store when set
+// (fleet.NewObjectStore over ObjectClient("hub", mgr.GetClient()) keeps it
+// in Secrets on the hub), so a restarted or newly elected controller still
+// uninstalls from the members a release removed while none ran; without a
+// store, in memory only, and such a release is left on its members. Do not
+// run both reconcilers on the same HelmReleases: shard them apart.
 //
 // # Service accounts in a fleet
 //
