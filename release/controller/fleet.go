@@ -46,8 +46,8 @@ var (
 var fleetRequest = ctrlreconcile.Request{NamespacedName: types.NamespacedName{Name: "fleet"}}
 
 // FleetConfig is what a FleetReconciler needs. Client and Members are
-// required, and exactly one of Charts and Resolver; SetupFleet fills Client, Cache and Events from the
-// manager.
+// required, and exactly one of Charts and Resolver; SetupFleet fills
+// Client, Cache and Events from the manager.
 type FleetConfig struct {
 	// Client writes the HelmReleases' status.
 	Client client.Client
