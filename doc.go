@@ -78,7 +78,7 @@
 // Flux fields are acted on, warned or refused.
 //
 // Runnable programs live under examples/ (quickstart, fleet, controller,
-// unittest, realcluster, seed003); start with
+// unittest, realcluster, fluxrepo); start with
 //
 //	go run ./examples/quickstart
 package helmfleet

@@ -1,6 +1,6 @@
-// Command seed003 runs a Flux repository laid out as seed 003 keeps its
-// EKS fleet (after the layout Flux's examples recommend) on an
-// in-memory fleet, unchanged: nothing flattened, nothing rewritten as
+// Command fluxrepo runs a Flux repository in the layout Flux's examples
+// recommend, as a platform keeps its fleet of clusters, on an in-memory
+// fleet, unchanged: nothing flattened, nothing rewritten as
 // policies.
 //
 // The repository (repo/, embedded; -repo reads another checkout):
@@ -19,7 +19,7 @@
 //	                                     the stable line with more replicas on prod
 //	apps/base/podinfo/, apps/{dev,prod}/ podinfo and its Certificate, patched per env
 //
-// bootstrap.yaml is what seed 003's ClusterAPI creates on each cluster
+// bootstrap.yaml is what Cluster API creates on each new cluster
 // beside Flux (as flux bootstrap --path=clusters/<env> would): the
 // flux-system Kustomization reading clusters/dev, placed on every member,
 // with prod members reading clusters/prod. The fleet builds each member's
@@ -27,15 +27,15 @@
 // clusters/<env> holds and the HelmReleases they build as units of its
 // own on that member, in dependency order across kinds, and rolls out in
 // two waves: dev (dev-1, dev-2), then prod (prod-1).
-// Each member starts with the per-cluster ConfigMaps seed 003's ClusterAPI
-// puts there (ClusterResourceSets). It prints the plan, the rollout
+// Each member starts with the per-cluster ConfigMaps Cluster API puts
+// there (ClusterResourceSets). It prints the plan, the rollout
 // report, the dependency graph as Mermaid, the order in which each
 // member's units became ready, each Kustomization's Flux status, what each
 // member runs, and what planning again (Flux's next interval) would
 // change: nothing. It needs no cluster, network or flags:
 //
-//	go run ./examples/seed003
-//	go run ./examples/seed003 -repo path/to/checkout
+//	go run ./examples/fluxrepo
+//	go run ./examples/fluxrepo -repo path/to/checkout
 package main
 
 import (
@@ -70,7 +70,7 @@ var embedded embed.FS
 var bootstrapYAML string
 
 func main() {
-	dir := flag.String("repo", "", "checkout of a repository in seed 003's layout (default: the embedded repo/)")
+	dir := flag.String("repo", "", "checkout of a repository in this layout (default: the embedded repo/)")
 	flag.Parse()
 	repo, err := fs.Sub(embedded, "repo")
 	if *dir != "" {
@@ -80,7 +80,7 @@ func main() {
 		err = run(context.Background(), repo, os.Stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "seed003:", err)
+		fmt.Fprintln(os.Stderr, "fluxrepo:", err)
 		os.Exit(1)
 	}
 }
@@ -255,7 +255,7 @@ func bootstrap() (fleet.Inputs, error) {
 	return fleet.InputsOf(objs), nil
 }
 
-// clusterResourceSets gives a new member what seed 003's ClusterAPI gives
+// clusterResourceSets gives a new member what Cluster API gives
 // each cluster with ClusterResourceSets: the ConfigMaps of its own values.
 func clusterResourceSets(ctx context.Context, c *memory.Cluster, m member) error {
 	for _, cm := range []*unstructured.Unstructured{
