@@ -89,11 +89,12 @@
 //
 // Drift follows helm-controller v1.6.3's diff and the fluxcd/pkg
 // ssa/jsondiff v0.76.1 it requires; their data-driven tests run as the
-// package's peer suite (testdata/peer/flux), each case marked agree, documented difference or skipped with its reason, and run
-// with the options that express Flux's configuration (helm-controller's
-// Diff rationalizes, overrides its --override-manager managers and
-// applies as its field manager). Corrections are ordered as
-// fluxcd/pkg/ssa orders kinds (Namespaces and CRDs first).
+// package's peer suite (testdata/peer/flux), each case marked agree,
+// documented difference or skipped with its reason, and run with the
+// options that express Flux's configuration (helm-controller's Diff
+// rationalizes, overrides its --override-manager managers and applies as
+// its field manager). Corrections are ordered as fluxcd/pkg/ssa orders
+// kinds (Namespaces and CRDs first).
 //
 // Where helmfleet differs, deliberately (SEMANTICS.md §6), and why (the
 // README's table "How helmfleet differs from Flux and Karmada" lists these

@@ -71,23 +71,22 @@
 // # Fidelity to Flux
 //
 // The state machine follows Flux helm-controller v1.6.3, checked by that
-// project's own test data, ported into the package's tests: the state and action tables, the atomic-release scenarios and the suites of
-// each action. As in Flux, an install starts a new history, a failure
-// counts against the retries only when it wrote a release record, Ready is
+// project's own test data, ported into the package's tests: the state and
+// action tables, the atomic-release scenarios and the suites of each
+// action. As in Flux, an install starts a new history, a failure counts
+// against the retries only when it wrote a release record, Ready is
 // composed from Remediated, TestSuccess and Released (SummarizeReady), and
 // a stall keeps Ready's failure reason beside Stalled. Documented
-// differences: a release.Snapshot records no action;
-// a reconcile in which an action failed returns that failure as its
-// error even when a remediation followed, where Flux returns none after a
-// remediation; and a snapshot's digest
-// leaves out what Helm changes over a revision's life (its status when
-// superseded, its hooks' last run), so a rollback target stays
-// verifiable, where Flux's digest covers the status. Because the digests
-// differ, helmfleet marks its snapshots apiVersion helmfleet.io/v1
-// (release.SnapshotAPIVersion) and checks the digest of those alone; a snapshot of
-// any other format (Flux's apiVersion v2, or Flux's legacy snapshots with
-// none, from a HelmRelease moved to helmfleet) is matched by name,
-// namespace and revision alone, as Flux treats its legacy snapshots,
+// differences: a reconcile in which an action failed returns that failure as its error even when a
+// remediation followed, where Flux returns none after a remediation; and a
+// snapshot's digest leaves out what Helm changes over a revision's life
+// (its status when superseded, its hooks' last run), so a rollback target
+// stays verifiable, where Flux's digest covers the status. Because the
+// digests differ, helmfleet marks its snapshots apiVersion helmfleet.io/v1
+// (release.SnapshotAPIVersion) and checks the digest of those alone; a
+// snapshot of any other format (Flux's apiVersion v2, or Flux's legacy
+// snapshots with none, from a HelmRelease moved to helmfleet) is matched by
+// name, namespace and revision alone, as Flux treats its legacy snapshots,
 // rather than counted as a release someone else changed.
 //
 // Uninstall checks ownership as Flux does: it removes a Helm release only
