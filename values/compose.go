@@ -374,11 +374,38 @@ func (c *composer) assign(p pending) error {
 	case isQuoted(text):
 		mode, text = setString, strings.Trim(text, `'"`)
 	}
+	if droppedPath(p.ref.TargetPath) {
+		return c.fail(p.src, 0, ErrTargetPath, droppedMessage(p.ref.TargetPath), nil)
+	}
 	observe := func(path string, old any, had bool, v any) { c.t.assign(path, old, had, v, p.src) }
 	if err := setLine(c.acc, p.ref.TargetPath+"="+text, mode, observe); err != nil {
 		return c.fail(p.src, 0, ErrTargetPath, err.Error(), nil)
 	}
 	return nil
+}
+
+// droppedPath reports whether --set drops what is assigned at path: a
+// path with an empty key ("a..b", "l[0]..x") creates the maps and lists
+// before that key and then loses the value, in silence. It is tried on a
+// scratch map; a path --set cannot read is left to the real assignment to
+// report.
+func droppedPath(path string) bool {
+	scratch := map[string]any{}
+	at, hits := "", 0
+	observe := func(p string, _ any, _ bool, v any) {
+		if s, ok := v.(string); ok && s == setPlaceholder {
+			at, hits = p, hits+1
+		}
+	}
+	if err := setLine(scratch, path+"="+setPlaceholder, setString, observe); err != nil {
+		return false
+	}
+	return hits == 0 || !setAt(scratch, at, setPlaceholder, setPlaceholder)
+}
+
+// droppedMessage says why droppedPath refuses path.
+func droppedMessage(path string) string {
+	return fmt.Sprintf("targetPath %q has an empty key, under which Helm's --set drops the value (leaving only the maps and lists before it): escape the dot or name the key", path)
 }
 
 // literalEscaper escapes every character that --set-string reads as syntax
@@ -403,6 +430,9 @@ const setPlaceholder = "VALUE"
 // replaced by the real one. Text that --set would read as more than one
 // assignment is refused (see the package doc, "Secret safety").
 func (c *composer) assignSecret(p pending) error {
+	if droppedPath(p.ref.TargetPath) {
+		return c.fail(p.src, 0, ErrTargetPath, droppedMessage(p.ref.TargetPath), nil)
+	}
 	// The path is read with --set-string's escapes, also for Literal (as
 	// assign reads it); the placeholder's type does not matter.
 	mode := setString
