@@ -2,8 +2,10 @@ package kustomize_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
@@ -30,9 +32,15 @@ func FuzzBuild(f *testing.F) {
 			ee *kustomize.EntryError
 			be *kustomize.BuildError
 			de *kustomize.DecodeError
+			we *release.WithheldError
 		)
-		if !errors.As(err, &ee) && !errors.As(err, &be) && !errors.As(err, &de) {
+		// kustomize's own error about a secretGenerator may quote the
+		// Secret's data: it is withheld, naming the kustomization.
+		if !errors.As(err, &ee) && !errors.As(err, &be) && !errors.As(err, &de) && !errors.As(err, &we) {
 			t.Fatalf("untyped error %T: %v", err, err)
+		}
+		if we != nil && !strings.Contains(err.Error(), "kustomization k") {
+			t.Fatalf("withheld error names no kustomization: %v", err)
 		}
 		if ee != nil && ee.File == "" {
 			t.Fatalf("entry error names no file: %v", err)
