@@ -400,6 +400,9 @@ func droppedPath(path string) bool {
 	if err := setLine(scratch, path+"="+setPlaceholder, setString, observe); err != nil {
 		return false
 	}
+	if len(scratch) == 0 {
+		return false // nothing created: nothing left without its value
+	}
 	return hits == 0 || !setAt(scratch, at, setPlaceholder, setPlaceholder)
 }
 
