@@ -275,7 +275,11 @@ func (ru *run) warnUninstallRemediation(healthy *release.Snapshot) {
 	if healthy == nil {
 		return
 	}
-	msg := uninstallRemediationWarning(ru.rel, healthy)
+	ru.warn(uninstallRemediationWarning(ru.rel, healthy))
+}
+
+// warn adds msg to the Result's warnings, once.
+func (ru *run) warn(msg string) {
 	if !slices.Contains(ru.res.Warnings, msg) {
 		ru.res.Warnings = append(ru.res.Warnings, msg)
 	}

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,9 +39,7 @@ func (ru *run) markSourceWarnings(d *desired, err error) {
 		ru.rel.Status.RemoveCondition(release.ConditionSourceWarnings)
 	default:
 		for _, w := range d.chart.Warnings {
-			if !slices.Contains(ru.res.Warnings, w) {
-				ru.res.Warnings = append(ru.res.Warnings, w)
-			}
+			ru.warn(w)
 		}
 		ru.setCondition(release.ConditionSourceWarnings, metav1.ConditionTrue, release.ReasonAcceptedWithWarnings, strings.Join(d.chart.Warnings, "\n"))
 	}
