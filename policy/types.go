@@ -197,6 +197,28 @@ type PlacementSpec struct {
 	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
 	// ReplicaScheduling divides replicas; nil means Duplicated.
 	ReplicaScheduling *ReplicaSchedulingStrategy `json:"replicaScheduling,omitempty"`
+	// WorkloadAffinity co-locates or separates workloads by the value of a
+	// label. It is decoded so that Karmada's documents read, but helmfleet
+	// does not act on it yet: Validate refuses a policy that sets it.
+	WorkloadAffinity *WorkloadAffinity `json:"workloadAffinity,omitempty"`
+}
+
+// WorkloadAffinity is Karmada's inter-workload affinity and anti-affinity
+// (spec.placement.workloadAffinity).
+type WorkloadAffinity struct {
+	// Affinity places workloads that share the value of a label on the
+	// same clusters.
+	Affinity *WorkloadAffinityTerm `json:"affinity,omitempty"`
+	// AntiAffinity keeps workloads that share the value of a label off
+	// each other's clusters.
+	AntiAffinity *WorkloadAffinityTerm `json:"antiAffinity,omitempty"`
+}
+
+// WorkloadAffinityTerm names the label whose value groups workloads.
+type WorkloadAffinityTerm struct {
+	// GroupByLabelKey is the label key on the workload whose value names
+	// its group; groups are scoped to a namespace.
+	GroupByLabelKey string `json:"groupByLabelKey"`
 }
 
 // SpreadFieldValue names a cluster field that clusters are grouped by.
@@ -237,6 +259,19 @@ type ClusterAffinity struct {
 
 // ClusterAffinityTerm is one named fallback group of Placement.ClusterAffinities.
 type ClusterAffinityTerm struct {
+	// AffinityName names the group.
+	AffinityName    string `json:"affinityName"`
+	ClusterAffinity `json:",inline"`
+	// OverflowAffinities are further groups, in order, that Karmada adds
+	// when the clusters of this group lack capacity. It is decoded so that
+	// Karmada's documents read, but helmfleet does not act on it yet:
+	// Validate refuses a policy that sets it.
+	OverflowAffinities []OverflowClusterAffinity `json:"overflowAffinities,omitempty"`
+}
+
+// OverflowClusterAffinity is one named overflow group of a
+// ClusterAffinityTerm.
+type OverflowClusterAffinity struct {
 	// AffinityName names the group.
 	AffinityName    string `json:"affinityName"`
 	ClusterAffinity `json:",inline"`

@@ -129,6 +129,12 @@ func (v *validator) propagationSpec(s *PropagationSpec, namespace string) {
 		}
 		seen[t.AffinityName] = true
 		v.affinity(p, &t.ClusterAffinity)
+		if len(t.OverflowAffinities) > 0 {
+			v.add(p+".overflowAffinities", len(t.OverflowAffinities), "%s", unsupportedYet)
+		}
+	}
+	if pl.WorkloadAffinity != nil {
+		v.add("spec.placement.workloadAffinity", nil, "%s", unsupportedYet)
 	}
 	for i := range pl.ClusterTolerations {
 		v.toleration(fmt.Sprintf("spec.placement.clusterTolerations[%d]", i), &pl.ClusterTolerations[i])
@@ -202,28 +208,23 @@ func (v *validator) affinity(path string, a *ClusterAffinity) {
 	}
 }
 
+// unsupportedYet is the reason given for a Karmada field that helmfleet
+// decodes but does not act on.
+const unsupportedYet = "is a Karmada field that helmfleet does not support yet; remove it or place the objects without it"
+
+// toleration refuses what Karmada's admission refuses: the Lt and Gt
+// operators. Everything else Karmada admits is admitted: a toleration with
+// only an effect (no key, no operator) tolerates every taint of that
+// effect, as in Kubernetes.
 func (v *validator) toleration(path string, t *corev1.Toleration) {
-	switch t.Operator {
-	case "", corev1.TolerationOpEqual:
-		if t.Key == "" {
-			v.add(path+".operator", string(t.Operator), "must be Exists when the key is empty")
-		}
-	case corev1.TolerationOpExists:
-		if t.Value != "" {
-			v.add(path+".value", t.Value, "must be empty when the operator is Exists")
-		}
-	default:
-		v.add(path+".operator", string(t.Operator), "must be Exists or Equal")
-	}
-	switch t.Effect {
-	case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-	default:
-		v.add(path+".effect", string(t.Effect), "must be NoSchedule, PreferNoSchedule or NoExecute")
+	if t.Operator == corev1.TolerationOpLt || t.Operator == corev1.TolerationOpGt {
+		v.add(path+".operator", string(t.Operator), "must be empty, Exists or Equal (Karmada refuses Lt and Gt for clusters)")
 	}
 }
 
 func (v *validator) spread(cs []SpreadConstraint) {
 	fields := map[SpreadFieldValue]bool{}
+	byField := false // a constraint by region, zone or provider
 	for i := range cs {
 		c := &cs[i]
 		p := fmt.Sprintf("spec.placement.spreadConstraints[%d]", i)
@@ -239,6 +240,9 @@ func (v *validator) spread(cs []SpreadConstraint) {
 			if errs := validation.IsQualifiedName(c.SpreadByLabel); len(errs) > 0 {
 				v.add(p+".spreadByLabel", c.SpreadByLabel, "%s", errs[0])
 			}
+		}
+		if c.SpreadByField != "" && c.SpreadByField != SpreadByFieldCluster {
+			byField = true
 		}
 		f := spreadKey(c)
 		if fields[f] {
@@ -261,8 +265,8 @@ func (v *validator) spread(cs []SpreadConstraint) {
 			groups++
 		}
 	}
-	if groups > 0 && !fields[SpreadByFieldCluster] {
-		v.add("spec.placement.spreadConstraints", len(cs), "a constraint by cluster is required with one by region, zone, provider or label")
+	if byField && !fields[SpreadByFieldCluster] {
+		v.add("spec.placement.spreadConstraints", len(cs), "a constraint by cluster is required with one by region, zone or provider")
 	}
 	if groups > 1 {
 		v.add("spec.placement.spreadConstraints", len(cs), "at most one constraint other than by cluster is supported")

@@ -47,12 +47,11 @@ func TestValidate(t *testing.T) {
 		{"region spread without cluster spread, max below min", ppHead + "spec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n  placement:\n    spreadConstraints: [{spreadByField: region, minGroups: 3, maxGroups: 2}]\n",
 			[]FieldError{
 				{Path: "spec.placement.spreadConstraints[0].maxGroups", Value: 2, Reason: "must not be less than minGroups 3"},
-				{Path: "spec.placement.spreadConstraints", Value: 1, Reason: "a constraint by cluster is required with one by region, zone, provider or label"},
+				{Path: "spec.placement.spreadConstraints", Value: 1, Reason: "a constraint by cluster is required with one by region, zone or provider"},
 			}},
-		{"toleration", ppHead + "spec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n  placement:\n    clusterTolerations: [{operator: Equal, value: x, effect: Sometimes}]\n",
+		{"toleration", ppHead + "spec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n  placement:\n    clusterTolerations: [{key: k, operator: Gt, value: \"1\"}]\n",
 			[]FieldError{
-				{Path: "spec.placement.clusterTolerations[0].operator", Value: "Equal", Reason: "must be Exists when the key is empty"},
-				{Path: "spec.placement.clusterTolerations[0].effect", Value: "Sometimes", Reason: "must be NoSchedule, PreferNoSchedule or NoExecute"},
+				{Path: "spec.placement.clusterTolerations[0].operator", Value: "Gt", Reason: "must be empty, Exists or Equal (Karmada refuses Lt and Gt for clusters)"},
 			}},
 		{"namespace missing", "apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {name: web}\nspec:\n  resourceSelectors: [{apiVersion: v1, kind: Service}]\n",
 			[]FieldError{{Path: "metadata.namespace", Value: "", Reason: "is required for a namespaced policy"}}},

@@ -116,10 +116,13 @@ func pathChecks(rule compiledRule) []pathCheck {
 	o := &rule.rule.Overriders
 	var out []pathCheck
 	for i := range o.Plaintext {
-		pt := o.Plaintext[i]
+		pt, earlier := o.Plaintext[i], o.Plaintext[:i]
 		out = append(out, pathCheck{field: fmt.Sprintf("overriders.plaintext[%d].path", i),
 			what: fmt.Sprintf("%s %s finds no such path", pt.Operator, pt.Path),
-			ok:   func(op *ObjectPlacement) bool { return pathPresent(op.obj.Object, pt.Path, pt.Operator) }})
+			ok: func(op *ObjectPlacement) bool {
+				return pathPresent(op.obj.Object, pt.Path, pt.Operator) ||
+					pathPresent(afterPlaintext(op.obj.Object, earlier), pt.Path, pt.Operator)
+			}})
 	}
 	for i := range o.FieldOverrider {
 		f := o.FieldOverrider[i]
@@ -189,4 +192,17 @@ func pathChecks(rule compiledRule) []pathCheck {
 			}})
 	}
 	return out
+}
+
+// afterPlaintext returns doc as the rule's earlier plaintext operations
+// leave it, since each operation sees the results of those before it; an
+// operation that fails is skipped (it is reported on its own).
+func afterPlaintext(doc map[string]any, ops []PlaintextOverrider) any {
+	var cur any = doc
+	for _, pt := range ops {
+		if next, err := patchDoc(cur, pt.Operator, pt.Path, pt.Value); err == nil {
+			cur = next
+		}
+	}
+	return cur
 }
