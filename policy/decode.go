@@ -112,17 +112,7 @@ func FromObjects(objs []*unstructured.Unstructured, defaultNamespace string) (Se
 			errs = append(errs, err)
 			continue
 		}
-		switch t := p.(type) {
-		case *PropagationPolicy:
-			if t.Namespace == "" {
-				t.Namespace = defaultNamespace
-			}
-		case *OverridePolicy:
-			if t.Namespace == "" {
-				t.Namespace = defaultNamespace
-			}
-		}
-		_ = set.Add(p) // Decode returns only policy types
+		_ = set.Add(p, WithDefaultNamespace(defaultNamespace)) // Decode returns only policy types; nothing is enforced
 	}
 	return set, rest, errors.Join(errs...)
 }

@@ -20,20 +20,33 @@ type Set struct {
 }
 
 // Add appends a decoded policy (a value or pointer of one of the four policy
-// types) to the set; anything else is an error.
-func (s *Set) Add(p any) error {
+// types) to the set; anything else is an error. With WithDefaultNamespace
+// or WithEnforceNamespace, the copy added of a PropagationPolicy or
+// OverridePolicy gets the namespace when it has none (the caller's value
+// is not changed).
+func (s *Set) Add(p any, opts ...AddOption) error {
+	var o addOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	switch t := p.(type) {
 	case *PropagationPolicy:
-		s.Propagation = append(s.Propagation, *t)
+		return s.Add(*t, opts...)
 	case PropagationPolicy:
+		if err := o.namespaceOf(t.ref(), &t.Namespace); err != nil {
+			return err
+		}
 		s.Propagation = append(s.Propagation, t)
 	case *ClusterPropagationPolicy:
 		s.ClusterPropagation = append(s.ClusterPropagation, *t)
 	case ClusterPropagationPolicy:
 		s.ClusterPropagation = append(s.ClusterPropagation, t)
 	case *OverridePolicy:
-		s.Override = append(s.Override, *t)
+		return s.Add(*t, opts...)
 	case OverridePolicy:
+		if err := o.namespaceOf(t.ref(), &t.Namespace); err != nil {
+			return err
+		}
 		s.Override = append(s.Override, t)
 	case *ClusterOverridePolicy:
 		s.ClusterOverride = append(s.ClusterOverride, *t)

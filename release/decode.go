@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/internal/fieldcheck"
@@ -35,6 +37,11 @@ type Objects struct {
 	// Kustomizations are the Flux Kustomizations
 	// (kustomize.toolkit.fluxcd.io/v1).
 	Kustomizations []*Kustomization
+	// Plain are the core v1 ConfigMaps, Secrets and Namespaces, which a
+	// Flux directory holds beside the objects above, as unstructured
+	// objects (numbers as int64, as client-go reads them). They are
+	// checked against their Kubernetes types but not defaulted.
+	Plain []*unstructured.Unstructured
 	// Warnings say what was read but is not current Flux, in stream
 	// order: a HelmRelease of v2beta1 or v2beta2 (MigrationWarning).
 	Warnings []string
@@ -133,8 +140,10 @@ func converted[T any](version string, convert func(*T) *Release) decodeFunc {
 // a JSON object) and decodes every HelmRelease (helm.toolkit.fluxcd.io v2,
 // v2beta2, v2beta1), every HelmRepository, OCIRepository and HelmChart
 // (source.toolkit.fluxcd.io v1, v1beta2), every Flux Kustomization
-// (kustomize.toolkit.fluxcd.io v1) and every Karmada PropagationPolicy, ClusterPropagationPolicy, OverridePolicy and
-// ClusterOverridePolicy (policy.karmada.io/v1alpha1) in it. A v1 List (as
+// (kustomize.toolkit.fluxcd.io v1), every Karmada PropagationPolicy,
+// ClusterPropagationPolicy, OverridePolicy and ClusterOverridePolicy
+// (policy.karmada.io/v1alpha1) and every core v1 ConfigMap, Secret and
+// Namespace (as plain objects, Objects.Plain) in it. A v1 List (as
 // kubectl get -o yaml prints) is decoded item by item. Blank and
 // comment-only documents are skipped.
 //
@@ -151,14 +160,18 @@ func converted[T any](version string, convert func(*T) *Release) decodeFunc {
 // A stream longer than MaxStreamBytes is refused with a
 // *StreamTooLargeError before anything is decoded. Decoding time and
 // memory grow linearly with the stream's length.
-func Decode(r io.Reader) (*Objects, error) {
-	objs, _, err := decode(r)
+//
+// Options: WithDefaultNamespace fills in the namespace of objects of
+// namespaced kinds that have none, as kubectl does; WithEnforceNamespace
+// also refuses objects in another namespace.
+func Decode(r io.Reader, opts ...DecodeOption) (*Objects, error) {
+	objs, _, err := decode(r, newDecodeOptions(opts))
 	return objs, err
 }
 
 // decode is Decode, also returning the documents that failed to decode
 // only for invalid values of self-decoding fields, decoded without them.
-func decode(r io.Reader) (*Objects, []partial, error) {
+func decode(r io.Reader, opts decodeOptions) (*Objects, []partial, error) {
 	stream, err := io.ReadAll(io.LimitReader(r, MaxStreamBytes+1))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read stream: %w", err)
@@ -166,9 +179,13 @@ func decode(r io.Reader) (*Objects, []partial, error) {
 	if len(stream) > MaxStreamBytes {
 		return nil, nil, &StreamTooLargeError{Limit: MaxStreamBytes}
 	}
-	d := decoder{registry: decoders(), objs: &Objects{}}
+	d := decoder{registry: decoders(), objs: &Objects{}, opts: opts}
 	for _, doc := range strictyaml.Split(stream) {
 		d.document(doc)
+	}
+	d.objs.fillNamespace(opts.namespace)
+	for _, p := range d.partial {
+		p.objs.fillNamespace(opts.namespace)
 	}
 	if len(d.problems) > 0 {
 		sortProblems(d.problems)
@@ -270,8 +287,18 @@ func (e *StreamTooLargeError) Is(target error) bool { return target == ErrStream
 // that parse themselves, such as a duration "10x", is still defaulted and
 // validated without those values, and its validation problems join the
 // *DecodeError: every mistake at once.
-func Load(r io.Reader) (*Objects, error) {
-	objs, partials, err := decode(r)
+//
+// Every object of a namespaced kind without metadata.namespace gets the
+// namespace "default", as kubectl gives it with its default context: the
+// policies as much as the HelmReleases beside them. WithDefaultNamespace
+// names another namespace; WithEnforceNamespace also refuses objects in
+// another namespace (see Decode).
+func Load(r io.Reader, opts ...DecodeOption) (*Objects, error) {
+	o := newDecodeOptions(opts)
+	if o.namespace == "" {
+		o.namespace = metav1.NamespaceDefault
+	}
+	objs, partials, err := decode(r, o)
 	if err != nil {
 		de, ok := err.(*DecodeError)
 		if !ok || len(partials) == 0 {
@@ -298,6 +325,7 @@ func Load(r io.Reader) (*Objects, error) {
 
 type decoder struct {
 	registry map[schema.GroupKind]map[string]decodeFunc
+	opts     decodeOptions
 	objs     *Objects
 	problems []Problem
 	partial  []partial
@@ -439,6 +467,11 @@ func (d *decoder) object(doc strictyaml.Document, prefix string, data []byte, ra
 		})
 		return
 	}
+	if fe, ok := d.opts.mismatch(gv.WithKind(h.kind).GroupKind(), h.namespace); ok {
+		fe.Path = joinPath(prefix, fe.Path)
+		d.add(doc, h, fe)
+		return
+	}
 	errs, part := decode(data, raw, d.objs)
 	for _, fe := range errs {
 		d.add(doc, h, FieldError{Path: joinPath(prefix, fe.Path), Value: fe.Value, Message: fe.Message})
@@ -487,7 +520,7 @@ func (d *decoder) accepted() string {
 	var all []string
 	for gk, byVersion := range d.registry {
 		for v := range byVersion {
-			all = append(all, gk.Group+"/"+v+" "+gk.Kind)
+			all = append(all, schema.GroupVersion{Group: gk.Group, Version: v}.String()+" "+gk.Kind)
 		}
 	}
 	slices.Sort(all)

@@ -167,21 +167,16 @@ func defaultStrategy(name *string, retry **metav1.Duration) {
 	}
 }
 
-// Default defaults every Release (Release.Default) and Kustomization
-// (Kustomization.Default) and gives every source
-// object without a namespace the namespace "default".
+// Default gives every object of a namespaced kind without a namespace
+// (sources, PropagationPolicies, OverridePolicies, ConfigMaps and Secrets
+// as much as Releases and Kustomizations) the namespace "default", as
+// kubectl does, and defaults every Release (Release.Default) and
+// Kustomization (Kustomization.Default). Cluster-scoped kinds get no
+// namespace.
 func (o *Objects) Default() {
+	o.fillNamespace(metav1.NamespaceDefault)
 	for _, r := range o.Releases {
 		r.Default()
-	}
-	for _, r := range o.HelmRepositories {
-		setString(&r.Namespace, metav1.NamespaceDefault)
-	}
-	for _, r := range o.OCIRepositories {
-		setString(&r.Namespace, metav1.NamespaceDefault)
-	}
-	for _, c := range o.HelmCharts {
-		setString(&c.Namespace, metav1.NamespaceDefault)
 	}
 	for _, k := range o.Kustomizations {
 		k.Default()

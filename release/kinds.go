@@ -1,10 +1,18 @@
 package release
 
 import (
+	"encoding/base64"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/helmfleet/helmfleet/internal/strictyaml"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/source"
 )
@@ -77,6 +85,11 @@ func kinds() []kind {
 			decode: versions(adders[sk.Kind], sk.Versions...),
 		})
 	}
+	ks = append(ks,
+		kind{gk: schema.GroupKind{Kind: "ConfigMap"}, served: "v1", decode: versions(plain[corev1.ConfigMap](false), "v1")},
+		kind{gk: schema.GroupKind{Kind: "Secret"}, served: "v1", decode: versions(plain[corev1.Secret](true), "v1")},
+		kind{gk: schema.GroupKind{Kind: "Namespace"}, served: "v1", decode: versions(plain[corev1.Namespace](false), "v1")},
+	)
 	karmadaVersion := schema.FromAPIVersionAndKind(policy.GroupVersion, "").Version
 	for _, pk := range []struct {
 		kind   string
@@ -99,6 +112,62 @@ func kinds() []kind {
 		ks = append(ks, kind{gk: gk, served: karmadaVersion, decode: versions(pk.decode, karmadaVersion)})
 	}
 	return ks
+}
+
+// plain returns a decodeFunc that checks a core object against its
+// Kubernetes type T strictly (unknown fields, wrong types) and keeps it in
+// Objects.Plain as an unstructured object. For a Secret, the problems
+// under data and stringData say where but neither quote the value nor
+// pass on the decoder's message, which may.
+func plain[T any](secret bool) decodeFunc {
+	return func(data []byte, tree any, objs *Objects) ([]FieldError, *Objects) {
+		var errs []FieldError
+		if secret {
+			errs = secretData(tree)
+		}
+		if len(errs) == 0 {
+			errs = strictyaml.UnmarshalParsed(data, tree, new(T))
+		}
+		if len(errs) == 0 {
+			u := &unstructured.Unstructured{}
+			err := u.UnmarshalJSON(data)
+			switch {
+			case err == nil:
+				objs.Plain = append(objs.Plain, u)
+				return nil, nil
+			case secret:
+				errs = []FieldError{{Message: "cannot read the object; " + ErrWithheld.Error()}}
+			default:
+				errs = []FieldError{{Message: "cannot read the object: " + err.Error()}}
+			}
+		}
+		if secret {
+			for i := range errs {
+				if p := errs[i].Path; p == "data" || p == "stringData" || strings.HasPrefix(p, "data.") || strings.HasPrefix(p, "data[") ||
+					strings.HasPrefix(p, "stringData.") || strings.HasPrefix(p, "stringData[") {
+					errs[i].Value, errs[i].Message = "", "invalid value; "+ErrWithheld.Error()
+				}
+			}
+		}
+		return errs, nil
+	}
+}
+
+// secretData reports the values of a Secret's data that are strings but
+// not base64, by key, in key order; the decoder's own error would name
+// neither the key nor the path.
+func secretData(tree any) []FieldError {
+	obj, _ := tree.(map[string]any)
+	data, _ := obj["data"].(map[string]any)
+	var errs []FieldError
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		if v, ok := data[k].(string); ok {
+			if _, err := base64.StdEncoding.DecodeString(v); err != nil {
+				errs = append(errs, FieldError{Path: "data." + k, Message: "is not base64"})
+			}
+		}
+	}
+	return errs
 }
 
 // sourceAdders decodes each source kind, by name, into its field of
