@@ -10,9 +10,12 @@ import (
 )
 
 // Charts adapts a source.Resolver to a ChartGetter: a Release's
-// chart.spec finds its HelmRepository (or GitRepository-less local path)
-// among the sources of objs, a chartRef its OCIRepository or HelmChart;
-// the resolved chart's digest is recorded so a re-pushed tag is seen as a
+// chart.spec finds its HelmRepository among the sources of objs, a
+// chartRef its OCIRepository or HelmChart (and the HelmChart's
+// HelmRepository). Any other sourceRef kind (GitRepository, Bucket) is an
+// error naming the Release and the field; to serve a chart from a local
+// directory or archive, write a ChartGetter (ChartGetterFunc) that loads
+// it. The resolved chart's digest is recorded so a re-pushed tag is seen as a
 // change. When chart.spec.valuesFiles is set, those files replace the
 // chart's values.yaml (which counts only if listed), as in Flux: they are
 // handed to values.Compose in order and the chart's defaults are cleared.
