@@ -61,7 +61,15 @@
 // ClusterMatches does, and ResourceSelector.Match and MatchObject for one
 // object as its ResourceSelectorPriority; a selector that does not parse
 // matches nothing there. clusterAffinities are
-// fallback groups tried in order until one schedules. Spread constraints by
+// fallback groups tried in order until one schedules. A group's
+// overflowAffinities (with dynamic weights or Aggregated division only, as
+// Karmada admits them) add clusters for a workload with replicas: the
+// group's own clusters take as many replicas as they have room for, then
+// each overflow group in order takes of the rest as many as its clusters
+// can; objects without replicas use the group's own clusters. Being
+// stateless, helmfleet does not keep replicas where an earlier placement
+// put them. workloadAffinity is decoded but refused by Validate: helmfleet
+// does not support it yet. Spread constraints by
 // cluster and by region (also zone, provider or label) pick the clusters with
 // the most available replicas, one per group first; they are ignored under
 // static weights, as in Karmada.

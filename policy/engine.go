@@ -148,6 +148,7 @@ type affinityGroup struct {
 	name     string // affinityName; "" for clusterAffinity
 	path     string // field path for errors
 	affinity *compiledAffinity
+	overflow []*compiledAffinity // overflowAffinities, in order
 }
 
 type compiledWeight struct {
@@ -245,7 +246,7 @@ func newPropPolicy(ref Ref, spec *PropagationSpec, annotations map[string]string
 	if len(pl.ClusterAffinities) > 0 {
 		for i := range pl.ClusterAffinities {
 			t := &pl.ClusterAffinities[i]
-			p.groups = append(p.groups, affinityGroup{name: t.AffinityName, path: "spec.placement.clusterAffinities[" + itoa(i) + "]", affinity: compileAffinity(&t.ClusterAffinity)})
+			p.groups = append(p.groups, affinityGroup{name: t.AffinityName, path: "spec.placement.clusterAffinities[" + itoa(i) + "]", affinity: compileAffinity(&t.ClusterAffinity), overflow: compileOverflow(t.OverflowAffinities)})
 		}
 	} else {
 		p.groups = []affinityGroup{{path: "spec.placement.clusterAffinity", affinity: compileAffinity(pl.ClusterAffinity)}}

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,28 +63,109 @@ func TestEffectOnlyTolerationToleratesTaintsOfThatEffect(t *testing.T) {
 	assert.Equal(t, map[string]int64{"a": 2, "b": 2}, targetsOf(p.Objects[0]))
 }
 
-// TestUnsupportedKarmadaFieldsDecodeAndAreRefusedByName: workloadAffinity
-// and overflowAffinities are Karmada fields: they decode, and Validate
-// says helmfleet does not support them yet, at their path.
-func TestUnsupportedKarmadaFieldsDecodeAndAreRefusedByName(t *testing.T) {
-	tests := []struct{ name, placement, path string }{
-		{"workloadAffinity", "    workloadAffinity:\n      affinity: {groupByLabelKey: app.group}\n      antiAffinity: {groupByLabelKey: app.tier}\n", "spec.placement.workloadAffinity"},
-		{"overflowAffinities", "    clusterAffinities:\n      - affinityName: primary\n        clusterNames: [a]\n        overflowAffinities:\n          - affinityName: burst\n            clusterNames: [b]\n    replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated}\n", "spec.placement.clusterAffinities[0].overflowAffinities"},
+// TestWorkloadAffinityDecodesAndIsRefusedByName: workloadAffinity is a
+// Karmada field: it decodes, and Validate says helmfleet does not support
+// it yet, at its path.
+func TestWorkloadAffinityDecodesAndIsRefusedByName(t *testing.T) {
+	p, err := Decode([]byte(ppHead + "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  placement:\n    workloadAffinity:\n      affinity: {groupByLabelKey: app.group}\n      antiAffinity: {groupByLabelKey: app.tier}\n"))
+	require.NoError(t, err)
+	err = p.(*PropagationPolicy).Validate()
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, ve.Problems, 1)
+	assert.Equal(t, "spec.placement.workloadAffinity", ve.Problems[0].Path)
+	assert.Contains(t, err.Error(), "helmfleet does not support yet")
+	assert.Contains(t, err.Error(), "PropagationPolicy shop/web")
+	assert.NotContains(t, err.Error(), "unknown field")
+}
+
+const overflowPolicy = ppHead + `spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}, {apiVersion: v1, kind: ConfigMap}]
+  placement:
+    clusterAffinities:
+      - affinityName: on-prem
+        clusterNames: [dc1, dc2]
+        overflowAffinities:
+          - affinityName: cloud
+            clusterNames: [cloud1]
+          - affinityName: far
+            clusterNames: [far1, cloud1]
+      - affinityName: fallback
+        clusterNames: [big]
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference: {dynamicWeight: AvailableReplicas}
+`
+
+// TestOverflowAffinities: as Karmada's scheduler, the group's own clusters
+// take what they have room for; the overflow groups, in order, take the
+// rest; objects without replicas use the group's own clusters only.
+func TestOverflowAffinities(t *testing.T) {
+	e := engine(t, overflowPolicy)
+	clusters := []Cluster{{Name: "big", AvailableReplicas: 100}, {Name: "cloud1", AvailableReplicas: 4}, {Name: "dc1", AvailableReplicas: 3}, {Name: "dc2", AvailableReplicas: 1}, {Name: "far1", AvailableReplicas: 10}}
+	deploy := func(n int) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {replicas: %d}\n", n)
+	}
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: conf, namespace: shop}\n"
+	tests := []struct {
+		replicas int
+		want     map[string]int64
+	}{
+		{replicas: 4, want: map[string]int64{"dc1": 3, "dc2": 1}},
+		{replicas: 6, want: map[string]int64{"dc1": 3, "dc2": 1, "cloud1": 2}},
+		{replicas: 11, want: map[string]int64{"dc1": 3, "dc2": 1, "cloud1": 4, "far1": 3}},
+		{replicas: 18, want: map[string]int64{"dc1": 3, "dc2": 1, "cloud1": 4, "far1": 10}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := Decode([]byte(ppHead + "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  placement:\n" + tt.placement))
+		t.Run(fmt.Sprint(tt.replicas), func(t *testing.T) {
+			p, err := e.Place(objects(t, deploy(tt.replicas)+"---\n"+cm), clusters)
 			require.NoError(t, err)
-			err = p.(*PropagationPolicy).Validate()
-			var ve *ValidationError
-			require.ErrorAs(t, err, &ve)
-			require.Len(t, ve.Problems, 1)
-			assert.Equal(t, tt.path, ve.Problems[0].Path)
-			assert.Contains(t, err.Error(), "helmfleet does not support yet")
-			assert.Contains(t, err.Error(), "PropagationPolicy shop/web")
-			assert.NotContains(t, err.Error(), "unknown field")
+			require.Len(t, p.Objects, 2)
+			require.NoError(t, p.Objects[1].Err)
+			assert.Equal(t, tt.want, targetsOf(p.Objects[1]), p.Table())
+			assert.Equal(t, map[string]int64{"dc1": 0, "dc2": 0}, targetsOf(p.Objects[0]), "a ConfigMap uses the group's own clusters")
 		})
 	}
+	t.Run("more replicas than every tier holds: the next group", func(t *testing.T) {
+		p, err := e.Place(objects(t, deploy(30)), clusters)
+		require.NoError(t, err)
+		require.NoError(t, p.Objects[0].Err)
+		assert.Equal(t, map[string]int64{"big": 30}, targetsOf(p.Objects[0]))
+		assert.Equal(t, "fallback", p.Objects[0].AffinityGroup)
+	})
+}
+
+// TestOverflowAffinitiesShortOfCapacity: replicas that neither the group
+// nor its overflow groups can take are an error at overflowAffinities.
+func TestOverflowAffinitiesShortOfCapacity(t *testing.T) {
+	e := engine(t, strings.Replace(overflowPolicy, "      - affinityName: fallback\n        clusterNames: [big]\n", "", 1))
+	_, err := e.Place(objects(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec: {replicas: 30}\n"),
+		[]Cluster{{Name: "cloud1", AvailableReplicas: 4}, {Name: "dc1", AvailableReplicas: 3}, {Name: "far1", AvailableReplicas: 10}})
+	var se *ScheduleError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "spec.placement.clusterAffinities[0].overflowAffinities", se.Path)
+	assert.Equal(t, `the clusters of group "on-prem" and of its overflow groups can take 17 of 30 replicas`, se.Reason)
+}
+
+// TestOverflowAffinitiesValidation: Karmada's own rules for
+// overflowAffinities.
+func TestOverflowAffinitiesValidation(t *testing.T) {
+	doc := strings.Replace(overflowPolicy, "      replicaDivisionPreference: Weighted\n      weightPreference: {dynamicWeight: AvailableReplicas}\n", "", 1)
+	doc = strings.Replace(doc, "affinityName: far\n", "affinityName: on-prem\n", 1)
+	p, err := Decode([]byte(doc))
+	require.NoError(t, err)
+	err = p.(*PropagationPolicy).Validate()
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	var got []string
+	for _, fe := range ve.Problems {
+		got = append(got, fe.Path+": "+fe.Reason)
+	}
+	assert.Equal(t, []string{
+		"spec.placement.clusterAffinities[0].overflowAffinities: can only be used together with dynamic weight or aggregated scheduling",
+		"spec.placement.clusterAffinities[0].overflowAffinities[1].affinityName: must be unique and must not be the group's own affinityName",
+	}, got)
 }
 
 // TestNoPathAbsentWarningForRemoveAfterAdd: a remove that follows an add of

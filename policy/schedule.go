@@ -50,6 +50,9 @@ type run struct {
 type groupKey struct {
 	policy *propPolicy
 	group  int
+	// overflow: the group's overflowAffinities apply (a workload with
+	// replicas, as Karmada has it; other objects use the group alone).
+	overflow bool
 }
 
 type spreadResult struct {
@@ -70,7 +73,7 @@ func (r *run) scheduleObject(p *propPolicy, obj *unstructured.Unstructured, key 
 	var last error
 	for gi := range p.groups {
 		g := &p.groups[gi]
-		gk := groupKey{p, gi}
+		gk := groupKey{p, gi, hasReplicas && replicas > 0 && len(g.overflow) > 0}
 		feasible := r.feasibleClusters(gk)
 		if len(feasible) == 0 {
 			last = &ScheduleError{Object: key, Policy: p.ref, Path: g.path, Reason: fmt.Sprintf("no cluster of %d matches the affinity and tolerates its taints", len(r.clusters))}
@@ -106,7 +109,7 @@ func (r *run) feasibleClusters(gk groupKey) []*Cluster {
 		if ok, _ := tolerated(pl.ClusterTolerations, c); !ok {
 			continue
 		}
-		if !aff.matches(c) {
+		if !aff.matches(c) && (!gk.overflow || p.groups[gk.group].tier(c) < 0) {
 			continue
 		}
 		if !ignoreSpread(pl) && !hasSpreadFields(pl.SpreadConstraints, c) {
@@ -264,7 +267,8 @@ func computeSpread(pl *PlacementSpec, feasible []*Cluster) spreadResult {
 
 // assign hands replicas to the selected clusters.
 func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey, selected []*Cluster, hasReplicas bool, replicas int64) ([]Target, error) {
-	rs := gk.policy.spec.Placement.ReplicaScheduling
+	p := gk.policy
+	rs := p.spec.Placement.ReplicaScheduling
 	if !hasReplicas || replicas == 0 || rs == nil || !divided(rs) {
 		if !hasReplicas {
 			replicas = 0
@@ -284,7 +288,11 @@ func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey,
 	if t, ok := r.divided[dk]; ok {
 		return t, nil
 	}
-	t, err := divideFor(gk.policy, key, selected, rs, replicas, dk.ascending)
+	div := divideFor
+	if gk.overflow {
+		div = p.groups[gk.group].divideOverflow
+	}
+	t, err := div(gk.policy, key, selected, rs, replicas, dk.ascending)
 	if err != nil {
 		return nil, err
 	}
@@ -337,4 +345,65 @@ func divideFor(p *propPolicy, key ObjectKey, selected []*Cluster, rs *ReplicaSch
 		weights = append(weights, Weight{Cluster: c.Name, Weight: max(c.AvailableReplicas, 0)})
 	}
 	return divide(replicas, weights, ascending), nil
+}
+
+// tier returns 0 when the group's own affinity selects c, i+1 when the
+// first overflow affinity that does is the i-th, and -1 when none does.
+func (g *affinityGroup) tier(c *Cluster) int {
+	if g.affinity.matches(c) {
+		return 0
+	}
+	for i, a := range g.overflow {
+		if a.matches(c) {
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// divideOverflow divides replicas as Karmada does for a group with
+// overflowAffinities: the group's own clusters take as many as they have
+// available replicas for, divided among them by rs; then each overflow
+// group in order takes as many of the rest as its clusters can, until
+// none are left. Replicas that no tier can take are a *ScheduleError.
+func (g *affinityGroup) divideOverflow(p *propPolicy, key ObjectKey, selected []*Cluster, rs *ReplicaSchedulingStrategy, replicas int64, ascending bool) ([]Target, error) {
+	tiers := make([][]*Cluster, len(g.overflow)+1)
+	for _, c := range selected {
+		if t := g.tier(c); t >= 0 {
+			tiers[t] = append(tiers[t], c)
+		}
+	}
+	var out []Target
+	remaining := replicas
+	for _, tier := range tiers {
+		var avail int64
+		for _, c := range tier {
+			avail += max(c.AvailableReplicas, 0)
+		}
+		n := min(remaining, avail)
+		if n == 0 {
+			continue
+		}
+		t, err := divideFor(p, key, tier, rs, n, ascending)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t...)
+		remaining -= n
+	}
+	if remaining > 0 {
+		return nil, &ScheduleError{Object: key, Policy: p.ref, Path: g.path + ".overflowAffinities",
+			Reason: fmt.Sprintf("the clusters of group %q and of its overflow groups can take %d of %d replicas", g.name, replicas-remaining, replicas)}
+	}
+	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out, nil
+}
+
+// compileOverflow compiles a group's overflowAffinities, in order.
+func compileOverflow(os []OverflowClusterAffinity) []*compiledAffinity {
+	var out []*compiledAffinity
+	for i := range os {
+		out = append(out, compileAffinity(&os[i].ClusterAffinity))
+	}
+	return out
 }

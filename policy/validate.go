@@ -129,9 +129,7 @@ func (v *validator) propagationSpec(s *PropagationSpec, namespace string) {
 		}
 		seen[t.AffinityName] = true
 		v.affinity(p, &t.ClusterAffinity)
-		if len(t.OverflowAffinities) > 0 {
-			v.add(p+".overflowAffinities", len(t.OverflowAffinities), "%s", unsupportedYet)
-		}
+		v.overflow(p, t, pl.ReplicaScheduling)
 	}
 	if pl.WorkloadAffinity != nil {
 		v.add("spec.placement.workloadAffinity", nil, "%s", unsupportedYet)
@@ -205,6 +203,37 @@ func (v *validator) affinity(path string, a *ClusterAffinity) {
 				v.add(p+".operator", string(r.Operator), "must be In or NotIn")
 			}
 		}
+	}
+}
+
+// overflow checks a group's overflowAffinities as Karmada does: only with
+// dynamic weights or Aggregated division, only beside the group's own
+// affinity, each named once and not by the group's name.
+func (v *validator) overflow(path string, t *ClusterAffinityTerm, rs *ReplicaSchedulingStrategy) {
+	if len(t.OverflowAffinities) == 0 {
+		return
+	}
+	p := path + ".overflowAffinities"
+	if rs == nil || !divided(rs) || (rs.ReplicaDivisionPreference != ReplicaDivisionPreferenceAggregated &&
+		(rs.WeightPreference == nil || rs.WeightPreference.DynamicWeight == "")) {
+		v.add(p, len(t.OverflowAffinities), "can only be used together with dynamic weight or aggregated scheduling")
+	}
+	a := &t.ClusterAffinity
+	if a.LabelSelector == nil && a.FieldSelector == nil && len(a.ClusterNames) == 0 && len(a.ExcludeClusters) == 0 {
+		v.add(p, len(t.OverflowAffinities), "can only be used together with the group's own cluster affinity")
+	}
+	names := map[string]bool{t.AffinityName: true}
+	for i := range t.OverflowAffinities {
+		o := &t.OverflowAffinities[i]
+		op := fmt.Sprintf("%s[%d]", p, i)
+		switch {
+		case o.AffinityName == "":
+			v.add(op+".affinityName", o.AffinityName, "is required")
+		case names[o.AffinityName]:
+			v.add(op+".affinityName", o.AffinityName, "must be unique and must not be the group's own affinityName")
+		}
+		names[o.AffinityName] = true
+		v.affinity(op, &o.ClusterAffinity)
 	}
 }
 
