@@ -19,6 +19,13 @@ import (
 // real once they are ready, as Flux, which never plans ahead, would.
 const StateDeferred reconcile.State = "Deferred"
 
+// StateRemoved is the state of a plan item for a unit the fleet ran on a
+// member and no longer places there (or no longer has among its inputs):
+// its action says what Apply does about it (uninstall, delete, or none
+// when it is kept), and its reason why. Such a unit is not in sync with
+// anything, so it does not show as InSync.
+const StateRemoved reconcile.State = "Removed"
+
 // noKindMatch matches the message of a meta.NoKindMatchError when the
 // error chain lost its type (Helm wraps some errors as text).
 var noKindMatch = regexp.MustCompile(`no matches for kind "([^"]+)" in (?:version|group) "([^"]*)"`)

@@ -15,7 +15,8 @@
 // per-member Helm values) and plans each copy with the Reconciler:
 // action, chart, composed values, rendered objects and the diff against
 // what runs there now, writing nothing. Releases a member no longer gets
-// are planned as uninstalls (garbage collection). Plan.Table, Plan.Diff,
+// are planned as uninstalls (garbage collection), in state StateRemoved;
+// a unit in sync shows the action none. Plan.Table, Plan.Diff,
 // Plan.MarshalJSON and Plan.Mermaid show it.
 //
 // # Apply

@@ -579,7 +579,7 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 	})
 	var goneK []*KustomizationPlan
 	for k, prev := range goneKusts {
-		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev, State: reconcile.StateInSync, Action: ActionDelete, Reason: "no longer placed on this member"}
+		item := &KustomizationPlan{Cluster: k.Cluster, Kustomization: prev, State: StateRemoved, Action: ActionDelete, Reason: "no longer placed on this member"}
 		if !kByRef[k.Namespace+"/"+k.Name] {
 			item.Reason = "removed from the inputs"
 		}
@@ -616,7 +616,7 @@ func (f *Fleet) collectGarbage(plan *Plan, byRef map[string]*release.Release, kB
 	sort.Slice(gone, func(i, j int) bool { return keyLess(gone[i], gone[j]) })
 	for _, k := range gone {
 		prev := goneRels[k]
-		item := &reconcile.Plan{Cluster: k.Cluster, Release: prev, State: reconcile.StateInSync, Action: reconcile.ActionUninstall, Reason: "no longer placed on this member"}
+		item := &reconcile.Plan{Cluster: k.Cluster, Release: prev, State: StateRemoved, Action: reconcile.ActionUninstall, Reason: "no longer placed on this member"}
 		if _, ok := byRef[k.Namespace+"/"+k.Name]; !ok {
 			item.Reason = "removed from the inputs"
 		}

@@ -253,6 +253,8 @@ func TestFleetGarbageCollection(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, reconcile.ActionUninstall, gc.Action)
 	assert.Equal(t, "no longer placed on this member", gc.Reason)
+	assert.Equal(t, fleet.StateRemoved, gc.State)
+	assert.Regexp(t, `(?m)^prod-us-1\s+apps/podinfo\s+Removed\s+uninstall\s`, plan.Table())
 	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
 	assert.Regexp(t, `prod-us-1\s+apps/podinfo\s+succeeded\s+uninstall`, rep.Table())

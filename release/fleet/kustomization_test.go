@@ -378,7 +378,7 @@ func TestFleetKustomizationGarbageCollection(t *testing.T) {
 	assert.Equal(t, reconcile.StateInSync, apps.State)
 	// In sync, the table says there is nothing to do, as for a release.
 	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/apps\s+InSync\s+none\s`, plan.Table())
-	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/infrastructure\s+InSync\s+delete\s`, plan.Table())
+	assert.Regexp(t, `(?m)^dev-1\s+Kustomization/flux-system/infrastructure\s+Removed\s+delete\s`, plan.Table())
 
 	_, err = tf2.fleet.Apply(ctx, plan, fleet.ApplyOptions{})
 	require.NoError(t, err)
