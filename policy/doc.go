@@ -68,8 +68,13 @@
 // each overflow group in order takes of the rest as many as its clusters
 // can; objects without replicas use the group's own clusters. Being
 // stateless, helmfleet does not keep replicas where an earlier placement
-// put them. workloadAffinity is decoded but refused by Validate: helmfleet
-// does not support it yet. Spread constraints by
+// put them. workloadAffinity groups the workloads of a namespace by the
+// value of a label: under affinity a workload goes only to clusters that
+// every workload of its group placed before it in the same Place call
+// went to (the first goes anywhere), under anti-affinity to none of
+// theirs, as Karmada's WorkloadAffinity and WorkloadAntiAffinity filters
+// do with the bindings that exist; objects are taken in the order given.
+// Spread constraints by
 // cluster and by region (also zone, provider or label) pick the clusters with
 // the most available replicas, one per group first; they are ignored under
 // static weights, as in Karmada.

@@ -63,20 +63,104 @@ func TestEffectOnlyTolerationToleratesTaintsOfThatEffect(t *testing.T) {
 	assert.Equal(t, map[string]int64{"a": 2, "b": 2}, targetsOf(p.Objects[0]))
 }
 
-// TestWorkloadAffinityDecodesAndIsRefusedByName: workloadAffinity is a
-// Karmada field: it decodes, and Validate says helmfleet does not support
-// it yet, at its path.
-func TestWorkloadAffinityDecodesAndIsRefusedByName(t *testing.T) {
-	p, err := Decode([]byte(ppHead + "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  placement:\n    workloadAffinity:\n      affinity: {groupByLabelKey: app.group}\n      antiAffinity: {groupByLabelKey: app.tier}\n"))
+// TestWorkloadAffinity: as Karmada's WorkloadAffinity and
+// WorkloadAntiAffinity filters, among the objects of one Place call in the
+// order given: a workload goes where the earlier workloads of its
+// affinity group went, and not where those of its anti-affinity group
+// went; a workload without the label, or in another namespace, is free.
+func TestWorkloadAffinity(t *testing.T) {
+	e := engine(t, ppHead+`spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    clusterAffinity: {clusterNames: [a, b, c]}
+    spreadConstraints: [{spreadByField: cluster, maxGroups: 1, minGroups: 1}]
+    workloadAffinity:
+      affinity: {groupByLabelKey: app.group}
+      antiAffinity: {groupByLabelKey: app.ha}
+`+"---\n"+strings.Replace(ppHead, "namespace: shop", "namespace: other", 1)+`spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    clusterAffinity: {clusterNames: [a, b, c]}
+    spreadConstraints: [{spreadByField: cluster, maxGroups: 1, minGroups: 1}]
+    workloadAffinity: {antiAffinity: {groupByLabelKey: app.ha}}
+`)
+	deploy := func(ns, name, labels string) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s, namespace: %s, labels: {%s}}\n---\n", name, ns, labels)
+	}
+	// Each cluster has room for one more than the one after it, so
+	// without workload affinity every Deployment would go to a.
+	clusters := []Cluster{{Name: "a", AvailableReplicas: 30}, {Name: "b", AvailableReplicas: 20}, {Name: "c", AvailableReplicas: 10}}
+	stream := deploy("shop", "db", "app.ha: db") +
+		deploy("shop", "db-replica", "app.ha: db") +
+		deploy("shop", "db-third", "app.ha: db") +
+		deploy("shop", "free", "") +
+		deploy("other", "db", "app.ha: db")
+	p, err := e.Place(objects(t, stream), clusters)
+	require.NoError(t, err)
+	got := map[string]map[string]int64{}
+	for _, op := range p.Objects {
+		require.NoError(t, op.Err)
+		got[op.Object.Namespace+"/"+op.Object.Name] = targetsOf(op)
+	}
+	assert.Equal(t, map[string]map[string]int64{
+		"shop/db":         {"a": 1},
+		"shop/db-replica": {"b": 1},
+		"shop/db-third":   {"c": 1},
+		"shop/free":       {"a": 1},
+		"other/db":        {"a": 1},
+	}, got)
+
+	t.Run("affinity follows the first of the group", func(t *testing.T) {
+		e := engine(t, ppHead+`spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+  placement:
+    spreadConstraints: [{spreadByField: cluster, maxGroups: 1, minGroups: 1}]
+    workloadAffinity: {affinity: {groupByLabelKey: app.group}}
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web-on-c, namespace: shop}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
+  placement:
+    clusterAffinity: {clusterNames: [c]}
+    workloadAffinity: {affinity: {groupByLabelKey: app.group}}
+`)
+		objs := objects(t, deploy("shop", "web", "app.group: shop")+deploy("shop", "cache", "app.group: shop"))
+		p, err := e.Place(objs[1:], clusters)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{"a": 1}, targetsOf(p.Objects[0]), "alone, cache goes to a")
+		p, err = e.Place(objs, clusters)
+		require.NoError(t, err)
+		assert.Equal(t, "Deployment shop/cache", p.Objects[0].Object.String())
+		assert.Equal(t, map[string]int64{"c": 1}, targetsOf(p.Objects[0]), "cache follows web to c")
+		assert.Equal(t, map[string]int64{"c": 1}, targetsOf(p.Objects[1]))
+	})
+
+	t.Run("anti-affinity with every cluster taken", func(t *testing.T) {
+		_, err := e.Place(objects(t, stream+deploy("shop", "db-fourth", "app.ha: db")), clusters)
+		var se *ScheduleError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "spec.placement.workloadAffinity", se.Path)
+		assert.Equal(t, "the workloads of anti-affinity group app.ha=db placed before it leave none of the 3 clusters that match the affinity", se.Reason)
+	})
+}
+
+// TestWorkloadAffinityValidation: Karmada's own checks.
+func TestWorkloadAffinityValidation(t *testing.T) {
+	p, err := Decode([]byte(ppHead + "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  placement:\n    workloadAffinity:\n      affinity: {groupByLabelKey: app.group}\n      antiAffinity: {groupByLabelKey: app.group}\n"))
 	require.NoError(t, err)
 	err = p.(*PropagationPolicy).Validate()
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, ve.Problems, 1)
 	assert.Equal(t, "spec.placement.workloadAffinity", ve.Problems[0].Path)
-	assert.Contains(t, err.Error(), "helmfleet does not support yet")
-	assert.Contains(t, err.Error(), "PropagationPolicy shop/web")
-	assert.NotContains(t, err.Error(), "unknown field")
+	assert.Equal(t, "affinity and antiAffinity must not use the same groupByLabelKey", ve.Problems[0].Reason)
+
+	p, err = Decode([]byte(ppHead + "spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n  placement:\n    workloadAffinity:\n      affinity: {groupByLabelKey: \"bad key\"}\n"))
+	require.NoError(t, err)
+	require.ErrorAs(t, p.(*PropagationPolicy).Validate(), &ve)
+	assert.Equal(t, "spec.placement.workloadAffinity.affinity.groupByLabelKey", ve.Problems[0].Path)
 }
 
 const overflowPolicy = ppHead + `spec:

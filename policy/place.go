@@ -127,7 +127,9 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
+			w := r.workloads // what earlier objects constrain is not a cache
 			r = newRun(e, sorted)
+			r.workloads = w
 		}
 		e.placeOne(r, ev, sc, op, matched, won)
 	}

@@ -45,6 +45,9 @@ type run struct {
 	feasible map[groupKey][]*Cluster
 	spread   map[groupKey]spreadResult
 	divided  map[divideKey][]Target
+	// workloads are, by workload affinity group, where each object of
+	// the group placed so far went.
+	workloads map[workloadGroup][]map[string]bool
 }
 
 type groupKey struct {
@@ -71,6 +74,7 @@ type divideKey struct {
 // affinity groups in order; it returns the group used.
 func (r *run) scheduleObject(p *propPolicy, obj *unstructured.Unstructured, key ObjectKey, hasReplicas bool, replicas int64) ([]Target, string, error) {
 	var last error
+	wgroups := workloadGroups(&p.spec.Placement, obj)
 	for gi := range p.groups {
 		g := &p.groups[gi]
 		gk := groupKey{p, gi, hasReplicas && replicas > 0 && len(g.overflow) > 0}
@@ -79,16 +83,29 @@ func (r *run) scheduleObject(p *propPolicy, obj *unstructured.Unstructured, key 
 			last = &ScheduleError{Object: key, Policy: p.ref, Path: g.path, Reason: fmt.Sprintf("no cluster of %d matches the affinity and tolerates its taints", len(r.clusters))}
 			continue
 		}
-		sr := r.spreadClusters(gk, feasible)
+		n := len(feasible)
+		feasible, why, constrained := r.workloadFilter(wgroups, feasible)
+		if len(feasible) == 0 {
+			last = &ScheduleError{Object: key, Policy: p.ref, Path: "spec.placement.workloadAffinity",
+				Reason: fmt.Sprintf("the workloads of %s placed before it leave none of the %d clusters that match the affinity", why, n)}
+			continue
+		}
+		var sr spreadResult
+		if constrained { // the clusters depend on the object: nothing to share
+			sr = computeSpread(&p.spec.Placement, feasible)
+		} else {
+			sr = r.spreadClusters(gk, feasible)
+		}
 		if sr.err != "" {
 			last = &ScheduleError{Object: key, Policy: p.ref, Path: "spec.placement.spreadConstraints", Reason: sr.err}
 			continue
 		}
-		targets, err := r.assign(gk, obj, key, sr.clusters, hasReplicas, replicas)
+		targets, err := r.assign(gk, obj, key, sr.clusters, hasReplicas, replicas, !constrained)
 		if err != nil {
 			last = err
 			continue
 		}
+		r.recordWorkload(wgroups, targets)
 		return targets, g.name, nil
 	}
 	return nil, "", last
@@ -266,7 +283,8 @@ func computeSpread(pl *PlacementSpec, feasible []*Cluster) spreadResult {
 }
 
 // assign hands replicas to the selected clusters.
-func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey, selected []*Cluster, hasReplicas bool, replicas int64) ([]Target, error) {
+// Results are shared across objects by gk when share is true.
+func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey, selected []*Cluster, hasReplicas bool, replicas int64, share bool) ([]Target, error) {
 	p := gk.policy
 	rs := p.spec.Placement.ReplicaScheduling
 	if !hasReplicas || replicas == 0 || rs == nil || !divided(rs) {
@@ -274,18 +292,20 @@ func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey,
 			replicas = 0
 		}
 		dk := divideKey{g: gk, replicas: replicas, whole: true}
-		if t, ok := r.divided[dk]; ok {
+		if t, ok := r.divided[dk]; ok && share {
 			return t, nil
 		}
 		out := make([]Target, len(selected))
 		for i, c := range selected {
 			out[i] = Target{Cluster: c.Name, Replicas: replicas}
 		}
-		r.divided[dk] = out
+		if share {
+			r.divided[dk] = out
+		}
 		return out, nil
 	}
 	dk := divideKey{g: gk, replicas: replicas, ascending: ascendingTieBreak(string(obj.GetUID()))}
-	if t, ok := r.divided[dk]; ok {
+	if t, ok := r.divided[dk]; ok && share {
 		return t, nil
 	}
 	div := divideFor
@@ -296,7 +316,9 @@ func (r *run) assign(gk groupKey, obj *unstructured.Unstructured, key ObjectKey,
 	if err != nil {
 		return nil, err
 	}
-	r.divided[dk] = t
+	if share {
+		r.divided[dk] = t
+	}
 	return t, nil
 }
 

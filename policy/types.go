@@ -198,8 +198,7 @@ type PlacementSpec struct {
 	// ReplicaScheduling divides replicas; nil means Duplicated.
 	ReplicaScheduling *ReplicaSchedulingStrategy `json:"replicaScheduling,omitempty"`
 	// WorkloadAffinity co-locates or separates workloads by the value of a
-	// label. It is decoded so that Karmada's documents read, but helmfleet
-	// does not act on it yet: Validate refuses a policy that sets it.
+	// label, among the objects of one Place call.
 	WorkloadAffinity *WorkloadAffinity `json:"workloadAffinity,omitempty"`
 }
 
@@ -262,10 +261,9 @@ type ClusterAffinityTerm struct {
 	// AffinityName names the group.
 	AffinityName    string `json:"affinityName"`
 	ClusterAffinity `json:",inline"`
-	// OverflowAffinities are further groups, in order, that Karmada adds
-	// when the clusters of this group lack capacity. It is decoded so that
-	// Karmada's documents read, but helmfleet does not act on it yet:
-	// Validate refuses a policy that sets it.
+	// OverflowAffinities are further groups, in order, whose clusters
+	// take the replicas of a workload that this group's clusters have no
+	// room for (with dynamic weights or Aggregated division only).
 	OverflowAffinities []OverflowClusterAffinity `json:"overflowAffinities,omitempty"`
 }
 

@@ -131,9 +131,7 @@ func (v *validator) propagationSpec(s *PropagationSpec, namespace string) {
 		v.affinity(p, &t.ClusterAffinity)
 		v.overflow(p, t, pl.ReplicaScheduling)
 	}
-	if pl.WorkloadAffinity != nil {
-		v.add("spec.placement.workloadAffinity", nil, "%s", unsupportedYet)
-	}
+	v.workloadAffinity(pl.WorkloadAffinity)
 	for i := range pl.ClusterTolerations {
 		v.toleration(fmt.Sprintf("spec.placement.clusterTolerations[%d]", i), &pl.ClusterTolerations[i])
 	}
@@ -237,9 +235,29 @@ func (v *validator) overflow(path string, t *ClusterAffinityTerm, rs *ReplicaSch
 	}
 }
 
-// unsupportedYet is the reason given for a Karmada field that helmfleet
-// decodes but does not act on.
-const unsupportedYet = "is a Karmada field that helmfleet does not support yet; remove it or place the objects without it"
+// workloadAffinity checks what Karmada's admission checks: each
+// groupByLabelKey is a label key, and affinity and anti-affinity do not
+// group by the same one.
+func (v *validator) workloadAffinity(wa *WorkloadAffinity) {
+	if wa == nil {
+		return
+	}
+	p := "spec.placement.workloadAffinity"
+	for _, t := range []struct {
+		name string
+		term *WorkloadAffinityTerm
+	}{{"affinity", wa.Affinity}, {"antiAffinity", wa.AntiAffinity}} {
+		if t.term == nil {
+			continue
+		}
+		if errs := validation.IsQualifiedName(t.term.GroupByLabelKey); len(errs) > 0 {
+			v.add(p+"."+t.name+".groupByLabelKey", t.term.GroupByLabelKey, "%s", errs[0])
+		}
+	}
+	if wa.Affinity != nil && wa.AntiAffinity != nil && wa.Affinity.GroupByLabelKey == wa.AntiAffinity.GroupByLabelKey {
+		v.add(p, wa.Affinity.GroupByLabelKey, "affinity and antiAffinity must not use the same groupByLabelKey")
+	}
+}
 
 // toleration refuses what Karmada's admission refuses: the Lt and Gt
 // operators. Everything else Karmada admits is admitted: a toleration with
