@@ -12,12 +12,17 @@
 // multi-document stream of HelmReleases (v2, or v2beta1/v2beta2 converted to
 // v2), Flux sources (HelmRepository, OCIRepository, HelmChart), Flux
 // Kustomizations (kustomize.toolkit.fluxcd.io/v1; package release/kustomize
-// builds and applies them) and Karmada policies strictly, and reports every unknown field, bad value or unknown
-// kind at once, each with its document, object, field path and line. Default
-// fills in Flux's defaults so a Release states exactly what will run,
-// including the 53-character release-name hashing rule. Validate returns
-// every problem of an object at once as a *ValidationError naming the field
-// path and bad value. Load does all three.
+// builds and applies them), Karmada policies and the ConfigMaps, Secrets
+// and Namespaces beside them (as plain objects) strictly, and reports every
+// unknown field, bad value or unknown kind at once, each with its
+// document, object, field path and line. Default fills in Flux's defaults
+// so a Release states exactly what will run, including the 53-character
+// release-name hashing rule. Validate returns every problem of an object at
+// once as a *ValidationError naming the field path and bad value. Load does
+// all three. Like kubectl, Load gives every object of a namespaced kind
+// that has no namespace the namespace "default", or the one
+// WithDefaultNamespace names; WithEnforceNamespace also refuses objects in
+// another namespace.
 //
 // # API objects and the scheme
 //
