@@ -159,3 +159,63 @@ func ExampleShortenName() {
 	// podinfo
 	// web-a-very-long-release-name-for-the-pod-1b137994b1a3
 }
+
+// Load Karmada's documents as kubectl applies them: the namespaced
+// objects without a namespace get the one of the context, the
+// cluster-scoped ones none.
+func ExampleWithDefaultNamespace() {
+	const stream = `
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: nginx-propagation
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: nginx
+  placement:
+    clusterAffinity:
+      clusterNames: [member1, member2]
+    clusterTolerations:
+      - effect: NoSchedule
+---
+apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterOverridePolicy
+metadata:
+  name: registry
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+  overrideRules:
+    - overriders:
+        imageOverrider:
+          - component: Registry
+            operator: replace
+            value: mirror.example.com
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: nginx-conf
+data:
+  nginx.conf: "worker_processes 2;"
+`
+	objs, err := release.Load(strings.NewReader(stream), release.WithDefaultNamespace("web"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("PropagationPolicy %s/%s\n", objs.Policies.Propagation[0].Namespace, objs.Policies.Propagation[0].Name)
+	fmt.Printf("ClusterOverridePolicy %q/%s\n", objs.Policies.ClusterOverride[0].Namespace, objs.Policies.ClusterOverride[0].Name)
+	fmt.Printf("%s %s/%s\n", objs.Plain[0].GetKind(), objs.Plain[0].GetNamespace(), objs.Plain[0].GetName())
+
+	_, err = release.Load(strings.NewReader(strings.Replace(stream, "name: nginx-propagation", "name: nginx-propagation\n  namespace: shop", 1)), release.WithEnforceNamespace("web"))
+	fmt.Println(err)
+	// Output:
+	// PropagationPolicy web/nginx-propagation
+	// ClusterOverridePolicy ""/registry
+	// ConfigMap web/nginx-conf
+	// document 1 (PropagationPolicy shop/nginx-propagation, line 6): metadata.namespace: does not match the namespace "web" the caller enforces (kubectl's --namespace); remove it or use that namespace (value: shop)
+}
