@@ -920,12 +920,29 @@ func (p *Plan) Table() string {
 	})
 	_ = tw.Flush()
 	for _, e := range p.Errors {
+		if p.inRow(e) {
+			continue // its row's note says it
+		}
 		fmt.Fprintf(&sb, "error: %v\n", e)
 	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(&sb, "warning: %s\n", w.Message)
 	}
 	return sb.String()
+}
+
+// inRow reports whether e is the error of a plan item, which Table shows
+// in the item's row.
+func (p *Plan) inRow(e error) bool {
+	ie, ok := e.(*ItemError)
+	if !ok {
+		return false
+	}
+	if it, ok := p.items[ie.Key]; ok && it.Err == ie.Err {
+		return true
+	}
+	it, ok := p.kitems[ie.Key]
+	return ok && it.Err == ie.Err
 }
 
 // each calls rel and kust for the plan's items in key order.
