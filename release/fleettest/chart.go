@@ -148,9 +148,12 @@ func NewCharts(charts ...*chart.Chart) *Charts {
 // the field and the chart or version it cannot serve.
 func (s *Charts) GetChart(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
 	spec := rel.Spec.Chart.Spec
+	if len(s.byName[spec.Chart]) == 0 {
+		return nil, fmt.Errorf("release %s/%s: spec.chart.spec.chart: no chart %q", rel.Namespace, rel.Name, spec.Chart)
+	}
 	ch, err := s.Get(spec.Chart, spec.Version)
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%s: spec.chart.spec: %w", rel.Namespace, rel.Name, err)
+		return nil, fmt.Errorf("release %s/%s: spec.chart.spec.version: %w", rel.Namespace, rel.Name, err)
 	}
 	return &reconcile.Chart{Chart: ch}, nil
 }
@@ -168,7 +171,7 @@ func (s *Charts) Get(name, constraint string) (*chart.Chart, error) {
 	}
 	i, err := source.SelectVersion(constraint, cands)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s version %q: %w", name, constraint, err)
+		return nil, fmt.Errorf("version %q of chart %s: %w", constraint, name, err)
 	}
 	out := *list[i]
 	md := *out.Metadata
