@@ -6,7 +6,9 @@
 //   - New builds a fleet of release/memory members, each with a name,
 //     labels, a Kubernetes version, scripted health (ImageNeverReady,
 //     ChartNeverReady) and injected faults (memory.Fault, FailNth), behind
-//     a release/fleet Fleet and a reconciler.
+//     a release/fleet Fleet and a reconciler; Inputs decodes YAML for it,
+//     Fleet.Run plans and applies, Fleet.Ready reads a member's Ready.
+//     NewCluster builds one such member alone.
 //   - Chart builds a chart in code, LoadDir loads one from a directory,
 //     Podinfo is a small ready-made chart; Charts serves a set of them to a
 //     reconciler, choosing versions as Flux does.
