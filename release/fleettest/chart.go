@@ -105,7 +105,7 @@ func LoadDir(fsys fs.FS, dir, version string) (*chart.Chart, error) {
 }
 
 // PodinfoName is the name of the Podinfo chart.
-const PodinfoName = testchart.Name
+const PodinfoName = "podinfo"
 
 // Podinfo returns a small podinfo-like chart (a Deployment "<release>", a
 // Service, a ConfigMap, a Secret, an Ingress when enabled and a test hook
