@@ -5,7 +5,8 @@
 //
 //   - New builds a fleet of release/memory members, each with a name,
 //     labels, a Kubernetes version, scripted health (ImageNeverReady,
-//     ChartNeverReady) and injected faults (memory.Fault, FailNth), behind
+//     ChartNeverReady) and injected faults (a memory.Fault such as
+//     memory.FailNth), behind
 //     a release/fleet Fleet and a reconciler; Inputs decodes YAML for it,
 //     Fleet.Run plans and applies, Fleet.Ready reads a member's Ready.
 //     NewCluster builds one such member alone.
