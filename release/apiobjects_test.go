@@ -81,7 +81,7 @@ func TestSchemeCodecReadsFluxYAML(t *testing.T) {
 	codecs := serializer.NewCodecFactory(apiScheme(t), serializer.EnableStrict)
 	for _, doc := range []struct{ file, kind string }{
 		{"allfields.yaml", "HelmRelease"},
-		{"seed001.yaml", ""},
+		{"flux_guide.yaml", ""},
 	} {
 		objs, err := decodeTestdata(t, doc.file)
 		require.NoError(t, err)

@@ -34,8 +34,8 @@ func decodeFile(t *testing.T, name string) (*Objects, error) {
 	return Decode(f)
 }
 
-func TestDecodeSeed000(t *testing.T) {
-	objs, err := decodeFile(t, "seed000.yaml")
+func TestDecodeKarmadaBetaRelease(t *testing.T) {
+	objs, err := decodeFile(t, "karmada_v2beta1.yaml")
 	require.NoError(t, err)
 	require.Len(t, objs.HelmRepositories, 1)
 	require.Len(t, objs.Releases, 1)
@@ -59,8 +59,8 @@ func TestDecodeSeed000(t *testing.T) {
 	assert.Equal(t, "default", r.GetStorageNamespace())
 }
 
-func TestDecodeSeed001(t *testing.T) {
-	objs, err := decodeFile(t, "seed001.yaml")
+func TestDecodeFluxGuide(t *testing.T) {
+	objs, err := decodeFile(t, "flux_guide.yaml")
 	require.NoError(t, err)
 	require.Len(t, objs.HelmRepositories, 1)
 	require.Len(t, objs.OCIRepositories, 1)
@@ -87,16 +87,16 @@ func TestDecodeSeed001(t *testing.T) {
 
 	objs.Default()
 	err = objs.Validate()
-	require.Error(t, err, "the seed's abridged releases have no chart")
+	require.Error(t, err, "the guide's abridged releases have no chart")
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "backend", ve.Name)
 	assert.Contains(t, err.Error(), "HelmRelease default/frontend: 2 problems")
 }
 
-// TestDecodeSeed001Fragments decodes the seed's spec fragments strictly.
-func TestDecodeSeed001Fragments(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "decode", "seed001_fragments.yaml"))
+// TestDecodeFluxGuideFragments decodes the guide's spec fragments strictly.
+func TestDecodeFluxGuideFragments(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "decode", "flux_guide_fragments.yaml"))
 	require.NoError(t, err)
 	docs := strictyaml.Split(data)
 	require.Len(t, docs, 2)
@@ -147,7 +147,7 @@ func TestDecodeAllFieldsCoversEveryField(t *testing.T) {
 	leafPaths(reflect.TypeFor[Release](), "", all)
 	covered := map[string]bool{}
 	coveredPaths(reflect.ValueOf(*r), "", covered)
-	// spec.chartRef excludes spec.chart; seed001.yaml covers it.
+	// spec.chartRef excludes spec.chart; flux_guide.yaml covers it.
 	exempt := []string{"spec.chartRef.apiVersion", "spec.chartRef.kind", "spec.chartRef.name", "spec.chartRef.namespace"}
 
 	var missing []string
@@ -444,7 +444,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errBoom }
 // FuzzDecode fuzzes Decode with YAML and JSON: its seeds are the test
 // streams and each of their documents as JSON, compact and indented.
 func FuzzDecode(f *testing.F) {
-	for _, name := range []string{"seed000.yaml", "seed001.yaml", "allfields.yaml", "betas.yaml", "karmada.yaml"} {
+	for _, name := range []string{"karmada_v2beta1.yaml", "flux_guide.yaml", "allfields.yaml", "betas.yaml", "karmada.yaml"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "decode", name))
 		require.NoError(f, err)
 		f.Add(data)

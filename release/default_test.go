@@ -145,7 +145,7 @@ func TestReleaseNameRule(t *testing.T) {
 }
 
 func TestObjectsDefaultNamespaces(t *testing.T) {
-	objs, err := decodeFile(t, "seed000.yaml")
+	objs, err := decodeFile(t, "karmada_v2beta1.yaml")
 	require.NoError(t, err)
 	require.Empty(t, objs.HelmRepositories[0].Namespace)
 	objs.Default()

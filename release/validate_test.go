@@ -266,7 +266,7 @@ func TestValidateSources(t *testing.T) {
 }
 
 func TestObjectsValidate(t *testing.T) {
-	objs, err := decodeFile(t, "seed001.yaml")
+	objs, err := decodeFile(t, "flux_guide.yaml")
 	require.NoError(t, err)
 	objs.Default()
 	err = objs.Validate()

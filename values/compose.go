@@ -299,6 +299,7 @@ func (c *composer) run(ctx context.Context) (*Result, error) {
 		for _, ptr := range c.req.SecretInline {
 			c.t.markSecret(c.acc, ptr)
 		}
+		c.t.credit(c.acc, c.req.InlineCredits)
 	}
 
 	for _, p := range targets {

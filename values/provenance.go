@@ -284,6 +284,17 @@ func (t *tracker) assign(path string, old any, hadOld bool, v any, src Source) {
 // Secret data (Request.SecretInline). A pointer that does not parse marks
 // every leaf; one that names nothing marks nothing.
 func (t *tracker) markSecret(values map[string]any, ptr string) {
+	t.atPointer(values, ptr, func(p string) {
+		r := t.recs[p]
+		r.secret = true
+		t.recs[p] = r
+	})
+}
+
+// atPointer calls fn with the printed path of every leaf of values at the
+// JSON pointer ptr. A pointer that does not parse names every leaf; one
+// that names nothing names none.
+func (t *tracker) atPointer(values map[string]any, ptr string, fn func(path string)) {
 	var node any = values
 	path := ""
 	if strings.HasPrefix(ptr, "/") {
@@ -307,11 +318,7 @@ func (t *tracker) markSecret(values map[string]any, ptr string) {
 			}
 		}
 	}
-	forLeaves(path, node, func(p string, _ any) {
-		r := t.recs[p]
-		r.secret = true
-		t.recs[p] = r
-	})
+	forLeaves(path, node, func(p string, _ any) { fn(p) })
 }
 
 // hasSecrets reports whether any leaf holds Secret data.

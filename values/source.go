@@ -21,14 +21,18 @@ const (
 	SourceInline SourceKind = "Inline"
 	// SourceOverride is a per-cluster override (Request.Overrides).
 	SourceOverride SourceKind = "Override"
+	// SourcePolicy is an override policy that set part of the inline
+	// values before they reached Compose (Request.InlineCredits); Name
+	// says which policy, rule and overrider.
+	SourcePolicy SourceKind = "Policy"
 )
 
 // Source identifies one input of a composition.
 type Source struct {
 	// Kind of the source.
 	Kind SourceKind
-	// Name is the file name, the ConfigMap or Secret name, or the override
-	// name; empty for inline values.
+	// Name is the file name, the ConfigMap or Secret name, the override
+	// name, or the policy's description; empty for inline values.
 	Name string
 	// Key is the ConfigMap or Secret data key.
 	Key string
@@ -52,6 +56,8 @@ func (s Source) String() string {
 		return "inline values"
 	case SourceOverride:
 		return "override " + strconv.Quote(s.Name)
+	case SourcePolicy:
+		return s.Name
 	case SourceConfigMap, SourceSecret:
 		out := fmt.Sprintf("%s/%s[%s]", s.Kind, s.Name, s.Key)
 		if s.TargetPath != "" {

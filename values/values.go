@@ -182,6 +182,10 @@ type Request struct {
 	// one that names nothing marks nothing. It can only add marking: a
 	// leaf from a Secret reference stays Secret-sourced.
 	SecretInline []string
+	// InlineCredits name, as JSON pointers into Inline, the places of
+	// Inline that an override policy set (see Credit): their leaves are
+	// credited to the policy instead of to the inline values.
+	InlineCredits []Credit
 	// Overrides are per-cluster overrides, applied last in order.
 	Overrides []Override
 	// Limits bound each document; zero fields take DefaultLimits.

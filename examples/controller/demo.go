@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,20 +16,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/helmfleet/helmfleet/internal/kubeharness"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/controller/controllertest"
 	"github.com/helmfleet/helmfleet/release/crds"
-	"github.com/helmfleet/helmfleet/release/memory"
-	"github.com/helmfleet/helmfleet/release/reconcile"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 )
 
 // The demo's namespace and objects.
@@ -70,10 +68,10 @@ type hub interface {
 	settle(ctx context.Context, want func(*release.Release) bool, names ...string) error
 }
 
-// demo runs the story on a kube-apiserver when the harness finds the
-// binaries, else in memory.
+// demo runs the story on a kube-apiserver when envtest's binaries are
+// at hand, else in memory.
 func demo(ctx context.Context, out io.Writer) error {
-	bins, err := kubeharness.FindBinaries(kubeharness.BinDir())
+	assets, err := kubeAssets()
 	if err != nil {
 		fmt.Fprintln(out, "hub: controller-runtime's fake client (in memory); no kube-apiserver:", firstLine(err.Error()))
 		h, err := newMemoryHub()
@@ -82,12 +80,12 @@ func demo(ctx context.Context, out io.Writer) error {
 		}
 		return story(ctx, out, h)
 	}
-	h, stop, err := startKubeHub(ctx, bins)
+	h, stop, err := startKubeHub(ctx, assets)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	fmt.Fprintln(out, "hub: kube-apiserver", kubeharness.KubeVersion, "with a controller-runtime manager")
+	fmt.Fprintln(out, "hub: kube-apiserver", h.version, "with a controller-runtime manager")
 	return story(ctx, out, h)
 }
 
@@ -170,18 +168,36 @@ func show(ctx context.Context, out io.Writer, c client.Client, names ...string) 
 	return nil
 }
 
-// kubeHub is a kube-apiserver started by the harness, with the CRDs and a
-// running manager.
-type kubeHub struct{ c client.Client }
-
-func startKubeHub(ctx context.Context, bins kubeharness.Binaries) (_ *kubeHub, stop func(), err error) {
-	dir, err := os.MkdirTemp("", "helmfleet-controller-demo-")
-	if err != nil {
-		return nil, nil, err
+// kubeAssets is the directory of envtest's binaries (kube-apiserver and
+// etcd): $KUBEBUILDER_ASSETS, as setup-envtest prints it, or
+// $HELMFLEET_KUBE_BIN.
+func kubeAssets() (string, error) {
+	for _, env := range []string{"KUBEBUILDER_ASSETS", "HELMFLEET_KUBE_BIN"} {
+		dir := os.Getenv(env)
+		if dir == "" {
+			continue
+		}
+		for _, bin := range []string{"kube-apiserver", "etcd"} {
+			if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
+				return "", fmt.Errorf("$%s: %w", env, err)
+			}
+		}
+		return dir, nil
 	}
-	h, err := kubeharness.Start(ctx, kubeharness.Options{Binaries: bins, Dir: dir, Clusters: []string{"hub"}})
+	return "", errors.New("set KUBEBUILDER_ASSETS to a directory with kube-apiserver and etcd (setup-envtest use -p path)")
+}
+
+// kubeHub is a kube-apiserver started by envtest, with the CRDs and a
+// running manager.
+type kubeHub struct {
+	c       client.Client
+	version string
+}
+
+func startKubeHub(ctx context.Context, assets string) (_ *kubeHub, stop func(), err error) {
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
@@ -189,22 +205,27 @@ func startKubeHub(ctx context.Context, bins kubeharness.Binaries) (_ *kubeHub, s
 	stop = func() {
 		cancel()
 		<-done
-		_ = h.Stop()
-		_ = os.RemoveAll(dir)
+		_ = env.Stop()
 	}
 	defer func() {
 		if err != nil { // the manager is not running yet
 			cancel()
-			_ = h.Stop()
-			_ = os.RemoveAll(dir)
+			_ = env.Stop()
 		}
 	}()
-	cfg := h.Cluster("hub").Admin
 	c, err := client.New(cfg, client.Options{Scheme: demoScheme()})
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := installCRDs(ctx, c); err != nil {
+		return nil, nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
 		return nil, nil, err
 	}
 	// Quiet: logr.Discard() would make the manager fall back to its
@@ -215,7 +236,7 @@ func startKubeHub(ctx context.Context, bins kubeharness.Binaries) (_ *kubeHub, s
 		return nil, nil, err
 	}
 	go func() { done <- mgr.Start(mctx) }()
-	return &kubeHub{c: c}, stop, nil
+	return &kubeHub{c: c, version: v.GitVersion}, stop, nil
 }
 
 func (k *kubeHub) client() client.Client { return k.c }
@@ -267,49 +288,23 @@ func installCRDs(ctx context.Context, c client.Client) error {
 	}
 }
 
-// memoryHub is the fake client and the reconciler, with an in-memory
-// cluster as the release target.
-type memoryHub struct {
-	c client.Client
-	r *controller.HelmReleaseReconciler
-}
+// memoryHub is the reconciler over controller-runtime's fake client, with
+// an in-memory cluster as the release target.
+type memoryHub struct{ env *controllertest.Env }
 
 func newMemoryHub() (*memoryHub, error) {
-	b := fake.NewClientBuilder().WithScheme(demoScheme()).WithStatusSubresource(&release.Release{})
-	for field, fn := range controller.Indexers() {
-		b = b.WithIndex(&release.Release{}, field, fn)
-	}
-	c := b.Build()
-	target := memory.New(controller.LocalClusterName)
-	m, err := controller.NewMetrics(nil)
-	if err != nil {
-		return nil, err
-	}
-	r, err := controller.New(controller.Config{
-		Client:     c,
-		REST:       &rest.Config{Host: "https://in-cluster.invalid"},
-		Charts:     charts,
-		NewCluster: func(string, *rest.Config) (release.Cluster, error) { return target, nil },
-		Metrics:    m,
-		Reconciler: reconcile.Config{PollInterval: time.Millisecond},
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &memoryHub{c: c, r: r}, nil
+	env, err := controllertest.NewEnv(controller.Config{Charts: charts}, fleettest.Member{})
+	return &memoryHub{env: env}, err
 }
 
-func (m *memoryHub) client() client.Client { return m.c }
+func (m *memoryHub) client() client.Client { return m.env.Client }
 
 // settle reconciles the named releases in order, once each, as the
 // manager's watches would after the change, and checks the result.
 func (m *memoryHub) settle(ctx context.Context, want func(*release.Release) bool, names ...string) error {
 	for _, name := range names {
-		if _, err := m.r.Reconcile(ctx, ctrlreconcile.Request{NamespacedName: types.NamespacedName{Namespace: demoNS, Name: name}}); err != nil {
-			return err
-		}
-		r := &release.Release{}
-		if err := m.c.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, r); err != nil {
+		_, r, err := m.env.Reconcile(ctx, demoNS, name)
+		if err != nil {
 			return err
 		}
 		if !want(r) {

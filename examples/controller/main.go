@@ -16,8 +16,9 @@
 // values come from a ConfigMap, and a dependent released before its
 // dependency; the platform team changes the ConfigMap and adds the
 // dependency, and the controller follows. The demo runs the real manager
-// against a real kube-apiserver when internal/kubeharness finds the
-// binaries (.ci/kube-binaries.sh), else the same reconciler over
+// against a real kube-apiserver when controller-runtime's envtest finds
+// its binaries ($KUBEBUILDER_ASSETS, as setup-envtest prints it), else
+// the same reconciler over
 // controller-runtime's fake client, one reconcile per change as the
 // manager's watches would trigger it:
 //
@@ -42,9 +43,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
-	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
@@ -85,12 +85,9 @@ type options struct {
 	Log *logr.Logger
 }
 
-// charts serves the embedded test chart at the version a release asks
-// for; a real controller passes a source.Resolver instead.
-var charts = reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
-	ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-	return &reconcile.Chart{Chart: ch}, err
-})
+// charts serves release/fleettest's small podinfo chart; a real
+// controller passes a source.Resolver instead.
+var charts = fleettest.NewCharts(fleettest.Podinfo("6.5.0"))
 
 // newManager is the wiring: a scheme with the controller's kinds, a
 // manager whose leader election uses the shard's Lease, and the

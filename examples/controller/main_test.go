@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	"github.com/helmfleet/helmfleet/internal/kubeharness"
 )
 
 func init() { ctrl.SetLogger(logr.Discard()) }
@@ -41,14 +40,14 @@ func TestStoryInMemory(t *testing.T) {
 // the upgrade after the ConfigMap change and the dependent's install after
 // its dependency come from the manager's watches alone.
 func TestStoryOnKubeAPIServer(t *testing.T) {
-	bins, err := kubeharness.FindBinaries(kubeharness.BinDir())
+	assets, err := kubeAssets()
 	if err != nil {
-		if kubeharness.Integration() {
+		if os.Getenv("HELMFLEET_INTEGRATION") == "1" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
-	h, stop, err := startKubeHub(t.Context(), bins)
+	h, stop, err := startKubeHub(t.Context(), assets)
 	require.NoError(t, err)
 	defer stop()
 	var out bytes.Buffer
@@ -57,7 +56,8 @@ func TestStoryOnKubeAPIServer(t *testing.T) {
 }
 
 func TestDemoPicksItsHub(t *testing.T) {
-	t.Setenv(kubeharness.EnvBinDir, t.TempDir()) // no binaries there
+	t.Setenv("KUBEBUILDER_ASSETS", "")
+	t.Setenv("HELMFLEET_KUBE_BIN", t.TempDir()) // no binaries there
 	var out bytes.Buffer
 	require.NoError(t, demo(context.Background(), &out))
 	first, rest, _ := strings.Cut(out.String(), "\n")

@@ -3,17 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // charts serves every chart the fleet's releases name, at the version each
-// asks for, from code: podinfo is helmfleet's embedded test chart, the
+// asks for, from code: podinfo is release/fleettest's small chart, the
 // others are small stand-ins for cert-manager (with a CRD in crds/), the
 // ingress-nginx controller and PostgreSQL. A real program resolves charts
 // with package source instead.
@@ -25,8 +25,8 @@ func charts() reconcile.ChartGetter {
 			err error
 		)
 		switch spec.Chart {
-		case testchart.Name:
-			ch, err = testchart.Load(spec.Version)
+		case fleettest.PodinfoName:
+			ch = fleettest.Podinfo(spec.Version)
 		case "cert-manager":
 			ch, err = build(spec.Chart, spec.Version, certManagerFiles)
 		case "ingress-nginx":
@@ -43,21 +43,21 @@ func charts() reconcile.ChartGetter {
 	})
 }
 
-// build loads a chart from files kept in code, with Chart.yaml written
-// for name and version.
+// build is a chart kept in code: files maps templates/…, crds/… and
+// values.yaml to their text.
 func build(name, version string, files map[string]string) (*chart.Chart, error) {
-	bfs := []*loader.BufferedFile{{
-		Name: "Chart.yaml",
-		Data: fmt.Appendf(nil, "apiVersion: v2\nname: %s\nversion: %q\nappVersion: %q\n", name, version, version),
-	}}
-	for path, data := range files {
-		bfs = append(bfs, &loader.BufferedFile{Name: path, Data: []byte(data)})
+	c := fleettest.Chart{Name: name, Version: version, Templates: map[string]string{}, CRDs: map[string]string{}, Files: map[string]string{}}
+	for p, data := range files {
+		switch dir, file, _ := strings.Cut(p, "/"); dir {
+		case "templates":
+			c.Templates[file] = data
+		case "crds":
+			c.CRDs[file] = data
+		default:
+			c.Files[p] = data
+		}
 	}
-	ch, err := loader.LoadFiles(bfs)
-	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: %w", name, version, err)
-	}
-	return ch, nil
+	return c.Build()
 }
 
 const labels = `

@@ -133,7 +133,7 @@ func TestRunHaltsAfterABrokenDevWave(t *testing.T) {
 	err := run(context.Background(), os.DirFS(dir), &out)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dev-1:kube-system/cert-manager")
-	assert.Contains(t, err.Error(), `spec.chart.spec.version ">=2.0.0-0" of chart cert-manager`)
+	assert.Contains(t, err.Error(), `spec.chart.spec.version: version ">=2.0.0-0" of chart cert-manager`)
 	assert.Contains(t, err.Error(), "rollout halted after wave dev")
 	got := out.String()
 	assert.Regexp(t, `dev-1\s+Kustomization/flux-system/infrastructure-crds\s+succeeded`, got)

@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
@@ -110,12 +110,9 @@ func run(ctx context.Context, out io.Writer) error {
 		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: map[string]string{"env": m.env}, Region: m.region}})
 	}
 
-	// The chart comes from the embedded test chart at the version the
-	// release asks for; a real program resolves it with package source.
-	charts := reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
-	})
+	// The chart is release/fleettest's small podinfo chart; a real
+	// program resolves charts with package source.
+	charts := fleettest.NewCharts(fleettest.Podinfo("6.5.0"), fleettest.Podinfo("6.5.1"))
 	rec, err := reconcile.New(reconcile.Config{Charts: charts, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		return err

@@ -7,11 +7,7 @@ import (
 	"strings"
 
 	"github.com/helmfleet/helmfleet/examples/unittest"
-	"github.com/helmfleet/helmfleet/policy"
-	"github.com/helmfleet/helmfleet/release"
-	"github.com/helmfleet/helmfleet/release/fleet"
-	"github.com/helmfleet/helmfleet/release/memory"
-	"github.com/helmfleet/helmfleet/release/reconcile"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 )
 
 // A rollout on an in-memory fleet where the prod canary cannot be reached:
@@ -19,29 +15,17 @@ import (
 // prod is never touched.
 func ExampleRolloutPlatform() {
 	ctx := context.Background()
-	var members []release.Member
-	for name, labels := range map[string]map[string]string{
-		"dev-1":     {"env": "dev"},
-		"prod-eu-1": {"env": "prod", "canary": "true"},
-		"prod-us-1": {"env": "prod"},
-	} {
-		c := memory.New(name)
-		if name == "prod-eu-1" {
-			c.SetUnreachable(errors.New("connection refused"))
-		}
-		members = append(members, release.Member{Cluster: c, Facts: policy.Cluster{Labels: labels}})
-	}
-	rec, err := reconcile.New(reconcile.Config{Charts: charts()})
+	fl, err := fleettest.New(fleettest.Config{Members: []fleettest.Member{
+		{Name: "dev-1", Labels: map[string]string{"env": "dev"}},
+		{Name: "prod-eu-1", Labels: map[string]string{"env": "prod", "canary": "true"}},
+		{Name: "prod-us-1", Labels: map[string]string{"env": "prod"}},
+	}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fl, err := fleet.New(fleet.Config{Members: members, Reconciler: rec})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	objs, err := release.Load(strings.NewReader(`
+	fl.Cluster("prod-eu-1").SetUnreachable(errors.New("connection refused"))
+	in, err := fleettest.Inputs(`
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
 metadata: {name: podinfo, namespace: apps}
@@ -63,13 +47,13 @@ spec:
     clusterAffinity:
       labelSelector:
         matchExpressions: [{key: env, operator: Exists}]
-`))
+`)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	rep, err := unittest.RolloutPlatform(ctx, fl, fleet.InputsOf(objs), 0)
+	rep, err := unittest.RolloutPlatform(ctx, fl.Fleet, in, 0)
 	for _, it := range rep.Items {
 		fmt.Printf("%-11s %-22s %-11s revision %d\n", it.Wave, it.Key, it.State, it.Revision)
 	}

@@ -281,7 +281,7 @@ func readyOf(status any) any {
 
 // fluxObjects decodes the objects of modeled kinds from Flux's samples
 // and test data (release/crds/testdata/flux) and from our decode test
-// data, skipping other kinds and the seed's abbreviated fragments.
+// data, skipping other kinds and the Flux guide's abbreviated fragments.
 func fluxObjects(t *testing.T) *release.Objects {
 	t.Helper()
 	all := &release.Objects{}
@@ -295,7 +295,7 @@ func fluxObjects(t *testing.T) *release.Objects {
 		require.NotEmpty(t, m, glob)
 		files = append(files, m...)
 	}
-	fragments := map[string]bool{"seed001.yaml backend": true, "seed001.yaml frontend": true}
+	fragments := map[string]bool{"flux_guide.yaml backend": true, "flux_guide.yaml frontend": true}
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		require.NoError(t, err)

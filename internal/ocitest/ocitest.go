@@ -35,16 +35,25 @@ import (
 // auth when user is set.
 func App(t testing.TB, user, password string) http.Handler {
 	t.Helper()
+	htpasswd := ""
+	if user != "" {
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+		require.NoError(t, err)
+		htpasswd = filepath.Join(t.TempDir(), "htpasswd")
+		require.NoError(t, os.WriteFile(htpasswd, []byte(user+":"+string(hash)+"\n"), 0o600))
+	}
+	return Handler(htpasswd)
+}
+
+// Handler is a distribution registry with in-memory storage, behind
+// htpasswd auth with the file htpasswd when it is not empty.
+func Handler(htpasswd string) http.Handler {
 	config := &configuration.Configuration{}
 	config.Storage = configuration.Storage{"inmemory": configuration.Parameters{}}
 	config.Log.Level = "error"
 	config.Log.AccessLog.Disabled = true
-	if user != "" {
-		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-		require.NoError(t, err)
-		p := filepath.Join(t.TempDir(), "htpasswd")
-		require.NoError(t, os.WriteFile(p, []byte(user+":"+string(hash)+"\n"), 0o600))
-		config.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test", "path": p}}
+	if htpasswd != "" {
+		config.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "test", "path": htpasswd}}
 	}
 	return handlers.NewApp(context.Background(), config)
 }

@@ -207,9 +207,9 @@ func modeled(kind string) bool {
 }
 
 // fragments are documents of our test data that abbreviate their spec
-// ("# ...omitted for brevity"), as the seed they come from does: Decode
+// ("# ...omitted for brevity"), as the Flux guide they come from does: Decode
 // reads them, but as written they are no complete object.
-var fragments = map[string]bool{"seed001.yaml backend": true, "seed001.yaml frontend": true}
+var fragments = map[string]bool{"flux_guide.yaml backend": true, "flux_guide.yaml frontend": true}
 
 // TestSamplesValidate checks Flux's sample and test HelmReleases,
 // HelmRepositories, OCIRepositories and HelmCharts, and the HelmReleases

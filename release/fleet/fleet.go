@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/reconcile"
+	"github.com/helmfleet/helmfleet/values"
 )
 
 // Key names one unit on one member cluster: a release (a HelmRelease)
@@ -351,7 +354,13 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 			plan.Errors = append(plan.Errors, fmt.Errorf("%s %s/%s: %w", what, op.Object.Namespace, op.Object.Name, op.Err))
 		}
 	}
-	work, kwork := f.memberWork(plan, engine.Materialize(placement))
+	credits := func(string, *unstructured.Unstructured) []values.Credit { return nil }
+	if len(in.Policies.Override)+len(in.Policies.ClusterOverride) > 0 {
+		credits = func(cluster string, u *unstructured.Unstructured) []values.Credit {
+			return valuesCredits(engine, placement, in.Policies, cluster, u)
+		}
+	}
+	work, kwork := f.memberWork(plan, engine.Materialize(placement), credits)
 	// Kustomizations first: what they produce is planned with the
 	// releases.
 	produced, err := f.planKustomizations(ctx, plan, in.Policies, engine, kwork, work)
@@ -418,7 +427,7 @@ func inputObjects(in Inputs) ([]*unstructured.Unstructured, map[string]*release.
 // releases and the Kustomizations to plan, each with the status it was
 // last applied with; what cannot be decoded or is invalid goes to
 // plan.Errors.
-func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo, []*KustomizationPlan) {
+func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects, credits func(cluster string, u *unstructured.Unstructured) []values.Credit) ([]todo, []*KustomizationPlan) {
 	var work []todo
 	var kwork []*KustomizationPlan
 	for _, co := range members {
@@ -454,10 +463,121 @@ func (f *Fleet) memberWork(plan *Plan, members []policy.ClusterObjects) ([]todo,
 					Err: fmt.Errorf("release after overrides: %w", err)})
 				continue
 			}
+			setCredits(r, credits(co.Cluster, u))
 			work = append(work, f.releaseWork(co.Cluster, r))
 		}
 	}
 	return work, kwork
+}
+
+// valuesCredits returns, for the release u placed on cluster, the places
+// of spec.values that override rules set there, each with the policy,
+// rule and overrider that set it, in the order they were applied. A rule
+// that names a place in the values (a plaintext or values overrider with
+// a path) is credited with that place, a values overrider's merge with
+// the leaves of its patch, and a rule that replaces the values as a whole
+// with all of them.
+func valuesCredits(engine *policy.Engine, placement *policy.Placement, policies policy.Set, cluster string, u *unstructured.Unstructured) []values.Credit {
+	key := policy.ObjectKey{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	x, err := engine.Explain(placement, key, cluster)
+	if err != nil {
+		return nil // u was rendered from this placement: Explain knows it
+	}
+	var out []values.Credit
+	for _, a := range x.Applied {
+		by := fmt.Sprintf("%s rule %d %s", a.Policy, a.Rule, a.Overrider)
+		for _, t := range a.Targets {
+			switch {
+			case strings.HasPrefix(t, policy.ValuesPath+"/"):
+				out = append(out, values.Credit{Pointer: strings.TrimPrefix(t, policy.ValuesPath), By: by})
+			case t != policy.ValuesPath:
+			case strings.HasPrefix(a.Overrider, "overriders.valuesOverrider["):
+				for _, p := range leafPointers("", mergeOf(policies, a)) {
+					out = append(out, values.Credit{Pointer: p, By: by})
+				}
+			default:
+				out = append(out, values.Credit{Pointer: "", By: by})
+			}
+		}
+	}
+	return out
+}
+
+// mergeOf returns the merge patch of the values overrider a applied,
+// decoded; nil when a is no values overrider's merge.
+func mergeOf(policies policy.Set, a policy.Applied) map[string]any {
+	var i int
+	if _, err := fmt.Sscanf(a.Overrider, "overriders.valuesOverrider[%d]", &i); err != nil {
+		return nil
+	}
+	var spec *policy.OverrideSpec
+	for j := range policies.Override {
+		if p := &policies.Override[j]; a.Policy.Kind == policy.KindOverridePolicy && p.Namespace == a.Policy.Namespace && p.Name == a.Policy.Name {
+			spec = &p.Spec
+		}
+	}
+	for j := range policies.ClusterOverride {
+		if p := &policies.ClusterOverride[j]; a.Policy.Kind == policy.KindClusterOverridePolicy && p.Name == a.Policy.Name {
+			spec = &p.Spec
+		}
+	}
+	if spec == nil {
+		return nil
+	}
+	ovs := spec.Overriders // the deprecated single-rule form
+	if len(spec.OverrideRules) > 0 {
+		if a.Rule >= len(spec.OverrideRules) {
+			return nil
+		}
+		ovs = spec.OverrideRules[a.Rule].Overriders
+	}
+	if i >= len(ovs.ValuesOverrider) {
+		return nil
+	}
+	m := ovs.ValuesOverrider[i].Merge
+	var patch map[string]any
+	if m == nil || json.Unmarshal(m.Raw, &patch) != nil {
+		return nil
+	}
+	return patch
+}
+
+// leafPointers lists the JSON pointers of the leaves a merge patch sets
+// (its nulls delete, and set nothing), sorted.
+func leafPointers(prefix string, patch map[string]any) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(patch)) {
+		p := prefix + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+		switch v := patch[k].(type) {
+		case nil:
+		case map[string]any:
+			if len(v) > 0 {
+				out = append(out, leafPointers(p, v)...)
+				continue
+			}
+			out = append(out, p)
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// setCredits writes credits into r's values.CreditsAnnotation, which the
+// fleet owns on a member's copy: without credits it is removed.
+func setCredits(r *release.Release, credits []values.Credit) {
+	if len(credits) == 0 {
+		delete(r.Annotations, values.CreditsAnnotation)
+		return
+	}
+	data, err := json.Marshal(credits)
+	if err != nil {
+		return // strings only: Marshal does not fail
+	}
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[values.CreditsAnnotation] = string(data)
 }
 
 // memberError is the Plan error of err, a failure of the policy engine

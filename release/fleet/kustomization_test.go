@@ -27,7 +27,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// repo is a source in seed 003's layout: a CRD bundle, an
+// repo is a source in Flux's recommended layout: a CRD bundle, an
 // infrastructure directory whose HelmRelease is patched per environment,
 // and apps.
 var repo = fstest.MapFS{
@@ -545,7 +545,7 @@ func TestFleetKustomizeMustExcludeUnits(t *testing.T) {
 }
 
 // With KustomizeConfig.Variables nil, each member's Kustomization reads
-// postBuild.substituteFrom on that member, as seed 003's per-cluster
+// postBuild.substituteFrom on that member, as a Flux-layout repository's per-cluster
 // cluster-vars ConfigMaps are read by the Flux of each cluster.
 func TestFleetKustomizationSubstitutesPerMember(t *testing.T) {
 	ctx := context.Background()

@@ -13,10 +13,11 @@ import (
 	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
-// seedDirs are the kustomizations of the seed-003 tree Flux would build.
-var seedDirs = []string{"clusters/dev", "clusters/prod", "infrastructure/crds", "infrastructure/dev", "infrastructure/prod", "apps/dev", "apps/prod"}
+// layoutDirs are the kustomizations of the Flux-layout tree (fleet) Flux
+// would build.
+var layoutDirs = []string{"clusters/dev", "clusters/prod", "infrastructure/crds", "infrastructure/dev", "infrastructure/prod", "apps/dev", "apps/prod"}
 
-// BenchmarkBuild builds every kustomization of the seed-003 tree: Build
+// BenchmarkBuild builds every kustomization of the Flux-layout tree: Build
 // from an in-memory fs.FS (walk, copy, krusty, decode) against krusty's
 // own Run over kyaml's in-memory file system holding the same tree, with
 // the same options (the baseline does not decode). helmfleet-origins
@@ -29,7 +30,7 @@ func BenchmarkBuild(b *testing.B) {
 	tree := mapFS(b, fleet)
 	b.Run("helmfleet", func(b *testing.B) {
 		for b.Loop() {
-			for _, dir := range seedDirs {
+			for _, dir := range layoutDirs {
 				if _, err := kustomize.Build(b.Context(), tree, dir, kustomize.Options{}); err != nil {
 					b.Fatal(err)
 				}
@@ -38,7 +39,7 @@ func BenchmarkBuild(b *testing.B) {
 	})
 	b.Run("helmfleet-origins", func(b *testing.B) {
 		for b.Loop() {
-			for _, dir := range seedDirs {
+			for _, dir := range layoutDirs {
 				if _, err := kustomize.Build(b.Context(), tree, dir, kustomize.Options{Origins: true}); err != nil {
 					b.Fatal(err)
 				}
@@ -54,7 +55,7 @@ func BenchmarkBuild(b *testing.B) {
 		}
 		k := krusty.MakeKustomizer(krustyOptions(kustomize.Options{}))
 		for b.Loop() {
-			for _, dir := range seedDirs {
+			for _, dir := range layoutDirs {
 				if _, err := k.Run(mem, "/"+dir); err != nil {
 					b.Fatal(err)
 				}
@@ -63,7 +64,7 @@ func BenchmarkBuild(b *testing.B) {
 	})
 }
 
-// BenchmarkReconcilerBuild builds every kustomization of the seed-003
+// BenchmarkReconcilerBuild builds every kustomization of the Flux-layout
 // tree as Flux Kustomizations (Reconciler.Build), against Build over the
 // same in-memory tree as the baseline: "plain" without spec settings,
 // "transformed" with targetNamespace, namePrefix and an image (the top
@@ -94,7 +95,7 @@ func BenchmarkReconcilerBuild(b *testing.B) {
 	}
 	b.Run("Build", func(b *testing.B) {
 		for b.Loop() {
-			for _, dir := range seedDirs {
+			for _, dir := range layoutDirs {
 				if _, err := kustomize.Build(b.Context(), tree, dir, kustomize.Options{}); err != nil {
 					b.Fatal(err)
 				}
@@ -114,8 +115,8 @@ func BenchmarkReconcilerBuild(b *testing.B) {
 			k.Spec.PostBuild = &release.PostBuild{Substitute: map[string]string{"cluster": "dev", "region": "eu"}}
 		}},
 	} {
-		ks := make([]*release.Kustomization, len(seedDirs))
-		for i, dir := range seedDirs {
+		ks := make([]*release.Kustomization, len(layoutDirs))
+		for i, dir := range layoutDirs {
 			ks[i] = kustomization(dir, v.mutate)
 		}
 		b.Run("Reconciler-"+v.name, func(b *testing.B) {

@@ -19,7 +19,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/kustomize"
 )
 
-// fleet is the seed-003-shaped tree: Flux's recommended layout.
+// fleet is a tree in Flux's recommended layout.
 const fleet = "testdata/fleet"
 
 // krustyOptions are the krusty options Build's options stand for, as the

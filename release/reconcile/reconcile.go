@@ -604,6 +604,9 @@ func (r *Reconciler) prepare(ctx context.Context, rel *release.Release) (*desire
 	}
 	req.SecretInline, _ = secretFields(rel)
 	req.From = valuesRefs(rel)
+	if req.InlineCredits, err = values.CreditsOf(rel.Annotations); err != nil {
+		return nil, &StageError{Release: refOf(rel), Reason: release.ReasonValuesError, Err: err}
+	}
 	reader := r.values
 	if reader == nil {
 		if len(req.From) > 0 {

@@ -24,10 +24,10 @@ func plainByKind(res *kustomize.Result, kind string) []*unstructured.Unstructure
 	return out
 }
 
-// TestSeed003Environments builds each environment of the seed-003 tree
-// (KARGO pt 5: a base HelmRelease, dev patching a pre-release chart
+// TestFluxLayoutEnvironments builds each environment of a tree in Flux's
+// recommended layout (as in Kargo's Flux guide: a base HelmRelease, dev patching a pre-release chart
 // version, prod setting values) and checks the Releases a user would get.
-func TestSeed003Environments(t *testing.T) {
+func TestFluxLayoutEnvironments(t *testing.T) {
 	fsys := os.DirFS(fleet)
 	build := func(t *testing.T, dir string) *kustomize.Result {
 		t.Helper()
