@@ -67,6 +67,12 @@
 //     client-go.
 //   - [github.com/helmfleet/helmfleet/release/releasetest]: a conformance
 //     suite every cluster backend passes.
+//   - [github.com/helmfleet/helmfleet/release/fleettest]: the test kit for
+//     release logic: in-memory test fleets with scripted health and faults,
+//     charts built in code and served by an in-memory Helm repository or OCI
+//     registry, history and object getters.
+//   - [github.com/helmfleet/helmfleet/release/controller/controllertest]: the
+//     controllers over a fake client, with no API server.
 //
 // # Differences from Flux and Karmada
 //
