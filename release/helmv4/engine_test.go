@@ -25,19 +25,11 @@ import (
 // podinfo is a Release of the vendored podinfo chart in namespace apps,
 // with its tests enabled.
 func podinfo() *release.Release {
-	return &release.Release{
-		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: "apps", Generation: 1},
-		Spec: release.Spec{
-			Interval: metav1.Duration{Duration: 10 * time.Minute},
-			Timeout:  &metav1.Duration{Duration: 10 * time.Second},
-			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-				Chart: string(testcharts.Podinfo), SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
-			}},
-			Test:   &release.Test{Enable: true},
-			Values: map[string]any{"replicaCount": 1},
-		},
-	}
+	rel := chartRelease(testcharts.Podinfo)
+	rel.Namespace = "apps"
+	rel.Spec.Test = &release.Test{Enable: true}
+	rel.Spec.Values = map[string]any{"replicaCount": 1}
+	return rel
 }
 
 // reconciler returns a Reconciler of the vendored charts on engine (nil:
@@ -195,4 +187,30 @@ var appsV1Deployment = schema.GroupVersionKind{Group: "apps", Version: "v1", Kin
 
 func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
 	return unstructured.NestedInt64(obj, fields...)
+}
+
+// Config.EngineFor moves one release to Helm v4 while the reconciler's
+// other releases stay on Config.Engine (Helm v3): a migration wave.
+func TestEngineForChoosesPerRelease(t *testing.T) {
+	r, err := reconcile.New(reconcile.Config{
+		Charts: reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
+			ch, err := testcharts.Load(testcharts.Name(rel.Spec.Chart.Spec.Chart))
+			return &reconcile.Chart{Chart: ch}, err
+		}),
+		PollInterval: 2 * time.Millisecond,
+		EngineFor: func(rel *release.Release) reconcile.Engine {
+			if rel.Labels["helm-engine"] == "v4" {
+				return helmv4.Engine{}
+			}
+			return nil
+		},
+	})
+	require.NoError(t, err)
+	c := memory.New("member")
+	stay, move := podinfo(), podinfo()
+	move.Name, move.Labels = "podinfo-next", map[string]string{"helm-engine": "v4"}
+	reconcileOK(t, r, c, stay)
+	reconcileOK(t, r, c, move)
+	assert.Equal(t, []string{""}, applyMethods(history(t, c, stay)))
+	assert.Equal(t, []string{"ssa"}, applyMethods(history(t, c, move)))
 }
