@@ -39,6 +39,8 @@
 // rollback), conflicts forced whenever server-side apply is on, force
 // (replace) only when it is off, and spec.waitStrategy (poller: Helm
 // v4's kstatus watcher; legacy: Helm's legacy wait; waits disabled: hooks
-// only). The Reconciler does not warn of these fields with this engine.
+// only), and spec.postRenderStrategy (unset: combined, Helm v4's and Flux
+// 2.8's default, which post-renders hooks too; nohooks is Helm v3's way).
+// The Reconciler does not warn of these fields with this engine.
 // spec.rollback.recreate does not exist in Helm v4 and is ignored.
 package helmv4

@@ -150,6 +150,7 @@ func (e Engine) Install(_ context.Context, cfg *action3.Configuration, ch *chart
 	if o.PostRenderer != nil {
 		i.PostRenderer = o.PostRenderer
 	}
+	i.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	ssa := o.ServerSideApply == nil || *o.ServerSideApply
 	i.ServerSideApply, i.ForceConflicts = ssa, ssa
 	_, err = i.Run(ch4, vals)
@@ -188,6 +189,7 @@ func (e Engine) Upgrade(_ context.Context, cfg *action3.Configuration, name stri
 	if o.PostRenderer != nil {
 		u.PostRenderer = o.PostRenderer
 	}
+	u.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	u.ServerSideApply, u.ForceConflicts = fmt.Sprint(ssa), ssa
 	u.ForceReplace = o.Force && !ssa
 	_, err = u.Run(name, ch4, vals)
@@ -281,6 +283,7 @@ func (e Engine) Render(_ context.Context, caps *chartutil.Capabilities, ch *char
 	if o.PostRenderer != nil {
 		i.PostRenderer = o.PostRenderer
 	}
+	i.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	i.SkipSchemaValidation = o.SkipSchemaValidation
 	i.WaitStrategy = kube4.HookOnlyStrategy
 	r, err := i.Run(ch4, vals)

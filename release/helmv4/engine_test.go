@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,18 +169,22 @@ func TestInteropV3V4(t *testing.T) {
 	assert.Equal(t, 5, res.Helm.Version)
 }
 
-// The Helm v3 engine warns that serverSideApply and the legacy wait are
-// not acted on; the Helm v4 engine acts on them and does not.
+// The Helm v3 engine warns that serverSideApply, the legacy wait and the
+// post-render strategy are not acted on; the Helm v4 engine acts on them
+// and does not.
 func TestFieldWarningsByEngine(t *testing.T) {
 	rel := podinfo()
 	ssa := true
 	rel.Spec.Install = &release.Install{ServerSideApply: &ssa}
 	rel.Spec.WaitStrategy = &release.WaitStrategy{Name: release.WaitStrategyLegacy}
+	rel.Spec.PostRenderStrategy = release.PostRenderStrategyCombined
+	rel.Spec.PostRenderers = []release.PostRenderer{{Kustomize: &release.Kustomize{
+		Images: []release.Image{{Name: "curlimages/curl", NewTag: "8.0.0"}}}}}
 	p3 := reconciler(t, nil).Plan(t.Context(), memory.New("a"), rel)
 	p4 := reconciler(t, helmv4.Engine{}).Plan(t.Context(), memory.New("b"), rel)
 	require.NoError(t, p3.Err)
 	require.NoError(t, p4.Err)
-	assert.Len(t, p3.Warnings, 2)
+	assert.Len(t, p3.Warnings, 3)
 	assert.Empty(t, p4.Warnings)
 }
 
@@ -213,4 +218,45 @@ func TestEngineForChoosesPerRelease(t *testing.T) {
 	reconcileOK(t, r, c, move)
 	assert.Equal(t, []string{""}, applyMethods(history(t, c, stay)))
 	assert.Equal(t, []string{"ssa"}, applyMethods(history(t, c, move)))
+}
+
+// hookImages lists the curl images of the release's test hooks, as
+// recorded.
+func hookImages(h *helmrelease.Release) []string {
+	var out []string
+	for _, hk := range h.Hooks {
+		for _, l := range strings.Split(hk.Manifest, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "image: curlimages/curl") {
+				out = append(out, strings.TrimPrefix(l, "image: "))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// The Helm v4 engine post-renders hooks too, as Flux 2.8 does by default
+// (combined), unless spec.postRenderStrategy is nohooks; the Helm v3
+// engine never does.
+func TestPostRenderStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		engine   reconcile.Engine
+		strategy string
+		want     string
+	}{
+		{"v3", nil, "", "curlimages/curl:7.69.0"},
+		{"v4 default (combined)", helmv4.Engine{}, "", "curlimages/curl:8.0.0"},
+		{"v4 nohooks", helmv4.Engine{}, release.PostRenderStrategyNoHooks, "curlimages/curl:7.69.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rel := podinfo()
+			rel.Spec.Test = nil
+			rel.Spec.PostRenderStrategy = tc.strategy
+			rel.Spec.PostRenderers = []release.PostRenderer{{Kustomize: &release.Kustomize{
+				Images: []release.Image{{Name: "curlimages/curl", NewTag: "8.0.0"}}}}}
+			res := reconcileOK(t, reconciler(t, tc.engine), memory.New("member"), rel)
+			assert.Equal(t, []string{tc.want}, hookImages(res.Helm))
+		})
+	}
 }

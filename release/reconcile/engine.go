@@ -78,6 +78,9 @@ type InstallOptions struct {
 	DisableHooks, DisableOpenAPIValidation, SkipSchemaValidation, Replace, CreateNamespace, SkipCRDs bool
 	// PostRenderer runs after rendering; nil for none.
 	PostRenderer helmpostrender.PostRenderer
+	// PostRenderStrategy is spec.postRenderStrategy ("" is the engine's
+	// default). Helm v3 never post-renders hooks (nohooks).
+	PostRenderStrategy string
 	// ServerSideApply is spec.install.serverSideApply (nil: unset). Helm
 	// v3 applies client-side whatever it says.
 	ServerSideApply *bool
@@ -96,6 +99,8 @@ type UpgradeOptions struct {
 	MaxHistory int
 	// PostRenderer runs after rendering; nil for none.
 	PostRenderer helmpostrender.PostRenderer
+	// PostRenderStrategy is spec.postRenderStrategy, as InstallOptions'.
+	PostRenderStrategy string
 	// ServerSideApply is spec.upgrade.serverSideApply ("" is auto).
 	// Helm v3 applies client-side whatever it says.
 	ServerSideApply release.ServerSideApplyMode
@@ -141,6 +146,8 @@ type RenderOptions struct {
 	ReleaseName, Namespace string
 	// PostRenderer runs after rendering; nil for none.
 	PostRenderer helmpostrender.PostRenderer
+	// PostRenderStrategy is spec.postRenderStrategy, as InstallOptions'.
+	PostRenderStrategy string
 	// SkipSchemaValidation skips the chart's values schema.
 	SkipSchemaValidation bool
 }
@@ -274,8 +281,8 @@ func (ru *run) engine() Engine {
 }
 
 // fieldWarnings are release.FieldWarnings of the run's Release, less
-// those of fields the run's engine acts on (Helm v4: server-side apply
-// and the wait strategy).
+// those of fields the run's engine acts on (Helm v4: server-side apply,
+// the wait strategy and the post-render strategy).
 func (ru *run) fieldWarnings() []string {
 	w := release.FieldWarnings(ru.rel)
 	if ru.engine().HelmMajor() < 4 {
@@ -283,7 +290,7 @@ func (ru *run) fieldWarnings() []string {
 	}
 	out := w[:0:0]
 	for _, s := range w {
-		if strings.HasSuffix(s, release.HelmV3Engine) && !strings.HasPrefix(s, "spec.postRenderStrategy") ||
+		if strings.HasSuffix(s, release.HelmV3Engine) || strings.HasSuffix(s, helmV3PostRender) ||
 			strings.HasPrefix(s, "spec.waitStrategy.name:") {
 			continue
 		}
@@ -294,6 +301,10 @@ func (ru *run) fieldWarnings() []string {
 	}
 	return out
 }
+
+// helmV3PostRender ends release.FieldWarnings' warning of
+// spec.postRenderStrategy, which only Helm v4 acts on.
+const helmV3PostRender = "(nohooks): Helm v3 engine"
 
 // waitOptions are the wait settings of an action whose spec disables
 // waits with disableWait and jobs with disableJobs.

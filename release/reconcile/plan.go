@@ -159,7 +159,7 @@ func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
 		c.APIVersions = append(c.APIVersions, extra...)
 	}
 	m, err := ru.engine().Render(ru.ctx, c, ru.d.chart.Chart, ru.d.values.Values, RenderOptions{ReleaseName: rel.GetReleaseName(),
-		Namespace: rel.GetTargetNamespace(), PostRenderer: ru.d.post, SkipSchemaValidation: rel.GetInstall().DisableSchemaValidation})
+		Namespace: rel.GetTargetNamespace(), PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, SkipSchemaValidation: rel.GetInstall().DisableSchemaValidation})
 	if err != nil {
 		return "", ru.helmErr("render", err)
 	}
