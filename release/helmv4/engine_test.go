@@ -260,3 +260,32 @@ func TestPostRenderStrategy(t *testing.T) {
 		})
 	}
 }
+
+// A Helm v4 upgrade that fails is remediated as with Helm v3: the
+// failure is recorded, and the reconcile rolls back to the last good
+// revision with Helm v4.
+func TestFailedUpgradeRollsBack(t *testing.T) {
+	c := memory.New("member")
+	r := reconciler(t, helmv4.Engine{})
+	rel := podinfo()
+	rel.Spec.Test = nil
+	reconcileOK(t, r, c, rel)
+
+	isDeployment := func(ref release.ObjectRef) bool { return ref.Kind == "Deployment" }
+	c.SetFaults(memory.FailNth(memory.OpHelmUpdate, isDeployment, 1, errors.New("boom")))
+	rel.Spec.Values["replicaCount"] = 2
+	rel.Spec.Upgrade = &release.Upgrade{Remediation: &release.UpgradeRemediation{Retries: 1}}
+	rel.Generation++
+	res, err := r.Reconcile(t.Context(), c, rel)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "boom")
+	assert.Equal(t, []reconcile.Action{reconcile.ActionUpgrade, reconcile.ActionRollback}, res.Actions)
+	var statuses []helmrelease.Status
+	for _, h := range history(t, c, rel) {
+		statuses = append(statuses, h.Info.Status)
+	}
+	assert.Equal(t, []helmrelease.Status{helmrelease.StatusSuperseded, helmrelease.StatusFailed, helmrelease.StatusDeployed}, statuses)
+	rem := rel.Status.GetCondition(release.ConditionRemediated)
+	require.NotNil(t, rem)
+	assert.Equal(t, metav1.ConditionTrue, rem.Status, rem.Message)
+}
