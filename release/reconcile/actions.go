@@ -112,53 +112,37 @@ func (ru *run) latestVersion() int {
 func (ru *run) install() error {
 	rel := ru.rel
 	spec := rel.GetInstall()
-	i := action.NewInstall(ru.cfg)
-	i.ReleaseName = rel.GetReleaseName()
-	i.Namespace = rel.GetTargetNamespace()
-	i.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
-	i.Wait = !spec.DisableWait
-	i.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
-	i.DisableHooks = spec.DisableHooks
-	i.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
-	i.SkipSchemaValidation = spec.DisableSchemaValidation
-	i.Replace = spec.Replace
-	i.CreateNamespace = spec.CreateNamespace
-	i.PostRenderer = ru.d.post
+	o := InstallOptions{WaitOptions: ru.waitOptions(spec.GetTimeout(rel.GetTimeout()).Duration, spec.DisableWait, spec.DisableWaitForJobs),
+		ReleaseName: rel.GetReleaseName(), Namespace: rel.GetTargetNamespace(),
+		DisableHooks: spec.DisableHooks, DisableOpenAPIValidation: spec.DisableOpenAPIValidation,
+		SkipSchemaValidation: spec.DisableSchemaValidation, Replace: spec.Replace, CreateNamespace: spec.CreateNamespace,
+		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply}
 	before := ru.beginRelease(ActionInstall)
 	// An install starts a new history: nothing before it is a rollback
 	// target (Flux).
 	rel.Status.ClearHistory()
 	switch spec.GetCRDsPolicy() {
 	case release.Skip:
-		i.SkipCRDs = true
+		o.SkipCRDs = true
 	case release.CreateReplace:
 		// Helm only creates; helmfleet creates or replaces them first.
-		i.SkipCRDs = true
+		o.SkipCRDs = true
 		if err := ru.applyCRDs(true); err != nil {
 			return ru.released(ActionInstall, false, err)
 		}
 	}
-	_, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
+	err := ru.engine().Install(ru.ctx, ru.cfg, ru.d.chart.Chart, ru.d.values.Values, o)
 	return ru.released(ActionInstall, ru.latestVersion() > before, ru.helmErr("install", err))
 }
 
 func (ru *run) upgrade() error {
 	rel := ru.rel
 	spec := rel.GetUpgrade()
-	u := action.NewUpgrade(ru.cfg)
-	u.Namespace = rel.GetTargetNamespace()
-	u.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
-	u.Wait = !spec.DisableWait
-	u.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
-	u.DisableHooks = spec.DisableHooks
-	u.DisableOpenAPIValidation = spec.DisableOpenAPIValidation
-	u.SkipSchemaValidation = spec.DisableSchemaValidation
-	u.Force = spec.Force
-	u.CleanupOnFail = spec.CleanupOnFail
-	u.MaxHistory = rel.GetMaxHistory()
-	u.ResetValues = !spec.PreserveValues
-	u.ReuseValues = spec.PreserveValues
-	u.PostRenderer = ru.d.post
+	o := UpgradeOptions{WaitOptions: ru.waitOptions(spec.GetTimeout(rel.GetTimeout()).Duration, spec.DisableWait, spec.DisableWaitForJobs),
+		Namespace: rel.GetTargetNamespace(), DisableHooks: spec.DisableHooks, DisableOpenAPIValidation: spec.DisableOpenAPIValidation,
+		SkipSchemaValidation: spec.DisableSchemaValidation, Force: spec.Force, CleanupOnFail: spec.CleanupOnFail,
+		MaxHistory: rel.GetMaxHistory(), ResetValues: !spec.PreserveValues, ReuseValues: spec.PreserveValues,
+		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply}
 	before := ru.beginRelease(ActionUpgrade)
 	// Helm never touches CRDs on upgrade; Flux (and helmfleet) create
 	// missing ones (Create) or also replace existing ones (CreateReplace).
@@ -167,7 +151,7 @@ func (ru *run) upgrade() error {
 			return ru.released(ActionUpgrade, false, err)
 		}
 	}
-	_, err := u.Run(rel.GetReleaseName(), ru.d.chart.Chart, ru.d.values.Values)
+	err := ru.engine().Upgrade(ru.ctx, ru.cfg, rel.GetReleaseName(), ru.d.chart.Chart, ru.d.values.Values, o)
 	return ru.released(ActionUpgrade, ru.latestVersion() > before, ru.helmErr("upgrade", err))
 }
 
@@ -210,14 +194,9 @@ func (ru *run) applyCRDs(replace bool) error {
 func (ru *run) test() error {
 	rel, st := ru.rel, &ru.rel.Status
 	spec := rel.GetTest()
-	t := action.NewReleaseTesting(ru.cfg)
-	t.Namespace = rel.GetTargetNamespace()
-	t.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
-	t.Filters = map[string][]string{}
-	setFilters(t, spec.Filters)
+	o := TestOptions{Namespace: rel.GetTargetNamespace(), Timeout: spec.GetTimeout(rel.GetTimeout()).Duration, Filters: testFilters(spec.Filters)}
 	defer rel.SummarizeReady()
-	_, err := t.Run(rel.GetReleaseName())
-	err = ru.helmErr("test", err)
+	err := ru.helmErr("test", ru.engine().Test(ru.ctx, ru.cfg, rel.GetReleaseName(), o))
 	ru.observeLatest()
 	cur := st.History.Latest()
 	if err != nil {
@@ -269,19 +248,12 @@ func (ru *run) rollback() error {
 	rel, st := ru.rel, &ru.rel.Status
 	prev := st.History.Previous(ru.ignoreTestFailures())
 	spec := rel.GetRollback()
-	rb := action.NewRollback(ru.cfg)
-	rb.Version = prev.Version
-	rb.Timeout = spec.GetTimeout(rel.GetTimeout()).Duration
-	rb.Wait = !spec.DisableWait
-	rb.WaitForJobs = !spec.DisableWait && !spec.DisableWaitForJobs
-	rb.DisableHooks = spec.DisableHooks
-	rb.Recreate = spec.Recreate
-	rb.Force = spec.Force
-	rb.CleanupOnFail = spec.CleanupOnFail
-	rb.MaxHistory = rel.GetMaxHistory()
+	o := RollbackOptions{WaitOptions: ru.waitOptions(spec.GetTimeout(rel.GetTimeout()).Duration, spec.DisableWait, spec.DisableWaitForJobs),
+		Version: prev.Version, DisableHooks: spec.DisableHooks, Recreate: spec.Recreate, Force: spec.Force,
+		CleanupOnFail: spec.CleanupOnFail, MaxHistory: rel.GetMaxHistory(), ServerSideApply: spec.ServerSideApply}
 	defer rel.SummarizeReady()
 	before := ru.latestVersion()
-	err := ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
+	err := ru.helmErr("rollback", ru.engine().Rollback(ru.ctx, ru.cfg, rel.GetReleaseName(), o))
 	ru.observeLatest()
 	if cur := st.History.Latest(); cur != nil && cur.Version > before {
 		ru.markAction(ActionRollback)
@@ -354,14 +326,9 @@ func (ru *run) uninstall(cfg *action.Configuration, name string) error {
 // withhold it only match it).
 func (ru *run) helmUninstall(cfg *action.Configuration, name string) error {
 	spec := ru.rel.GetUninstall()
-	u := action.NewUninstall(cfg)
-	u.KeepHistory = spec.KeepHistory
-	u.DisableHooks = spec.DisableHooks
-	u.Wait = !spec.DisableWait
-	u.Timeout = spec.GetTimeout(ru.rel.GetTimeout()).Duration
-	u.DeletionPropagation = spec.GetDeletionPropagation()
-	_, err := u.Run(name)
-	return err
+	o := UninstallOptions{WaitOptions: ru.waitOptions(spec.GetTimeout(ru.rel.GetTimeout()).Duration, spec.DisableWait, true),
+		KeepHistory: spec.KeepHistory, DisableHooks: spec.DisableHooks, DeletionPropagation: spec.GetDeletionPropagation()}
+	return ru.engine().Uninstall(ru.ctx, cfg, name, o)
 }
 
 func (ru *run) unlock(last *helmrelease.Release) error {

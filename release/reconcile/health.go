@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/helmfleet/helmfleet/release"
-	"helm.sh/helm/v3/pkg/action"
 )
 
 // Health checks that the release's latest revision is the one its status
@@ -65,13 +64,10 @@ func (r *Reconciler) RollbackToPrevious(ctx context.Context, cluster release.Clu
 	if prev == nil {
 		return ru.stalled(release.ReasonMissingRollbackTarget, "no previous revision to roll back to")
 	}
-	rb := action.NewRollback(cfg)
-	rb.Version = prev.Version
-	rb.Timeout = rel.GetRollback().GetTimeout(rel.GetTimeout()).Duration
-	rb.Wait = !rel.GetRollback().DisableWait
-	rb.MaxHistory = rel.GetMaxHistory()
+	spec := rel.GetRollback()
+	o := RollbackOptions{WaitOptions: ru.waitOptions(spec.GetTimeout(rel.GetTimeout()).Duration, spec.DisableWait, true), Version: prev.Version, MaxHistory: rel.GetMaxHistory(), ServerSideApply: spec.ServerSideApply}
 	before := rel.Status.History.Latest()
-	err = ru.helmErr("rollback", rb.Run(rel.GetReleaseName()))
+	err = ru.helmErr("rollback", ru.engine().Rollback(ctx, cfg, rel.GetReleaseName(), o))
 	if last, lerr := lastRelease(cfg.Releases, rel.GetReleaseName()); lerr == nil && last != nil {
 		rel.Status.History = upsertSnapshot(rel.Status.History, snapshotOf(last, ""))
 		if before == nil || last.Version > before.Version {

@@ -5,16 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
-	kubefake "helm.sh/helm/v3/pkg/kube/fake"
-	"helm.sh/helm/v3/pkg/storage"
-	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -82,9 +78,9 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		p.Reason = "suspended"
 		return p
 	}
-	p.Warnings = release.FieldWarnings(rel)
 	res := &Result{}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
+	p.Warnings = ru.fieldWarnings()
 	d, err := r.prepare(ctx, rel)
 	if err != nil {
 		p.Err = err
@@ -162,28 +158,12 @@ func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
 		}
 		c.APIVersions = append(c.APIVersions, extra...)
 	}
-	// A client-side dry run that is not ClientOnly renders with exactly
-	// the configuration's capabilities (ClientOnly would add Helm's
-	// default API versions, which a cluster may not serve); the printing
-	// client and a fresh memory storage keep it off the cluster.
-	mem := driver.NewMemory()
-	mem.SetNamespace(rel.GetTargetNamespace())
-	i := action.NewInstall(&action.Configuration{
-		Capabilities: c,
-		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-		Releases:     storage.Init(mem),
-		Log:          func(string, ...any) {},
-	})
-	i.DryRun, i.Replace = true, true
-	i.ReleaseName = rel.GetReleaseName()
-	i.Namespace = rel.GetTargetNamespace()
-	i.PostRenderer = ru.d.post
-	i.SkipSchemaValidation = rel.GetInstall().DisableSchemaValidation
-	h, err := i.Run(ru.d.chart.Chart, ru.d.values.Values)
+	m, err := ru.engine().Render(ru.ctx, c, ru.d.chart.Chart, ru.d.values.Values, RenderOptions{ReleaseName: rel.GetReleaseName(),
+		Namespace: rel.GetTargetNamespace(), PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, SkipSchemaValidation: rel.GetInstall().DisableSchemaValidation})
 	if err != nil {
 		return "", ru.helmErr("render", err)
 	}
-	return h.Manifest, nil
+	return m, nil
 }
 
 func sortObjects(objs []*unstructured.Unstructured) {

@@ -93,6 +93,20 @@ type Config struct {
 	// context, such as a one-off Plan run by someone who may read the
 	// Secrets, never in a controller whose status others can read.
 	InsecureHelmErrorText bool
+	// Engine runs Helm's actions for every release of this Reconciler;
+	// nil is HelmV3{}, Helm v3 (helm.sh/helm/v3), the default. Package
+	// release/helmv4 provides the Helm v4 engine, which acts on
+	// spec.install/upgrade/rollback.serverSideApply and spec.waitStrategy
+	// (the v3 engine warns of them, see release.HelmV3Engine). Both read
+	// and write the same release records, so a release installed by one
+	// is upgraded, rolled back and uninstalled by the other.
+	Engine Engine
+	// EngineFor, when set, chooses the engine of one Release: a
+	// migration moves releases from one engine to the other wave by wave
+	// (for instance by a label on the Release). A nil result, or a nil
+	// EngineFor, is Engine. It must be deterministic for a Release: the
+	// engine of one reconcile is chosen once per call.
+	EngineFor func(*release.Release) Engine
 }
 
 // Reconciler brings one Release on one cluster to its desired state with
@@ -112,6 +126,10 @@ type Reconciler struct {
 	originLabels     bool
 	// insecureErrors is Config.InsecureHelmErrorText.
 	insecureErrors bool
+	// engine is Config.Engine (HelmV3{} when nil); engineFor is
+	// Config.EngineFor.
+	engine    Engine
+	engineFor func(*release.Release) Engine
 }
 
 // New returns a Reconciler for cfg.
@@ -121,7 +139,10 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
 		fieldManager: cfg.FieldManager, overrideManagers: slices.Clone(cfg.OverrideManagers), originLabels: cfg.OriginLabels,
-		insecureErrors: cfg.InsecureHelmErrorText}
+		insecureErrors: cfg.InsecureHelmErrorText, engine: cfg.Engine, engineFor: cfg.EngineFor}
+	if r.engine == nil {
+		r.engine = HelmV3{}
+	}
 	r.charts = containedCharts{r.charts}
 	if r.values != nil {
 		r.values = containedValues{r.values}
@@ -356,6 +377,8 @@ type run struct {
 	// waits (nil: none), once judged is set.
 	judge  release.Judge
 	judged bool
+	// eng is the run's engine, once engine chose it.
+	eng Engine
 }
 
 // actionType groups actions as Flux does: each type runs at most once per
@@ -474,7 +497,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.Cluster, rel
 		return res, nil
 	}
 	ru := &run{r: r, ctx: ctx, cluster: cluster, rel: rel, res: res}
-	res.Warnings = release.FieldWarnings(rel)
+	res.Warnings = ru.fieldWarnings()
 	ru.markFieldWarnings(res.Warnings)
 	out := ru.reconcile()
 	res.Next, res.RequeueAfter = out.next, out.after

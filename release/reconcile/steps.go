@@ -9,7 +9,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/helmfleet/helmfleet/release"
-	"helm.sh/helm/v3/pkg/action"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -671,13 +670,15 @@ func fullName(h *helmrelease.Release) string {
 
 func refOf(rel *release.Release) string { return rel.Namespace + "/" + rel.Name }
 
-// setFilters turns spec.test.filters into Helm's test filters.
-func setFilters(t *action.ReleaseTesting, filters []release.Filter) {
+// testFilters turns spec.test.filters into Helm's test filters.
+func testFilters(filters []release.Filter) map[string][]string {
+	out := map[string][]string{}
 	for _, f := range filters {
 		if f.Exclude {
-			t.Filters["!name"] = append(t.Filters["!name"], f.Name)
+			out["!name"] = append(out["!name"], f.Name)
 		} else {
-			t.Filters["name"] = append(t.Filters["name"], f.Name)
+			out["name"] = append(out["name"], f.Name)
 		}
 	}
+	return out
 }
