@@ -546,7 +546,7 @@ func TestDistributorWaitObservesContext(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
-// A chart may render its own policies (the seed platform's scenario one):
+// A chart may render its own policies:
 // they are used for placement and never applied anywhere.
 func TestDistributorPoliciesFromChart(t *testing.T) {
 	ctx := context.Background()

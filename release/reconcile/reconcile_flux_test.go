@@ -373,7 +373,7 @@ func TestDriftDetectionAndCorrection(t *testing.T) {
 	assert.Equal(t, int64(2), fixture.Replicas(t, c), "corrected back to the manifest")
 	assert.Equal(t, "False/NoDrift", cond(rel, release.ConditionDrifted))
 
-	// Ignore /spec/replicas on Deployments (the seed's example): an HPA's
+	// Ignore /spec/replicas on Deployments: an HPA's
 	// scaling is not drift.
 	rel.Spec.DriftDetection.Ignore = []release.IgnoreRule{{Paths: []string{"/spec/replicas"}, Target: &release.Selector{Kind: "Deployment"}}}
 	drift()
