@@ -49,6 +49,9 @@ type Schemas struct {
 	shapes     map[shapeKey][]shapeEntry
 	kept       int
 	versions   map[string][]string // sorted version sets by versionSet's key; only read once kept
+
+	interned      map[uint64][]any // values stored objects share, by shapeHash(v, true)
+	internedCount int
 }
 
 // maxVersionSets bounds the memo of version sets.
@@ -107,6 +110,7 @@ func NewSchemas() *Schemas {
 		statuses:   map[schema.GroupVersionKind]bool{},
 		shapes:     map[shapeKey][]shapeEntry{},
 		versions:   map[string][]string{},
+		interned:   map[uint64][]any{},
 	}
 }
 
