@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testcharts"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/memory"
@@ -32,19 +33,7 @@ import (
 //	go test -run '^$' -bench BenchmarkPlanRealChart -benchmem -count 5 ./release/reconcile/
 func BenchmarkPlanRealChart(b *testing.B) {
 	ctx := context.Background()
-	ch, err := testcharts.Load(testcharts.KubePrometheusStack)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rel := &release.Release{}
-	rel.APIVersion, rel.Kind = release.APIVersion, release.Kind
-	rel.Name, rel.Namespace, rel.Generation = "kube-prometheus-stack", "monitoring", 1
-	rel.Spec.Interval.Duration = 10 * time.Minute
-	rel.Spec.Chart = &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-		Chart: string(testcharts.KubePrometheusStack), Version: ch.Metadata.Version,
-		SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
-	}}
-	rel.Spec.Values = testcharts.DefaultValues(testcharts.KubePrometheusStack)
+	rel, ch := fixture.KubePrometheusStack(b)
 	rec, err := reconcile.New(reconcile.Config{Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
 		return &reconcile.Chart{Chart: ch}, nil
 	}), PollInterval: time.Millisecond})
