@@ -27,10 +27,10 @@ import (
 // the same run. Helm's dry run does not create a chart's CRDs and then
 // cannot map its custom resources, so its cluster gets the chart's CRDs
 // first, untimed. Each sub-benchmark reports ns/op and B/op; plan/helm is
-// the ratio (goal <= 1.2x in time and bytes). The chart is loaded once:
+// the ratio (goal <= 1.2x in time and bytes), logged with -v. The chart is loaded once:
 // neither side measures loading it. Run:
 //
-//	go test -run '^$' -bench BenchmarkPlanRealChart -benchmem -count 5 ./release/reconcile/
+//	go test -run '^$' -bench BenchmarkPlanRealChart -benchmem -count 5 -v ./release/reconcile/
 func BenchmarkPlanRealChart(b *testing.B) {
 	ctx := context.Background()
 	rel, ch := fixture.KubePrometheusStack(b)
