@@ -128,7 +128,7 @@ func (e *Engine) Explain(p *Placement, key ObjectKey, cluster string) (*Explanat
 			}
 		}
 		x.Default, x.DefaultReason = op.Default, p.defaultReason
-		_, x.ByPolicy = slices.BinarySearch(op.scheduled, cluster)
+		_, x.ByPolicy = slices.BinarySearchFunc(op.scheduled, cluster, func(t Target, n string) int { return strings.Compare(t.Cluster, n) })
 	}
 	if !placed || op.Err != nil {
 		return x, nil

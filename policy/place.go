@@ -57,7 +57,7 @@ type ObjectPlacement struct {
 	Conflict Conflict
 
 	obj         *unstructured.Unstructured
-	scheduled   []string // clusters its own policy scheduled, sorted
+	scheduled   []Target // what its own policy scheduled, sorted by cluster; shared with the run's memo, never written
 	pos         int      // index in Placement.Objects
 	replicaPath []string
 	overrides   []ovMatch
@@ -210,9 +210,7 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 	}
 	op.AffinityGroup = group
 	op.Targets = slices.Clone(targets)
-	for _, t := range targets {
-		op.scheduled = append(op.scheduled, t.Cluster)
-	}
+	op.scheduled = targets
 }
 
 // follow lets dependencies take the clusters of the objects they follow,
@@ -329,7 +327,18 @@ func newFollower(p *Placement) *follower {
 				callersBySvc[svc] = append(callersBySvc[svc], op)
 			}
 		}
-		crsByKind[[2]string{groupOf(k.APIVersion), k.Kind}] = append(crsByKind[[2]string{groupOf(k.APIVersion), k.Kind}], op)
+		if isCRD(k) {
+			group, kind := crdKind(o)
+			crsByKind[[2]string{group, kind}] = nil
+		}
+	}
+	if len(crsByKind) > 0 { // only the kinds of CRDs among the objects are indexed
+		for _, op := range p.Objects {
+			gk := [2]string{groupOf(op.Object.APIVersion), op.Object.Kind}
+			if crs, ok := crsByKind[gk]; ok {
+				crsByKind[gk] = append(crs, op)
+			}
+		}
 	}
 	var warnings []Warning
 	missing := map[string]bool{}
@@ -481,10 +490,20 @@ func newFollower(p *Placement) *follower {
 			fs := follows[pos]
 			follows[pos] = nil
 			op := p.Objects[pos]
-			op.FollowsVia = append(op.FollowsVia, fs...)
+			if op.FollowsVia == nil {
+				op.FollowsVia = fs // follows[pos] was reset: fs is op's alone
+			} else {
+				op.FollowsVia = append(op.FollowsVia, fs...)
+			}
 			slices.SortFunc(op.FollowsVia, compareFollows)
 			op.FollowsVia = slices.Compact(op.FollowsVia)
-			op.Follows = op.Follows[:0]
+			leaders := 0
+			for i, f := range op.FollowsVia {
+				if i == 0 || op.FollowsVia[i-1].Leader != f.Leader {
+					leaders++
+				}
+			}
+			op.Follows = slices.Grow(op.Follows[:0], leaders)
 			for _, f := range op.FollowsVia {
 				if len(op.Follows) == 0 || op.Follows[len(op.Follows)-1] != f.Leader {
 					op.Follows = append(op.Follows, f.Leader)

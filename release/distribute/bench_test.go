@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,7 +69,16 @@ spec:
 // waits for readiness. In-memory members ("memory/…") share a Schemas,
 // as a test fleet would, so both sides pay the same server-side apply;
 // members that accept applies without work ("null/…") leave rendering,
-// placement and overrides alone.
+// placement and overrides alone. The in-memory cases report what one
+// member costs in live heap once made (B/member-made) and once it holds
+// the release's objects (B/member-applied).
+//
+// memory-10k/render-once is render-once over 10,000 in-memory members
+// (goal: at most 1 GiB peak RSS, reported as peak-RSS-MiB, and at least
+// 2,000 clusters/s). It is skipped unless HELMFLEET_BENCH_10K=1, so .ci/run
+// does not run it; run it alone, so the peak is its own:
+//
+//	HELMFLEET_BENCH_10K=1 go test -run '^$' -bench 'BenchmarkFleetApply/memory-10k' -benchtime 1x -benchmem ./release/distribute/
 func BenchmarkFleetApply(b *testing.B) {
 	const n = 1000
 	ctx := context.Background()
@@ -88,32 +99,7 @@ func BenchmarkFleetApply(b *testing.B) {
 		{"null", func() []benchMember { return nullMembers(n) }},
 	} {
 		b.Run(backend.name+"/render-once", func(b *testing.B) {
-			b.ReportAllocs()
-			var elapsed time.Duration
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				ms := backend.fresh()
-				members := make([]release.Member, len(ms))
-				for j, m := range ms {
-					members[j] = release.Member{Cluster: m, Facts: policy.Cluster{Labels: map[string]string{"group": fmt.Sprintf("g%d", j%benchGroups)}}}
-				}
-				d, err := distribute.New(distribute.Config{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
-				if err != nil {
-					b.Fatal(err)
-				}
-				rel := fixture.Release()
-				rel.Spec.Install = &release.Install{DisableWait: true}
-				b.StartTimer()
-				start := time.Now()
-				if _, err := rec.Reconcile(ctx, d, rel); err != nil {
-					b.Fatal(err)
-				}
-				elapsed += time.Since(start)
-				if got := ms[n-1].applied(); got != 21 { // 20 objects and the namespace
-					b.Fatalf("last member got %d objects", got)
-				}
-			}
-			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+			renderOnce(ctx, b, rec, set, backend.fresh)
 		})
 		b.Run(backend.name+"/render-per-cluster", func(b *testing.B) {
 			b.ReportAllocs()
@@ -136,6 +122,99 @@ func BenchmarkFleetApply(b *testing.B) {
 			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
 		})
 	}
+	b.Run("memory-10k/render-once", func(b *testing.B) {
+		if os.Getenv("HELMFLEET_BENCH_10K") != "1" {
+			b.Skip("set HELMFLEET_BENCH_10K=1 to run the 10,000-member fleet")
+		}
+		renderOnce(ctx, b, rec, set, func() []benchMember { return memoryMembers(10_000) })
+		if peak, ok := peakRSS(); ok {
+			b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+		}
+	})
+}
+
+// renderOnce is the render-once case over the members fresh makes: the
+// Distributor, run sequentially as the baseline is, with one Reconcile
+// per iteration. Over in-memory members it reports their live heap per
+// member.
+func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, set policy.Set, fresh func() []benchMember) {
+	b.ReportAllocs()
+	var elapsed time.Duration
+	var made, applied, count uint64
+	n := 0
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		before := liveHeap()
+		ms := fresh()
+		n = len(ms)
+		members := make([]release.Member, n)
+		for j, m := range ms {
+			members[j] = release.Member{Cluster: m, Facts: policy.Cluster{Labels: map[string]string{"group": fmt.Sprintf("g%d", j%benchGroups)}}}
+		}
+		d, err := distribute.New(distribute.Config{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
+		if err != nil {
+			b.Fatal(err)
+		}
+		rel := fixture.Release()
+		rel.Spec.Install = &release.Install{DisableWait: true}
+		_, inMemory := ms[0].(memoryMember)
+		if inMemory {
+			made += growth(before)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := rec.Reconcile(ctx, d, rel); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+		b.StopTimer()
+		if got := ms[n-1].applied(); got != 21 { // 20 objects and the namespace
+			b.Fatalf("last member got %d objects", got)
+		}
+		if inMemory {
+			applied += growth(before)
+			count += uint64(n)
+		}
+		runtime.KeepAlive(ms)
+		runtime.KeepAlive(d)
+		b.StartTimer()
+	}
+	if count > 0 {
+		b.ReportMetric(float64(made)/float64(count), "B/member-made")
+		b.ReportMetric(float64(applied)/float64(count), "B/member-applied")
+	}
+	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+}
+
+// liveHeap returns the bytes of live heap objects after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// growth returns how much the live heap grew since it was before bytes.
+func growth(before uint64) uint64 {
+	return max(liveHeap(), before) - before
+}
+
+// peakRSS returns the process's peak resident set size (VmHWM), where
+// /proc says it.
+func peakRSS() (uint64, bool) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // benchMember is a member of the benchmark that says how many objects it

@@ -148,13 +148,7 @@ func mergeCapabilities(all []*chartutil.Capabilities) *chartutil.Capabilities {
 			}
 			out.KubeVersion, lowest = c.KubeVersion, v
 		}
-		seen := map[string]bool{}
-		for _, av := range c.APIVersions {
-			if !seen[av] {
-				seen[av] = true
-				counts[av]++
-			}
-		}
+		countOnce(counts, c.APIVersions)
 	}
 	if out == nil {
 		return nil
@@ -167,6 +161,27 @@ func mergeCapabilities(all []*chartutil.Capabilities) *chartutil.Capabilities {
 	}
 	sort.Strings(out.APIVersions)
 	return out
+}
+
+// countOnce adds one to the count of each version of set, once however
+// often set lists it (sorted sets, as clusters report them, need no
+// memory for that).
+func countOnce(counts map[string]int, set []string) {
+	if sort.StringsAreSorted(set) {
+		for i, av := range set {
+			if i == 0 || set[i-1] != av {
+				counts[av]++
+			}
+		}
+		return
+	}
+	seen := make(map[string]bool, len(set))
+	for _, av := range set {
+		if !seen[av] {
+			seen[av] = true
+			counts[av]++
+		}
+	}
 }
 
 func sameVersion(a, b string) bool {

@@ -34,20 +34,7 @@ func realChartMembers(n int) ([]release.Member, []*memory.Cluster) {
 // kpsRelease is kube-prometheus-stack with the test values, waits on.
 func kpsRelease(b *testing.B) (*release.Release, *chart.Chart) {
 	b.Helper()
-	ch, err := testcharts.Load(testcharts.KubePrometheusStack)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rel := &release.Release{}
-	rel.APIVersion, rel.Kind = release.APIVersion, release.Kind
-	rel.Name, rel.Namespace, rel.Generation = "kube-prometheus-stack", "monitoring", 1
-	rel.Spec.Interval.Duration = 10 * time.Minute
-	rel.Spec.Chart = &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-		Chart: string(testcharts.KubePrometheusStack), Version: ch.Metadata.Version,
-		SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
-	}}
-	rel.Spec.Values = testcharts.DefaultValues(testcharts.KubePrometheusStack)
-	return rel, ch
+	return fixture.KubePrometheusStack(b)
 }
 
 const kpsPolicy = `

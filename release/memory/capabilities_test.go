@@ -292,3 +292,31 @@ func TestAPIServiceStatus(t *testing.T) {
 	conds, _, _ = unstructured.NestedSlice(got.Object, "status", "conditions")
 	assert.Equal(t, "False", conds[0].(map[string]any)["status"])
 }
+
+// Clusters that share a Schemas each show their own kinds and
+// WithAPIVersions, whatever the others store or a caller does with
+// what it was given.
+func TestCapabilitiesSharedSchemas(t *testing.T) {
+	ctx := t.Context()
+	shared := memory.NewSchemas()
+	a, b := memory.New("a", memory.WithSchemas(shared)), memory.New("b", memory.WithSchemas(shared))
+	extra := memory.New("x", memory.WithSchemas(shared), memory.WithAPIVersions("extra.example.com/v1"))
+	before, err := a.Capabilities(ctx)
+	require.NoError(t, err)
+	before.APIVersions[0] = "tampered/v1" // a caller's copy
+	_, err = b.Apply(ctx, widgetCRD("example.com", map[string]bool{"v1": true}), applyOpts)
+	require.NoError(t, err)
+
+	capsA, err := a.Capabilities(ctx)
+	require.NoError(t, err)
+	capsB, err := b.Capabilities(ctx)
+	require.NoError(t, err)
+	capsX, err := extra.Capabilities(ctx)
+	require.NoError(t, err)
+	assert.False(t, capsA.APIVersions.Has("tampered/v1"), "a caller's change to its copy")
+	assert.False(t, capsA.APIVersions.Has("example.com/v1/Widget"), "the CRD of another cluster")
+	assert.True(t, capsB.APIVersions.Has("example.com/v1/Widget"))
+	assert.True(t, capsX.APIVersions.Has("extra.example.com/v1"))
+	assert.False(t, capsA.APIVersions.Has("extra.example.com/v1"), "the API versions of another cluster")
+	assert.Len(t, capsX.APIVersions, len(capsA.APIVersions)+1)
+}

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -40,12 +41,21 @@ func (c *Cluster) Capabilities(ctx context.Context) (*chartutil.Capabilities, er
 	if err != nil {
 		return nil, err
 	}
-	set, err := action.GetVersionSet(&discoveryClient{c: c})
-	if err != nil {
+	if err := c.reachable(); err != nil {
 		return nil, err
 	}
-	sort.Strings(set)
-	return &chartutil.Capabilities{KubeVersion: *kv, APIVersions: set, HelmVersion: chartutil.DefaultCapabilities.HelmVersion}, nil
+	// Clusters of one Schemas that serve the same kinds share the version
+	// set: discovery of the same kinds gives the same set.
+	memoKey := strings.Join(c.apiVersions, "\x00") + "\x01" + c.store.mapper.servedKey()
+	set, ok := c.store.schemas.versionSet(memoKey)
+	if !ok {
+		if set, err = action.GetVersionSet(&discoveryClient{c: c}); err != nil {
+			return nil, err
+		}
+		sort.Strings(set)
+		c.store.schemas.keepVersionSet(memoKey, set)
+	}
+	return &chartutil.Capabilities{KubeVersion: *kv, APIVersions: slices.Clone(set), HelmVersion: chartutil.DefaultCapabilities.HelmVersion}, nil
 }
 
 // kubeVersionOf parses the cluster's Kubernetes version.

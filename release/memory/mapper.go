@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ type restMapper struct {
 	base     *meta.DefaultRESTMapper // builtInMapper's, shared and only read
 	builtins []servedKind            // builtInMapper's, shared and only read
 	crds     map[schema.GroupVersionKind]crdKind
+	// served names what crds serve (kinds, names, scope), so that clusters
+	// serving the same kinds share what discovery derives from them; ""
+	// when there are none, stale when servedOK is false.
+	served   string
+	servedOK bool
 }
 
 func newRESTMapper(base *meta.DefaultRESTMapper, builtins []servedKind) *restMapper {
@@ -171,6 +177,7 @@ func (m *restMapper) learnCRD(crd *unstructured.Unstructured, remove bool) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.servedOK = false
 	// Versions a CRD no longer lists, or no longer serves, go too.
 	for gvk := range m.crds {
 		if gvk.Group == group && gvk.Kind == kind {
@@ -238,4 +245,26 @@ func (m *restMapper) kindFor(gvr schema.GroupVersionResource) (schema.GroupVersi
 	}
 	m.mu.RUnlock()
 	return m.base.KindFor(gvr)
+}
+
+// servedKey returns a string equal for two mappers exactly when their
+// stored CRDs serve the same kinds under the same names and scopes (""
+// when they serve none).
+func (m *restMapper) servedKey() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.servedOK {
+		return m.served
+	}
+	kinds := make([]servedKind, 0, len(m.crds))
+	for _, ck := range m.crds {
+		kinds = append(kinds, ck.res)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return gvkLess(kinds[i].gvk, kinds[j].gvk) })
+	var b strings.Builder
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "%q %q %q %t %q %q\n", k.gvk.String(), k.plural, k.singular, k.namespaced, k.shortNames, k.categories)
+	}
+	m.served, m.servedOK = b.String(), true
+	return m.served
 }

@@ -48,6 +48,31 @@ type Schemas struct {
 	statuses   map[schema.GroupVersionKind]bool
 	shapes     map[shapeKey][]shapeEntry
 	kept       int
+	versions   map[string][]string // sorted version sets by versionSet's key; only read once kept
+
+	interned      map[uint64][]any // values stored objects share, by shapeHash(v, true)
+	internedCount int
+}
+
+// maxVersionSets bounds the memo of version sets.
+const maxVersionSets = 256
+
+// versionSet returns the version set kept under key.
+func (s *Schemas) versionSet(key string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.versions[key]
+	return v, ok
+}
+
+// keepVersionSet keeps set under key, which no one writes to afterwards.
+func (s *Schemas) keepVersionSet(key string, set []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.versions) >= maxVersionSets {
+		clear(s.versions)
+	}
+	s.versions[key] = set
 }
 
 // managerKey finds the field manager of one kind and status mode.
@@ -84,6 +109,8 @@ func NewSchemas() *Schemas {
 		managers:   map[managerKey]*managedfields.FieldManager{},
 		statuses:   map[schema.GroupVersionKind]bool{},
 		shapes:     map[shapeKey][]shapeEntry{},
+		versions:   map[string][]string{},
+		interned:   map[uint64][]any{},
 	}
 }
 

@@ -464,6 +464,7 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMod
 		}
 	}
 	out.SetResourceVersion(strconv.FormatInt(s.serial, 10))
+	s.schemas.intern(out.Object)
 	s.objects[k] = out
 	if gvk.GroupKind() == crdGVK.GroupKind() {
 		s.mapper.learnCRD(out, false)
