@@ -117,3 +117,30 @@ func TestFleetReadyExpr(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetReadyExprAcrossWaves: a dependency in an earlier wave, on
+// another member, is judged by the readyExpr too: one rejecting the
+// Ready database holds podinfo back on the members of the later wave.
+func TestFleetReadyExprAcrossWaves(t *testing.T) {
+	ctx := context.Background()
+	tf := kustTestFleet(t, nil, nil)
+	in := decodeInputs(t, hrYAML("database", "")+
+		placeOn("database", "helm.toolkit.fluxcd.io/v2", "HelmRelease", "apps", "clusterNames: [prod-eu-1]")+
+		hrYAML("podinfo", fmt.Sprintf("  dependsOn: [{name: database, readyExpr: %q}]\n", depNotReady))+
+		placeOn("podinfo", "helm.toolkit.fluxcd.io/v2", "HelmRelease", "apps", "clusterNames: [dev-1]"))
+	plan, err := tf.fleet.Plan(ctx, in)
+	require.NoError(t, err)
+	rep, err := tf.fleet.Apply(ctx, plan, fleet.ApplyOptions{Rollout: &fleet.Rollout{
+		Waves: []fleet.Wave{{Name: "prod", Selector: "env=prod"}, {Name: "dev", Selector: "env=dev"}},
+	}})
+	require.Error(t, err)
+	items := map[fleet.Key]fleet.ItemReport{}
+	for _, it := range rep.Items {
+		items[it.Key] = it
+	}
+	assert.Equal(t, depgraph.Succeeded, items[fleet.Key{Cluster: "prod-eu-1", Namespace: "apps", Name: "database"}].State, rep.Table())
+	app := items[fleet.Key{Cluster: "dev-1", Namespace: "apps", Name: "podinfo"}]
+	assert.Equal(t, depgraph.Failed, app.State, rep.Table())
+	require.Error(t, app.Err)
+	assert.Equal(t, "dependency prod-eu-1:apps/database is not ready according to spec.dependsOn[0].readyExpr: "+depNotReady, app.Err.Error())
+}
