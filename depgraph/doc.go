@@ -40,6 +40,9 @@
 // heading the longest chain of dependents goes first.
 //
 // A failure skips only the failed node's transitive dependents; everything else goes on.
+// Options.Gate replaces that rule: each node with dependencies is asked, once they
+// all finished, with their results, whether it starts anyway or is skipped (a Flux
+// readyExpr accepting a dependency that is not Ready, or refusing one that is).
 // Cancelling the context stops the run promptly: no node starts afterwards, running
 // functions see the cancelled context, and Run returns once they have returned, so no
 // goroutine outlives it. The Result says for every node whether it succeeded, failed

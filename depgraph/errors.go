@@ -27,6 +27,8 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrInvalidKey matches an *InvalidKeyError.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrGated matches a *GateError: Options.Gate skipped a node.
+	ErrGated = errors.New("skipped by gate")
 )
 
 // Callback names the code of the caller that Run calls, in a *PanicError.
@@ -46,6 +48,8 @@ const (
 	CallbackClockNow Callback = "Options.Clock.Now"
 	// CallbackClockAfter is the After method of Options.Clock.
 	CallbackClockAfter Callback = "Options.Clock.After"
+	// CallbackGate is Options.Gate.
+	CallbackGate Callback = "Options.Gate"
 )
 
 // PanicError reports a panic that Run recovered from a node function or a
@@ -75,6 +79,26 @@ func (e *PanicError[K]) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
+
+// GateError is the Err of a node that Options.Gate skipped: the gate's error,
+// or a *PanicError if it panicked.
+type GateError[K comparable] struct {
+	// Key is the skipped node.
+	Key K
+	// Err is what the gate returned.
+	Err error
+}
+
+// Error names the node and the gate's reason.
+func (e *GateError[K]) Error() string {
+	return fmt.Sprintf("depgraph: node %s: skipped by Options.Gate: %v", quoteKey(e.Key), e.Err)
+}
+
+// Is reports whether target is ErrGated.
+func (e *GateError[K]) Is(target error) bool { return target == ErrGated }
+
+// Unwrap returns the gate's error.
+func (e *GateError[K]) Unwrap() error { return e.Err }
 
 // ArgumentError reports an argument that a function of this package cannot work
 // with, such as a nil graph given to Run.

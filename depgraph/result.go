@@ -19,7 +19,8 @@ const (
 	// not become ready.
 	Failed
 	// Skipped: the node did not run because a node it depends on, directly or
-	// transitively, failed; NodeResult.Cause names that node.
+	// transitively, failed, or Options.Gate refused it; NodeResult.Cause names
+	// that node (and NodeResult.Err holds the gate's *GateError).
 	Skipped
 )
 
@@ -49,7 +50,7 @@ type NodeResult[K comparable] struct {
 	// Err is the error of a Failed node: its function's last error, the readiness
 	// error wrapped in ErrNotReady, or a *PanicError of the function, Options.Ready,
 	// Options.Backoff or Options.Clock.After (joined with the function's last error
-	// for the latter two).
+	// for the latter two); for a node Options.Gate skipped, a *GateError.
 	Err error
 	// Cause is, for a Skipped node, the failed node that made it skip.
 	Cause K
@@ -162,7 +163,8 @@ type Event[K comparable] struct {
 	Attempt int
 	// Delay is the wait before the next attempt (EventRetrying).
 	Delay time.Duration
-	// Err is the error of the attempt (EventRetrying) or of the node (EventFailed).
+	// Err is the error of the attempt (EventRetrying) or of the node (EventFailed),
+	// or the *GateError of a node Options.Gate skipped (EventSkipped).
 	Err error
 	// Cause is the failed node that made this one skip (EventSkipped).
 	Cause K

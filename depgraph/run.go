@@ -51,6 +51,20 @@ type Options[K comparable] struct {
 	// on with the last time Now returned and Run's error includes a *PanicError; if
 	// After panics, the node waiting to retry fails with one.
 	Clock Clock
+	// Gate, if set, lets every node that has dependencies decide about their
+	// outcomes instead of the default rule (start once all succeeded, skip the
+	// moment one failed). It is called once, when the node's last dependency
+	// finished — succeeded, failed or was skipped — with their results in the
+	// order of Node.Deps (duplicates removed). A nil error starts the node even if
+	// a dependency failed; an error skips it: State Skipped, Err a *GateError
+	// wrapping the error, Cause the first dependency that did not succeed (the node
+	// itself if every one did). A failure then no longer skips dependents at once:
+	// each of them is asked when its dependencies are done. Under a cancelled
+	// context Gate is not called and the waiting nodes stay NotStarted. Calls are
+	// made one at a time while the scheduler's lock is held: keep it quick, and do
+	// not call Run from it. If it panics, the node is skipped with a *GateError
+	// wrapping a *PanicError.
+	Gate func(ctx context.Context, key K, deps []NodeResult[K]) error
 }
 
 // Run runs fn for every node of g, each node as soon as all of its dependencies
@@ -447,19 +461,17 @@ func (r *runner[K]) finishLocked(i int32, attempts int, err error, holdsSlot boo
 		}
 		ev.Kind = EventSucceeded
 		r.emit(ev)
-		for _, d := range r.c.dependents[i] {
-			r.pending[d]--
-			if r.pending[d] == 0 && r.phase[d] == phaseWaiting {
-				r.phase[d] = phaseReady
-				r.ready.push(d)
-			}
-		}
+		r.releaseDependentsLocked(i, now)
 	} else {
 		r.phase[i] = phaseFailed
 		nr.State, nr.Err = Failed, err
 		ev.Kind, ev.Err = EventFailed, err
 		r.emit(ev)
-		if !r.cancelled {
+		switch {
+		case r.cancelled:
+		case r.opts.Gate != nil:
+			r.releaseDependentsLocked(i, now)
+		default:
 			r.skipLocked(i, now)
 		}
 	}
@@ -472,6 +484,60 @@ func (r *runner[K]) finishLocked(i int32, attempts int, err error, holdsSlot boo
 	}
 	r.dispatchLocked(now)
 	return next
+}
+
+// releaseDependentsLocked counts node i, finished, off its dependents' pending
+// dependencies and queues each dependent whose last one it was, asking
+// Options.Gate first if set. A node the gate skips is finished in turn.
+func (r *runner[K]) releaseDependentsLocked(i int32, now time.Time) {
+	stack := []int32{i}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range r.c.dependents[v] {
+			r.pending[d]--
+			if r.pending[d] != 0 || r.phase[d] != phaseWaiting {
+				continue
+			}
+			if r.opts.Gate == nil || r.cancelled {
+				r.phase[d] = phaseReady
+				r.ready.push(d)
+				continue
+			}
+			deps := make([]NodeResult[K], len(r.c.deps[d]))
+			cause := r.g.nodes[d].Key
+			found := false
+			for j, w := range r.c.deps[d] {
+				deps[j] = r.res.Nodes[w]
+				if !found && deps[j].State != Succeeded {
+					cause, found = deps[j].Key, true
+				}
+			}
+			err := r.gate(r.g.nodes[d].Key, deps)
+			if err == nil {
+				r.phase[d] = phaseReady
+				r.ready.push(d)
+				continue
+			}
+			r.phase[d] = phaseSkipped
+			r.left--
+			nr := &r.res.Nodes[d]
+			nr.State, nr.Cause, nr.Finished = Skipped, cause, now
+			nr.Err = &GateError[K]{Key: nr.Key, Err: err}
+			r.emit(Event[K]{Kind: EventSkipped, Key: nr.Key, Group: nr.Group, Time: now, Cause: cause, Err: nr.Err})
+			stack = append(stack, d)
+		}
+	}
+}
+
+// gate calls Options.Gate for key, recovering a panic as a *PanicError.
+func (r *runner[K]) gate(key K, deps []NodeResult[K]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = r.panicError(key, CallbackGate, p)
+		}
+	}()
+	return r.opts.Gate(r.ctx, key, deps)
 }
 
 // skipLocked marks every node that transitively depends on the failed node cause as

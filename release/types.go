@@ -315,8 +315,11 @@ type DependencyReference struct {
 	// dependent's own kind, as in Flux. A helmfleet extension: Flux
 	// depends only on objects of the dependent's own kind.
 	Kind string `json:"kind,omitempty"`
-	// ReadyExpr is a CEL expression deciding readiness (Flux 2.7). Kept
-	// for compatibility; helmfleet uses the Ready condition.
+	// ReadyExpr is a CEL expression over self (the dependent) and dep
+	// (the dependency) deciding whether the dependency is ready (Flux
+	// 2.7): it replaces the Ready check, or with the
+	// AdditiveCELDependencyCheck option of release/controller and
+	// release/fleet must hold as well.
 	ReadyExpr string `json:"readyExpr,omitempty"`
 }
 

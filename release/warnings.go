@@ -61,11 +61,6 @@ func FieldWarnings(in *Release) []string {
 	if st := s.PostRenderStrategy; len(s.PostRenderers) > 0 && (st == PostRenderStrategyCombined || st == PostRenderStrategySeparate) {
 		add("spec.postRenderStrategy", st, "hooks are not post-rendered (nohooks): Helm v3 engine")
 	}
-	for i, d := range s.DependsOn {
-		if d.ReadyExpr != "" {
-			add(fmt.Sprintf("spec.dependsOn[%d].readyExpr", i), d.ReadyExpr, "not evaluated by release/fleet (fleet mode), where the dependency must be Ready (issue 28); the one-cluster HelmRelease controller (release/controller) evaluates it")
-		}
-	}
 	slices.Sort(w)
 	return w
 }
@@ -74,13 +69,9 @@ func FieldWarnings(in *Release) []string {
 // the user set and helmfleet does not act on as Flux 2.9 would, each
 // naming the field and its value, sorted; nil when there is none. The
 // Kustomization reconciler adds them to its Result and Plan warnings.
+// There is none today: spec.dependsOn[].readyExpr, the last, is
+// evaluated by release/fleet, which orders Kustomizations.
 func KustomizationFieldWarnings(k *Kustomization) []string {
-	var w []string
-	for i, d := range k.Spec.DependsOn {
-		if d.ReadyExpr != "" {
-			w = append(w, fmt.Sprintf("spec.dependsOn[%d].readyExpr: %s: not evaluated: the dependency must be Ready (issue 28)", i, d.ReadyExpr))
-		}
-	}
-	slices.Sort(w)
-	return w
+	_ = k
+	return nil
 }

@@ -297,7 +297,7 @@ func (l *itemLog) add(it *ItemReport) {
 
 // runWave reconciles the plan's releases on the wave's members.
 func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State, items map[Key]*ItemReport) (*depgraph.Result[Key], error) {
-	g, blocked := f.waveGraph(plan, wave, in, state)
+	g, blocked := f.waveGraph(ctx, plan, wave, in, state)
 	log := &itemLog{items: items}
 	res, err := depgraph.Run(ctx, g, func(ctx context.Context, k Key) error {
 		item := &ItemReport{Key: k, Wave: wave, Started: f.cfg.Clock.Now()}
@@ -309,6 +309,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		GroupConcurrency: f.cfg.ClusterConcurrency,
 		Clock:            f.cfg.Clock,
 		Events:           f.waveEvents(wave),
+		Gate:             f.readyExprGate(plan),
 	})
 	if res == nil {
 		return &depgraph.Result[Key]{}, err
@@ -321,7 +322,12 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 		}
 		it.State = n.State
 		it.Finished = n.Finished
-		if n.State == depgraph.Skipped && it.Err == nil {
+		var gated *depgraph.GateError[Key]
+		switch {
+		case n.State != depgraph.Skipped || it.Err != nil:
+		case errors.As(n.Err, &gated):
+			it.Err = fmt.Errorf("skipped: %w", gated.Err)
+		default:
 			it.Err = fmt.Errorf("skipped: dependency %s failed", n.Cause)
 		}
 	}
@@ -331,7 +337,7 @@ func (f *Fleet) runWave(ctx context.Context, plan *Plan, wave string, in map[str
 // waveGraph is the part of the plan's graph on the wave's members, with
 // the dependencies on other members that are not ready as blocked: why
 // each such release cannot start.
-func (f *Fleet) waveGraph(plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State) (*depgraph.Graph[Key], map[Key]error) {
+func (f *Fleet) waveGraph(ctx context.Context, plan *Plan, wave string, in map[string]bool, state map[Key]depgraph.State) (*depgraph.Graph[Key], map[Key]error) {
 	g := depgraph.New[Key]()
 	blocked := map[Key]error{}
 	for _, n := range plan.graph.Nodes() {
@@ -340,14 +346,16 @@ func (f *Fleet) waveGraph(plan *Plan, wave string, in map[string]bool, state map
 		}
 		var deps []Key
 		for _, d := range n.Deps {
-			switch {
-			case in[d.Cluster]:
+			if in[d.Cluster] {
 				deps = append(deps, d)
-			case state[d] == depgraph.Succeeded:
-			case state[d] == depgraph.NotStarted && f.inv.ready(d):
-				// In a later wave, but ready from an earlier Apply.
-			default:
-				blocked[n.Key] = fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
+				continue
+			}
+			// Outside the wave: ready if it succeeded in an earlier wave, or
+			// (in a later wave) from an earlier Apply.
+			ready := state[d] == depgraph.Succeeded || (state[d] == depgraph.NotStarted && f.inv.ready(d))
+			why := fmt.Errorf("dependency %s is not ready (state %s, outside wave %s)", d, state[d], wave)
+			if err := f.dependencyNotReady(ctx, plan, n.Key, d, ready, why); err != nil {
+				blocked[n.Key] = err
 			}
 		}
 		g.AddNode(depgraph.Node[Key]{Key: n.Key, Deps: deps, Group: n.Group})
@@ -369,6 +377,10 @@ func (f *Fleet) waveEvents(wave string) func(depgraph.Event[Key]) {
 		case depgraph.EventSkipped:
 			fe.Kind = EventSkipped
 			fe.Err = fmt.Errorf("dependency %s failed", e.Cause)
+			var gated *depgraph.GateError[Key]
+			if errors.As(e.Err, &gated) {
+				fe.Err = gated.Err
+			}
 		default:
 			return
 		}

@@ -136,6 +136,12 @@ type Config struct {
 	// installs, upgrades and uninstalls nothing for it, suspended or not.
 	// Off by default, as in Flux; a platform running tenants turns it on.
 	NoCrossNamespaceRefs bool
+	// AdditiveCELDependencyCheck is helm-controller's and
+	// kustomize-controller's feature gate of that name (default off): a
+	// dependency whose dependsOn entry has a readyExpr must then be Ready
+	// too; off, the readyExpr replaces the Ready check. Apply evaluates
+	// readyExpr over the dependency's copy last applied, with its status.
+	AdditiveCELDependencyCheck bool
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per

@@ -105,8 +105,8 @@ spec:
 
 // kustTestFleet is a test fleet that runs Kustomizations.
 // kustTestFleet is a fleet of three members (new ones when on is nil),
-// dev-1, prod-eu-1 and prod-us-1, labelled env.
-func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluster) *testFleet {
+// dev-1, prod-eu-1 and prod-us-1, labelled env; opts change its Config.
+func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluster, opts ...func(*fleet.Config)) *testFleet {
 	t.Helper()
 	tf := &testFleet{members: map[string]*memory.Cluster{}}
 	var members []release.Member
@@ -121,14 +121,18 @@ func kustTestFleet(t *testing.T, store fleet.Store, on map[string]*memory.Cluste
 	}
 	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: time.Millisecond})
 	require.NoError(t, err)
-	f, err := fleet.New(fleet.Config{Members: members, Reconciler: rec, Store: store, KustomizeConfig: &kustomize.ReconcilerConfig{
+	cfg := fleet.Config{Members: members, Reconciler: rec, Store: store, KustomizeConfig: &kustomize.ReconcilerConfig{
 		Sources:      kustomize.MapSources{"GitRepository/flux-system/fleet": {FS: repo, Revision: "main@sha1:0123abc"}},
 		PollInterval: time.Millisecond,
 	}, Events: func(e fleet.Event) {
 		tf.mu.Lock()
 		tf.events = append(tf.events, e)
 		tf.mu.Unlock()
-	}})
+	}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f, err := fleet.New(cfg)
 	require.NoError(t, err)
 	tf.fleet = f
 	return tf
