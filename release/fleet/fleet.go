@@ -136,6 +136,12 @@ type Config struct {
 	// installs, upgrades and uninstalls nothing for it, suspended or not.
 	// Off by default, as in Flux; a platform running tenants turns it on.
 	NoCrossNamespaceRefs bool
+	// Repository, when set, is the repository the fleet runs: it serves
+	// the sources of every Kustomization per member and resolves the
+	// charts of every release from the sources the Kustomizations
+	// produce on its member (see Repository). Set ReconcilerConfig
+	// without Charts, and KustomizeConfig without Sources or neither.
+	Repository *Repository
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -159,6 +165,7 @@ type Fleet struct {
 	loaded bool
 
 	kust kustomizer
+	repo *Repository // Config.Repository
 
 	inv *inventory // what the fleet applied last
 }
@@ -188,6 +195,10 @@ func New(cfg Config) (*Fleet, error) {
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
 	}
+	if err := f.useRepository(&cfg); err != nil {
+		return nil, err
+	}
+	f.cfg = cfg
 	if err := f.buildReconcilers(cfg); err != nil {
 		return nil, err
 	}
@@ -251,6 +262,9 @@ type Plan struct {
 	// Kustomization; produced is the reverse, in key order.
 	producer map[Key]Key
 	produced map[Key][]Key
+	// sources are, by member, the chart sources the Kustomizations
+	// produced there (Config.Repository).
+	sources map[string]*release.Objects
 }
 
 // ValuesFrom returns where the plan of k read its release's valuesFrom;
@@ -611,7 +625,7 @@ func (f *Fleet) planReleases(ctx context.Context, plan *Plan, work []todo) error
 		g.Go(func() error {
 			var p *reconcile.Plan
 			if err := release.Contain("release.Cluster of member "+w.key.Cluster, func() error {
-				p = w.rec.Plan(gctx, w.cluster, w.rel)
+				p = w.rec.Plan(withMemberSources(gctx, plan, w.key.Cluster), w.cluster, w.rel)
 				return nil
 			}); err != nil {
 				p = &reconcile.Plan{Cluster: w.key.Cluster, Release: w.rel, Action: reconcile.ActionNone, Err: err}
