@@ -17,6 +17,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/kustomize"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
@@ -186,4 +187,83 @@ func TestRepositoryRunsProducedSourcesPerMember(t *testing.T) {
 	for _, p := range again.Items {
 		assert.Equal(t, reconcile.ActionNone, p.Action, "%s/%s on %s", p.Release.Namespace, p.Release.Name, p.Cluster)
 	}
+}
+
+// generatorRepo is a repository in Flux 2.7's layout: clusters/staging
+// (and clusters/production) holds an ArtifactGenerator whose ExternalArtifact "apps" the apps
+// Kustomization builds from.
+func generatorRepo() fstest.MapFS {
+	y := []byte(`apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata: {name: apps, namespace: flux-system}
+spec:
+  sources: [{alias: repo, kind: GitRepository, name: flux-system}]
+  artifacts:
+  - name: apps
+    copy: [{from: "@repo/apps/**", to: "@artifact/"}]
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec:
+  interval: 10m
+  path: ./
+  prune: true
+  sourceRef: {kind: ExternalArtifact, name: apps}
+`)
+	return fstest.MapFS{"clusters/staging/generator.yaml": {Data: y}, "clusters/production/generator.yaml": {Data: y}}
+}
+
+// appsArtifact is the ExternalArtifact's tree.
+var appsArtifact = fstest.MapFS{
+	"kustomization.yaml": {Data: []byte("resources: [config.yaml]\n")},
+	"config.yaml":        {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config, namespace: flux-system}\ndata: {greeting: hello}\n")},
+}
+
+func TestRepositoryArtifactGenerator(t *testing.T) {
+	ctx := context.Background()
+	in := decodeInputs(t, bootstrapPolicies)
+	charts := &localCharts{asked: map[string]bool{}}
+	generator := fleet.Key{Cluster: "staging", Namespace: "flux-system", Name: "flux-system", Kind: fleet.KindKustomization}
+
+	t.Run("unserved artifact is a plan error naming the generator", func(t *testing.T) {
+		f, _ := repoFleet(t, &fleet.Repository{Root: generatorRepo(), Charts: charts,
+			MemberSources: map[string]kustomize.MapSources{"production": {"ExternalArtifact/flux-system/apps": {FS: appsArtifact}}}})
+		plan, err := f.Plan(ctx, in)
+		require.NoError(t, err)
+		kp, ok := plan.Kustomization(generator)
+		require.True(t, ok)
+		var ue *fleet.UnservedArtifactError
+		require.ErrorAs(t, kp.Err, &ue, plan.Table())
+		assert.Equal(t, "flux-system/apps", ue.Generator)
+		assert.Equal(t, "spec.artifacts[0].name", ue.Field)
+		assert.Contains(t, kp.Err.Error(), "member staging: ArtifactGenerator flux-system/apps")
+		for _, o := range kp.Objects {
+			assert.NotEqual(t, fleet.ArtifactGeneratorKind, o.Object.Kind, "the generator is not applied (no `Absent apply`)")
+		}
+		// On production, where the member's sources serve it, it runs.
+		kp, ok = plan.Kustomization(fleet.Key{Cluster: "production", Namespace: "flux-system", Name: "apps", Kind: fleet.KindKustomization})
+		require.True(t, ok)
+		assert.NoError(t, kp.Err)
+		// On staging, what the Kustomization names is unserved: a plan
+		// error naming the kind and the object.
+		kp, ok = plan.Kustomization(fleet.Key{Cluster: "staging", Namespace: "flux-system", Name: "apps", Kind: fleet.KindKustomization})
+		require.True(t, ok)
+		require.Error(t, kp.Err)
+		assert.Contains(t, kp.Err.Error(), "ExternalArtifact/flux-system/apps")
+	})
+
+	t.Run("served artifact runs", func(t *testing.T) {
+		f, cs := repoFleet(t, &fleet.Repository{Root: generatorRepo(), Charts: charts,
+			Sources: kustomize.MapSources{"ExternalArtifact/flux-system/apps": {FS: appsArtifact, Revision: "latest@sha256:1"}}})
+		plan, err := f.Plan(ctx, in)
+		require.NoError(t, err)
+		require.Empty(t, plan.Errors, plan.Table())
+		rep, err := f.Apply(ctx, plan, fleet.ApplyOptions{})
+		require.NoError(t, err, rep.Table())
+		for m, c := range cs {
+			_, err := c.Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "flux-system", Name: "app-config"})
+			assert.NoError(t, err, "%s: the ExternalArtifact's Kustomization ran", m)
+		}
+	})
 }
