@@ -221,11 +221,15 @@ type Inputs struct {
 	// Policies place the Releases and Kustomizations and override them
 	// per member.
 	Policies policy.Set
+	// Sources holds the chart sources (HelmRepositories, OCIRepositories,
+	// HelmCharts) of the inputs, served on every member before those the
+	// Kustomizations produce there; only Config.Repository reads them.
+	Sources *release.Objects
 }
 
 // InputsOf takes the inputs out of decoded objects.
 func InputsOf(objs *release.Objects) Inputs {
-	return Inputs{Releases: objs.Releases, Kustomizations: objs.Kustomizations, Policies: objs.Policies}
+	return Inputs{Releases: objs.Releases, Kustomizations: objs.Kustomizations, Policies: objs.Policies, Sources: objs}
 }
 
 // Plan is what an Apply would do, computed without writing anything.
@@ -372,6 +376,11 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	if len(in.Policies.Override)+len(in.Policies.ClusterOverride) > 0 {
 		credits = func(cluster string, u *unstructured.Unstructured) []values.Credit {
 			return valuesCredits(engine, placement, in.Policies, cluster, u)
+		}
+	}
+	if in.Sources != nil {
+		for _, m := range f.members {
+			plan.addSources(m.Facts.Name, in.Sources)
 		}
 	}
 	work, kwork := f.memberWork(plan, engine.Materialize(placement), credits)

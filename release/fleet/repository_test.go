@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/internal/testchart"
+	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
 	"github.com/helmfleet/helmfleet/release/kustomize"
@@ -143,7 +144,10 @@ func repoFleet(t *testing.T, repo *fleet.Repository) (*fleet.Fleet, map[string]*
 	t.Helper()
 	cs := map[string]*memory.Cluster{"staging": memory.New("staging"), "production": memory.New("production")}
 	f, err := fleet.New(fleet.Config{
-		Members:          []release.Member{{Cluster: cs["staging"]}, {Cluster: cs["production"]}},
+		Members: []release.Member{
+			{Cluster: cs["staging"], Facts: policy.Cluster{Labels: map[string]string{"env": "staging"}}},
+			{Cluster: cs["production"], Facts: policy.Cluster{Labels: map[string]string{"env": "production"}}},
+		},
 		Repository:       repo,
 		ReconcilerConfig: &reconcile.Config{PollInterval: time.Millisecond},
 	})
@@ -266,4 +270,19 @@ func TestRepositoryArtifactGenerator(t *testing.T) {
 			assert.NoError(t, err, "%s: the ExternalArtifact's Kustomization ran", m)
 		}
 	})
+}
+
+func TestRepositoryServesInputSources(t *testing.T) {
+	ctx := context.Background()
+	charts := &localCharts{asked: map[string]bool{}}
+	f, _ := repoFleet(t, &fleet.Repository{Root: fstest.MapFS{}, Charts: charts})
+	in := decodeInputs(t, `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata: {name: charts, namespace: apps}
+spec: {url: "https://charts.example.com"}
+`+widgetsYAML(""))
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors, "a release placed directly finds the HelmRepository decoded beside it")
+	assert.Equal(t, []string{"https://charts.example.com"}, charts.urls())
 }
