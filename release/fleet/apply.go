@@ -412,7 +412,7 @@ func (f *Fleet) applyItem(ctx context.Context, plan *Plan, k Key, blocked error,
 			return err
 		}
 	}
-	return f.applyRelease(ctx, k, rec, from, p.Release.DeepCopy(), item)
+	return f.applyRelease(withMemberSources(ctx, plan, k.Cluster), k, rec, from, p.Release.DeepCopy(), item)
 }
 
 // applyRelease reconciles rel, member k's copy of a release, with rec

@@ -94,6 +94,31 @@
 // Store cover Kustomizations like releases; rollback and drift do not
 // (Flux has neither for them).
 //
+// # A repository as the input
+//
+// Config.Repository runs a whole Flux repository with no glue: Root is
+// the tree of the bootstrap source (GitRepository
+// flux-system/flux-system unless RootSource says otherwise), Sources the
+// trees of the other sources its Kustomizations name (GitRepository,
+// Bucket, OCIRepository of manifests, ExternalArtifact) by
+// kustomize.SourceKey, MemberSources those that differ per member, and
+// Charts the resolver of every chart (source.NewHTTPResolver,
+// source.NewOCIResolver, …). The inputs are then the bootstrap
+// Kustomization with its policies (ExampleRepository). The
+// HelmRepository, OCIRepository and HelmChart objects any Kustomization
+// builds on a member are that member's chart sources from then on: a
+// release it or a later Kustomization produces there finds its chart
+// through them, per member, as Flux's source-controller on that cluster
+// would serve it. A Kustomization whose source the member's registry
+// does not serve, and a release whose chart source no Kustomization
+// planned before it produced there, are plan errors naming the object
+// and the kind. The fleet does not run Flux 2.7's ArtifactGenerator: it
+// is not applied, and each ExternalArtifact it declares must be
+// registered in Sources (or MemberSources), else the producing
+// Kustomization fails to plan with an *UnservedArtifactError naming the
+// generator, the field and the artifact (never an apply of a kind the
+// member lacks).
+//
 // # Where valuesFrom is read
 //
 // A release's spec.valuesFrom names ConfigMaps and Secrets in its

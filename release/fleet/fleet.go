@@ -142,6 +142,12 @@ type Config struct {
 	// too; off, the readyExpr replaces the Ready check. Apply evaluates
 	// readyExpr over the dependency's copy last applied, with its status.
 	AdditiveCELDependencyCheck bool
+	// Repository, when set, is the repository the fleet runs: it serves
+	// the sources of every Kustomization per member and resolves the
+	// charts of every release from the sources the Kustomizations
+	// produce on its member (see Repository). Set ReconcilerConfig
+	// without Charts, and KustomizeConfig without Sources or neither.
+	Repository *Repository
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -165,6 +171,7 @@ type Fleet struct {
 	loaded bool
 
 	kust kustomizer
+	repo *Repository // Config.Repository
 
 	inv *inventory // what the fleet applied last
 }
@@ -194,6 +201,10 @@ func New(cfg Config) (*Fleet, error) {
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
 	}
+	if err := f.useRepository(&cfg); err != nil {
+		return nil, err
+	}
+	f.cfg = cfg
 	if err := f.buildReconcilers(cfg); err != nil {
 		return nil, err
 	}
@@ -216,11 +227,15 @@ type Inputs struct {
 	// Policies place the Releases and Kustomizations and override them
 	// per member.
 	Policies policy.Set
+	// Sources holds the chart sources (HelmRepositories, OCIRepositories,
+	// HelmCharts) of the inputs, served on every member before those the
+	// Kustomizations produce there; only Config.Repository reads them.
+	Sources *release.Objects
 }
 
 // InputsOf takes the inputs out of decoded objects.
 func InputsOf(objs *release.Objects) Inputs {
-	return Inputs{Releases: objs.Releases, Kustomizations: objs.Kustomizations, Policies: objs.Policies}
+	return Inputs{Releases: objs.Releases, Kustomizations: objs.Kustomizations, Policies: objs.Policies, Sources: objs}
 }
 
 // Plan is what an Apply would do, computed without writing anything.
@@ -257,6 +272,9 @@ type Plan struct {
 	// Kustomization; produced is the reverse, in key order.
 	producer map[Key]Key
 	produced map[Key][]Key
+	// sources are, by member, the chart sources the Kustomizations
+	// produced there (Config.Repository).
+	sources map[string]*release.Objects
 }
 
 // ValuesFrom returns where the plan of k read its release's valuesFrom;
@@ -364,6 +382,11 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	if len(in.Policies.Override)+len(in.Policies.ClusterOverride) > 0 {
 		credits = func(cluster string, u *unstructured.Unstructured) []values.Credit {
 			return valuesCredits(engine, placement, in.Policies, cluster, u)
+		}
+	}
+	if in.Sources != nil {
+		for _, m := range f.members {
+			plan.addSources(m.Facts.Name, in.Sources)
 		}
 	}
 	work, kwork := f.memberWork(plan, engine.Materialize(placement), credits)
@@ -617,7 +640,7 @@ func (f *Fleet) planReleases(ctx context.Context, plan *Plan, work []todo) error
 		g.Go(func() error {
 			var p *reconcile.Plan
 			if err := release.Contain("release.Cluster of member "+w.key.Cluster, func() error {
-				p = w.rec.Plan(gctx, w.cluster, w.rel)
+				p = w.rec.Plan(withMemberSources(gctx, plan, w.key.Cluster), w.cluster, w.rel)
 				return nil
 			}); err != nil {
 				p = &reconcile.Plan{Cluster: w.key.Cluster, Release: w.rel, Action: reconcile.ActionNone, Err: err}

@@ -95,6 +95,7 @@ func (p *Plan) Kustomization(k Key) (*KustomizationPlan, bool) {
 type kustomizePlan struct {
 	plan     *kustomize.Plan
 	produced *release.Objects
+	plain    []*unstructured.Unstructured // the build's other objects
 }
 
 // isKustomization reports whether u is a Flux Kustomization.
@@ -153,6 +154,11 @@ func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, policies pol
 			if outs[i] == nil || outs[i].produced == nil {
 				continue
 			}
+			if errs := f.checkGenerators(it.Cluster, outs[i].plain); len(errs) > 0 {
+				it.Err = errors.Join(errs...)
+				plan.Errors = append(plan.Errors, &ItemError{Key: it.Key(), Err: it.Err})
+			}
+			plan.addSources(it.Cluster, outs[i].produced)
 			rels, ks := f.producedUnits(plan, policies, engine, taken, it, outs[i].produced)
 			out = append(out, rels...)
 			next = append(next, ks...)

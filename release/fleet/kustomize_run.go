@@ -39,6 +39,9 @@ func (f *Fleet) buildKustomizers(cfg Config) error {
 		mc.Exclude = func(u *unstructured.Unstructured) bool {
 			return kustomize.FleetUnit(u) || (own != nil && own(u))
 		}
+		if f.repo != nil {
+			mc.Sources = f.repo.sourcesOf(m.Facts.Name)
+		}
 		if mc.Variables == nil {
 			mc.Variables = release.NewObjectValues(m.Cluster)
 		}
@@ -94,7 +97,7 @@ func (r *kustomizeRunner) plan(ctx context.Context, member string, cluster relea
 			return nil, &UnitAppliedError{Object: o.Object}
 		}
 	}
-	return &kustomizePlan{plan: p, produced: built.Objects}, nil
+	return &kustomizePlan{plan: p, produced: built.Objects, plain: built.Plain}, nil
 }
 
 func (r *kustomizeRunner) reconcile(ctx context.Context, member string, cluster release.ObjectClient, k *release.Kustomization) error {
