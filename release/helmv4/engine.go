@@ -172,6 +172,7 @@ func (e Engine) Install(_ context.Context, cfg *action3.Configuration, ch *chart
 	i.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	ssa := o.ServerSideApply == nil || *o.ServerSideApply
 	i.ServerSideApply, i.ForceConflicts = ssa, ssa
+	i.TakeOwnership = o.TakeOwnership
 	_, err = i.Run(ch4, vals)
 	return mapErr(err)
 }
@@ -210,6 +211,7 @@ func (e Engine) Upgrade(_ context.Context, cfg *action3.Configuration, name stri
 	}
 	u.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	u.ServerSideApply, u.ForceConflicts = fmt.Sprint(ssa), ssa
+	u.TakeOwnership = o.TakeOwnership
 	u.ForceReplace = o.Force && !ssa
 	_, err = u.Run(name, ch4, vals)
 	return mapErr(err)
