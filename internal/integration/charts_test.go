@@ -362,7 +362,8 @@ func releaseObjects(t *testing.T, cfg *rest.Config, kinds map[schema.GroupKind]a
 }
 
 // TestRealCharts installs, upgrades and uninstalls each vendored chart
-// through the fleet on member1 and member2, and holds the plan and what
+// through the fleet on member1 and member2 with each engine (engines),
+// and holds the plan and what
 // lands on each member against Helm's rendering for that member.
 func TestRealCharts(t *testing.T) {
 	names := []string{"member1", "member2"}
@@ -375,15 +376,17 @@ func TestRealCharts(t *testing.T) {
 		members = append(members, release.Member{Cluster: c})
 	}
 	completeJobs(t, names...)
-	rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	rows := []string{fmt.Sprintf("%-8s  %-22s  %7s  %9s  %9s  %8s  %s", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
-	for _, rc := range realCharts {
-		t.Run(string(rc.name), func(t *testing.T) {
-			for _, r := range realChartLifecycle(t, rc, rec, members, counts) {
-				rows = append(rows, fmt.Sprintf("%-8s  %-22s  %7d  %9d  %9d  %8d  %s", r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
-			}
-		})
+	rows := []string{fmt.Sprintf("%-13s  %-8s  %-22s  %7s  %9s  %9s  %8s  %s", "ENGINE", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
+	for _, e := range engines() {
+		rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond, Engine: e.engine})
+		require.NoError(t, err)
+		for _, rc := range realCharts {
+			t.Run(e.name+"/"+string(rc.name), func(t *testing.T) {
+				for _, r := range realChartLifecycle(t, rc, rec, members, counts) {
+					rows = append(rows, fmt.Sprintf("%-13s  %-8s  %-22s  %7d  %9d  %9d  %8d  %s", e.name, r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
+				}
+			})
+		}
 	}
 	t.Logf("objects of each release per member (hooks: run by install and deleted by Helm when they succeeded):\n%s", strings.Join(rows, "\n"))
 }

@@ -76,9 +76,14 @@ func deployment(namespace, name string, replicas int64, app string) *unstructure
 	})
 }
 
-// TestConformance runs the backend conformance suite on member1.
+// TestConformance runs the backend conformance suite with each engine
+// (engines), each on its own cluster.
 func TestConformance(t *testing.T) {
-	releasetest.TestCluster(t, admin(t, "member1"), releasetest.Options{NamespacePrefix: "conf"})
+	for _, e := range engines() {
+		t.Run(e.name, func(t *testing.T) {
+			releasetest.TestCluster(t, admin(t, e.cluster), releasetest.Options{NamespacePrefix: "conf-" + e.short, Engine: e.engine})
+		})
+	}
 }
 
 // TestMemoryServesWhatKubeServes checks the in-memory cluster's default

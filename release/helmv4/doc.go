@@ -42,5 +42,9 @@
 // only), and spec.postRenderStrategy (unset: combined, Helm v4's and Flux
 // 2.8's default, which post-renders hooks too; nohooks is Helm v3's way).
 // The Reconciler does not warn of these fields with this engine.
+// spec.install.disableTakeOwnership and spec.upgrade.disableTakeOwnership
+// negate Helm v4's TakeOwnership, as Flux sets it: unless disabled, a
+// release adopts the objects it renders that exist without Helm's
+// ownership metadata (Helm v3's engine refuses them).
 // spec.rollback.recreate does not exist in Helm v4 and is ignored.
 package helmv4

@@ -65,7 +65,7 @@ func (e Engine) config(cfg *action3.Configuration, namespace string) (*action4.C
 		kc := kube4.New(getter)
 		kc.Namespace = namespace
 		kc.SetLogger(slog.DiscardHandler)
-		c.KubeClient = kc
+		c.KubeClient = nativeClient{Client: kc}
 	case e.NativeKubeClient:
 		return nil, errors.New("helm v4 engine: NativeKubeClient needs a cluster whose Helm configuration has a full RESTClientGetter (genericclioptions)")
 	default:
@@ -103,6 +103,25 @@ func ssaMode(mode release.ServerSideApplyMode, rec func() (*release4.Release, er
 	return r.ApplyMethod == string(release4.ApplyMethodServerSideApply), nil
 }
 
+// releaseNamespace scopes Helm v4's own kube client (NativeKubeClient)
+// to the namespace of release name's latest record, as Helm's CLI scopes
+// it to the release's namespace: rollback and uninstall build the
+// manifest's objects with the client's namespace, so without it the
+// objects a chart leaves unnamespaced would be looked for in the
+// RESTClientGetter's default namespace. The adapter of the cluster's v3
+// client is scoped already; a release without records is left to Helm
+// to report.
+func releaseNamespace(c *action4.Configuration, name string) {
+	kc, ok := c.KubeClient.(nativeClient)
+	if !ok || kc.Namespace != "" {
+		return
+	}
+	if rel, err := record(c.Releases, name, 0)(); err == nil {
+		kc.Namespace = rel.Namespace
+	}
+}
+
+// record reads release name's record version (0: the latest) from s.
 func record(s *storage4.Storage, name string, version int) func() (*release4.Release, error) {
 	return func() (*release4.Release, error) {
 		var r any
@@ -153,6 +172,7 @@ func (e Engine) Install(_ context.Context, cfg *action3.Configuration, ch *chart
 	i.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	ssa := o.ServerSideApply == nil || *o.ServerSideApply
 	i.ServerSideApply, i.ForceConflicts = ssa, ssa
+	i.TakeOwnership = o.TakeOwnership
 	_, err = i.Run(ch4, vals)
 	return mapErr(err)
 }
@@ -191,6 +211,7 @@ func (e Engine) Upgrade(_ context.Context, cfg *action3.Configuration, name stri
 	}
 	u.PostRenderStrategy = action4.PostRenderStrategy(o.PostRenderStrategy)
 	u.ServerSideApply, u.ForceConflicts = fmt.Sprint(ssa), ssa
+	u.TakeOwnership = o.TakeOwnership
 	u.ForceReplace = o.Force && !ssa
 	_, err = u.Run(name, ch4, vals)
 	return mapErr(err)
@@ -204,6 +225,7 @@ func (e Engine) Rollback(_ context.Context, cfg *action3.Configuration, name str
 	if err != nil {
 		return err
 	}
+	releaseNamespace(c, name)
 	ssa, err := ssaMode(o.ServerSideApply, record(c.Releases, name, o.Version))
 	if err != nil {
 		return err
@@ -227,6 +249,7 @@ func (e Engine) Uninstall(_ context.Context, cfg *action3.Configuration, name st
 	if err != nil {
 		return err
 	}
+	releaseNamespace(c, name)
 	u := action4.NewUninstall(c)
 	u.KeepHistory = o.KeepHistory
 	u.DisableHooks = o.DisableHooks

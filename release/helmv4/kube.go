@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // kubeClient is Helm v4's kube.Interface over a cluster's Helm v3 kube
@@ -132,7 +133,7 @@ func (c kubeClient) GetWaiter(ws kube4.WaitStrategy) (kube4.Waiter, error) {
 	case kube4.StatusWatcherStrategy, kube4.LegacyStrategy:
 		return waiter{v3: c.v3}, nil
 	case kube4.HookOnlyStrategy:
-		return waiter{v3: c.v3, hooksOnly: true}, nil
+		return crdWaiter{Waiter: waiter{v3: c.v3, hooksOnly: true}, full: waiter{v3: c.v3}}, nil
 	}
 	return nil, fmt.Errorf("helm v4 engine: unknown wait strategy %q", ws)
 }
@@ -196,4 +197,61 @@ func decodeOptions[O any](opts []O) (map[string]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+// crdWaiter is Helm v4's hook-only Waiter (waits disabled) that still
+// waits for the CustomResourceDefinitions of a chart's crds/ to be
+// established, as Helm v3 always does before it builds the templates:
+// Helm v4's install waits for them with the action's wait strategy, and
+// with waits disabled the first install of a chart with CRDs and their
+// custom resources fails on a real API server ("no matches for kind")
+// whenever the CRDs are not served yet.
+type crdWaiter struct {
+	kube4.Waiter
+	// full waits as the status watcher does.
+	full kube4.Waiter
+}
+
+// Wait waits with full when every resource is a CRD (Helm's install of
+// crds/), else as the hook-only waiter.
+func (w crdWaiter) Wait(resources kube4.ResourceList, timeout time.Duration) error {
+	if len(resources) > 0 && allCRDs(resources) {
+		return w.full.Wait(resources, timeout)
+	}
+	return w.Waiter.Wait(resources, timeout)
+}
+
+// allCRDs says whether every resource is a CustomResourceDefinition.
+func allCRDs(resources kube4.ResourceList) bool {
+	for _, r := range resources {
+		if r.Mapping == nil || r.Mapping.GroupVersionKind.GroupKind() != (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+			return false
+		}
+	}
+	return true
+}
+
+// nativeClient is Helm v4's own kube client whose hook-only waits still
+// wait for crds/ (crdWaiter).
+type nativeClient struct {
+	*kube4.Client
+}
+
+// GetWaiter returns the client's Waiter for ws.
+func (c nativeClient) GetWaiter(ws kube4.WaitStrategy) (kube4.Waiter, error) {
+	return c.GetWaiterWithOptions(ws)
+}
+
+// GetWaiterWithOptions returns the client's Waiter for ws, a crdWaiter
+// for HookOnlyStrategy.
+func (c nativeClient) GetWaiterWithOptions(ws kube4.WaitStrategy, opts ...kube4.WaitOption) (kube4.Waiter, error) {
+	w, err := c.Client.GetWaiterWithOptions(ws, opts...)
+	if err != nil || ws != kube4.HookOnlyStrategy {
+		return w, err
+	}
+	full, err := c.Client.GetWaiterWithOptions(kube4.StatusWatcherStrategy, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return crdWaiter{Waiter: w, full: full}, nil
 }

@@ -116,7 +116,8 @@ func (ru *run) install() error {
 		ReleaseName: rel.GetReleaseName(), Namespace: rel.GetTargetNamespace(),
 		DisableHooks: spec.DisableHooks, DisableOpenAPIValidation: spec.DisableOpenAPIValidation,
 		SkipSchemaValidation: spec.DisableSchemaValidation, Replace: spec.Replace, CreateNamespace: spec.CreateNamespace,
-		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply}
+		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply,
+		TakeOwnership: !spec.DisableTakeOwnership}
 	before := ru.beginRelease(ActionInstall)
 	// An install starts a new history: nothing before it is a rollback
 	// target (Flux).
@@ -142,7 +143,8 @@ func (ru *run) upgrade() error {
 		Namespace: rel.GetTargetNamespace(), DisableHooks: spec.DisableHooks, DisableOpenAPIValidation: spec.DisableOpenAPIValidation,
 		SkipSchemaValidation: spec.DisableSchemaValidation, Force: spec.Force, CleanupOnFail: spec.CleanupOnFail,
 		MaxHistory: rel.GetMaxHistory(), ResetValues: !spec.PreserveValues, ReuseValues: spec.PreserveValues,
-		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply}
+		PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, ServerSideApply: spec.ServerSideApply,
+		TakeOwnership: !spec.DisableTakeOwnership}
 	before := ru.beginRelease(ActionUpgrade)
 	// Helm never touches CRDs on upgrade; Flux (and helmfleet) create
 	// missing ones (Create) or also replace existing ones (CreateReplace).

@@ -84,6 +84,10 @@ type InstallOptions struct {
 	// ServerSideApply is spec.install.serverSideApply (nil: unset). Helm
 	// v3 applies client-side whatever it says.
 	ServerSideApply *bool
+	// TakeOwnership adopts existing objects the release renders whatever
+	// their Helm ownership metadata: spec.install.disableTakeOwnership
+	// negated, as Flux sets it. The Helm v3 engine ignores it.
+	TakeOwnership bool
 }
 
 // UpgradeOptions are the settings of one upgrade (spec.upgrade).
@@ -104,6 +108,9 @@ type UpgradeOptions struct {
 	// ServerSideApply is spec.upgrade.serverSideApply ("" is auto).
 	// Helm v3 applies client-side whatever it says.
 	ServerSideApply release.ServerSideApplyMode
+	// TakeOwnership is spec.upgrade.disableTakeOwnership negated, as
+	// InstallOptions'.
+	TakeOwnership bool
 }
 
 // RollbackOptions are the settings of one rollback (spec.rollback).

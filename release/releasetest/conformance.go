@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
 // Options tune TestCluster.
@@ -29,6 +31,10 @@ type Options struct {
 	NamespacePrefix string
 	// Timeout bounds each check; zero means one minute.
 	Timeout time.Duration
+	// Engine runs the Helm checks' actions (install, upgrade, rollback,
+	// uninstall) on the backend's HelmConfig; nil is Helm v3
+	// (reconcile.HelmV3). Every engine must pass on every backend.
+	Engine reconcile.Engine
 }
 
 // Kinds the suite works with.
@@ -75,6 +81,9 @@ func TestCluster(t *testing.T, c release.Cluster, opts ...Options) {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = time.Minute
+	}
+	if o.Engine == nil {
+		o.Engine = reconcile.HelmV3{}
 	}
 	helmCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -548,6 +557,29 @@ func (s *suite) helm(t *testing.T) *action.Configuration {
 	return cfg
 }
 
+// install installs ch as release name in the apps namespace with the
+// suite's engine.
+func (s *suite) install(t *testing.T, name string, ch *chart.Chart) error {
+	t.Helper()
+	return s.opts.Engine.Install(s.helmCtx, s.helm(t), ch, nil, reconcile.InstallOptions{
+		WaitOptions: reconcile.WaitOptions{Timeout: s.opts.Timeout}, ReleaseName: name, Namespace: s.apps,
+	})
+}
+
+// uninstall uninstalls release name with the suite's engine.
+func (s *suite) uninstall(t *testing.T, name string) error {
+	t.Helper()
+	return s.opts.Engine.Uninstall(s.helmCtx, s.helm(t), name, reconcile.UninstallOptions{WaitOptions: reconcile.WaitOptions{Timeout: s.opts.Timeout}})
+}
+
+// last is the latest record of release name, as the backend stores it.
+func (s *suite) last(t *testing.T, name string) *helmrelease.Release {
+	t.Helper()
+	rel, err := action.NewGet(s.helm(t)).Run(name)
+	require.NoError(t, err)
+	return rel
+}
+
 func (s *suite) testHelm(t *testing.T) {
 	const name = "conformance"
 	ch := Chart()
@@ -570,12 +602,8 @@ func (s *suite) testHelm(t *testing.T) {
 	}
 
 	t.Run("install", func(t *testing.T) {
-		install := action.NewInstall(s.helm(t))
-		install.ReleaseName = name
-		install.Namespace = s.apps
-		install.Timeout = s.opts.Timeout
-		rel, err := install.RunWithContext(s.helmCtx, ch, nil)
-		require.NoError(t, err)
+		require.NoError(t, s.install(t, name, ch))
+		rel := s.last(t, name)
 		assert.Equal(t, 1, rel.Version)
 		assert.Equal(t, helmrelease.StatusDeployed, rel.Info.Status)
 		assert.Equal(t, "hello", message(t))
@@ -585,21 +613,18 @@ func (s *suite) testHelm(t *testing.T) {
 		assert.Equal(t, []string{s.apps + "/" + name + "-config"}, keys(got))
 	})
 	t.Run("upgrade", func(t *testing.T) {
-		upgrade := action.NewUpgrade(s.helm(t))
-		upgrade.Namespace = s.apps
-		upgrade.Timeout = s.opts.Timeout
-		rel, err := upgrade.RunWithContext(s.helmCtx, name, ch, map[string]any{"message": "upgraded", "replicas": 2})
+		err := s.opts.Engine.Upgrade(s.helmCtx, s.helm(t), name, ch, map[string]any{"message": "upgraded", "replicas": 2},
+			reconcile.UpgradeOptions{WaitOptions: reconcile.WaitOptions{Timeout: s.opts.Timeout}, Namespace: s.apps})
 		require.NoError(t, err)
+		rel := s.last(t, name)
 		assert.Equal(t, 2, rel.Version)
 		assert.Equal(t, helmrelease.StatusDeployed, rel.Info.Status)
 		assert.Equal(t, "upgraded", message(t))
 		assert.Equal(t, int64(2), replicas(t))
 	})
 	t.Run("rollback", func(t *testing.T) {
-		rollback := action.NewRollback(s.helm(t))
-		rollback.Version = 1
-		rollback.Timeout = s.opts.Timeout
-		require.NoError(t, rollback.Run(name))
+		require.NoError(t, s.opts.Engine.Rollback(s.helmCtx, s.helm(t), name,
+			reconcile.RollbackOptions{WaitOptions: reconcile.WaitOptions{Timeout: s.opts.Timeout}, Version: 1}))
 		assert.Equal(t, "hello", message(t))
 		assert.Equal(t, int64(1), replicas(t))
 	})
@@ -622,20 +647,15 @@ func (s *suite) testHelm(t *testing.T) {
 			{2, helmrelease.StatusSuperseded, s.apps, "upgraded"},
 			{3, helmrelease.StatusDeployed, s.apps, nil},
 		}, got)
-		last, err := action.NewGet(s.helm(t)).Run(name)
-		require.NoError(t, err)
-		assert.Equal(t, 3, last.Version)
+		assert.Equal(t, 3, s.last(t, name).Version)
 	})
 	t.Run("uninstall", func(t *testing.T) {
-		uninstall := action.NewUninstall(s.helm(t))
-		uninstall.Timeout = s.opts.Timeout
-		_, err := uninstall.Run(name)
-		require.NoError(t, err)
+		require.NoError(t, s.uninstall(t, name))
 		for _, ref := range []release.ObjectRef{cmRef, depRef} {
 			_, err := s.c.Get(s.ctx(t), ref)
 			assert.ErrorIs(t, err, release.ErrNotFound, "%s after uninstall", ref)
 		}
-		_, err = action.NewHistory(s.helm(t)).Run(name)
+		_, err := action.NewHistory(s.helm(t)).Run(name)
 		assert.ErrorIs(t, err, errReleaseGone, "history after uninstall")
 	})
 }

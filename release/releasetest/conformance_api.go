@@ -12,7 +12,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -305,20 +304,12 @@ func (s *suite) testHelmCRDs(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.deleteCRD(t, gadgetCRD(group)) })
 
-	install := action.NewInstall(s.helm(t))
-	install.ReleaseName = name
-	install.Namespace = s.apps
-	install.Timeout = s.opts.Timeout
-	_, err = install.RunWithContext(s.helmCtx, ch, nil)
-	require.NoError(t, err)
+	require.NoError(t, s.install(t, name, ch))
 	got, err := s.c.Get(s.ctx(t), release.ObjectRef{GroupVersionKind: configMapGVK, Namespace: s.apps, Name: name + "-seen"})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"crd": "true", "lookup": "from the cluster"}, data(t, got))
 	_, err = s.c.Get(s.ctx(t), release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Gadget"}, Namespace: s.apps, Name: name + "-gadget"})
 	assert.NoError(t, err, "the chart's custom resource")
 
-	uninstall := action.NewUninstall(s.helm(t))
-	uninstall.Timeout = s.opts.Timeout
-	_, err = uninstall.Run(name)
-	require.NoError(t, err)
+	require.NoError(t, s.uninstall(t, name))
 }
