@@ -256,6 +256,13 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	}
 	ns := scopeNamespace(scope)
 	cfg := *hubCfg
+	if cfg.RESTClientGetter != nil {
+		// Helm reads the hub through its getter (the lookup function,
+		// discovery); a kube client built on it would write to the hub
+		// and bypass the spread over the members, so only Helm's narrow
+		// getter is handed on (Helm v4's native client refuses it).
+		cfg.RESTClientGetter = hubGetter{cfg.RESTClientGetter}
+	}
 	kc := &distClient{d: d, ctx: ctx, namespace: ns, storage: scope.StorageNamespace, hub: hubCfg.KubeClient, cfg: &cfg, pre: &preRelease{}, hooks: map[release.ObjectRef][]string{}}
 	if scope.HelmReleaseName != "" {
 		rel := releaseID{Namespace: ns, Name: scope.HelmReleaseName}
@@ -278,6 +285,11 @@ func (d *Distributor) HelmConfig(ctx context.Context, scope release.HelmScope) (
 	}
 	return &cfg, nil
 }
+
+// hubGetter is the hub's RESTClientGetter with only the methods of Helm
+// v3's action.RESTClientGetter: enough to read the hub, not enough to
+// build a kube client that would write to it instead of the members.
+type hubGetter struct{ action.RESTClientGetter }
 
 // hubName names the hub in errors: "hub", with its name when it has one.
 func (d *Distributor) hubName() string {

@@ -67,7 +67,7 @@ func (e Engine) config(cfg *action3.Configuration, namespace string) (*action4.C
 		kc.SetLogger(slog.DiscardHandler)
 		c.KubeClient = nativeClient{Client: kc}
 	case e.NativeKubeClient:
-		return nil, errors.New("helm v4 engine: NativeKubeClient needs a cluster whose Helm configuration has a full RESTClientGetter (genericclioptions)")
+		return nil, errors.New("helm v4 engine: NativeKubeClient needs a cluster whose Helm configuration has a full RESTClientGetter (genericclioptions), as release/kube's clusters have; release/memory and a rendered-manifest Distributor (which writes through its own client to its members) have none: use the engine without NativeKubeClient there")
 	default:
 		c.KubeClient = kubeClient{v3: cfg.KubeClient}
 	}
