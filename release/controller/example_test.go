@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/controller"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
@@ -51,8 +51,7 @@ spec:
 		WithObjects(objs.Releases[0]).WithStatusSubresource(&release.Release{}).Build()
 
 	charts := reconcile.ChartGetterFunc(func(_ context.Context, rel *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(rel.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: fleettest.Podinfo(rel.Spec.Chart.Spec.Version)}, nil
 	})
 	target := memory.New("in-cluster")
 	r, err := controller.New(controller.Config{

@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/distribute"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
@@ -94,8 +94,7 @@ spec:
 	}
 	rel := objs.Releases[0]
 	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: fleettest.Podinfo(r.Spec.Chart.Spec.Version)}, nil
 	})
 	rec, err := reconcile.New(reconcile.Config{Charts: charts})
 	if err != nil {

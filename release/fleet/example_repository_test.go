@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 	"github.com/helmfleet/helmfleet/source"
@@ -25,7 +25,7 @@ func ExampleRepository() {
 	// Charts served locally; a real fleet uses source.NewHTTPResolver or
 	// source.NewOCIResolver.
 	charts := source.ResolverFunc(func(_ context.Context, ref source.Ref) (*source.Chart, error) {
-		return &source.Chart{Chart: testchart.MustLoad(ref.Version)}, nil
+		return &source.Chart{Chart: fleettest.Podinfo(ref.Version)}, nil
 	})
 	f, err := fleet.New(fleet.Config{
 		Members:          []release.Member{{Cluster: memory.New("staging")}, {Cluster: memory.New("production")}},

@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
@@ -61,8 +61,7 @@ spec:
 		return
 	}
 	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: fleettest.Podinfo(r.Spec.Chart.Spec.Version)}, nil
 	})
 	rec, err := reconcile.New(reconcile.Config{Charts: charts})
 	if err != nil {
@@ -148,8 +147,7 @@ spec:
 func ExampleNewObjectStore() {
 	ctx := context.Background()
 	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: fleettest.Podinfo(r.Spec.Chart.Spec.Version)}, nil
 	})
 	hub := memory.New("hub")
 	var members []release.Member

@@ -8,8 +8,8 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 )
 
@@ -30,7 +30,7 @@ func ExampleCluster() {
 	install := action.NewInstall(cfg)
 	install.ReleaseName, install.Namespace = "web", "apps"
 	install.Wait, install.Timeout = true, 20*time.Millisecond
-	rel, err := install.RunWithContext(context.Background(), testchart.MustLoad(""), nil)
+	rel, err := install.RunWithContext(context.Background(), fleettest.Podinfo(""), nil)
 	fmt.Println(rel.Info.Status)
 	fmt.Println(err)
 	for _, line := range cluster.Summary() {

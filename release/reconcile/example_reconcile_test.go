@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/helmfleet/helmfleet/internal/testchart"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleettest"
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
@@ -34,8 +34,7 @@ spec:
 	}
 	rel := objs.Releases[0]
 	charts := reconcile.ChartGetterFunc(func(_ context.Context, r *release.Release) (*reconcile.Chart, error) {
-		ch, err := testchart.Load(r.Spec.Chart.Spec.Version)
-		return &reconcile.Chart{Chart: ch}, err
+		return &reconcile.Chart{Chart: fleettest.Podinfo(r.Spec.Chart.Spec.Version)}, nil
 	})
 	rec, err := reconcile.New(reconcile.Config{Charts: charts})
 	if err != nil {
