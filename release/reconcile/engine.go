@@ -86,7 +86,7 @@ type InstallOptions struct {
 	ServerSideApply *bool
 	// TakeOwnership adopts existing objects the release renders whatever
 	// their Helm ownership metadata: spec.install.disableTakeOwnership
-	// negated, as Flux sets it. The Helm v3 engine ignores it.
+	// negated, as Flux sets it (Helm's --take-ownership, on both engines).
 	TakeOwnership bool
 }
 
@@ -183,6 +183,7 @@ func (HelmV3) Install(_ context.Context, cfg *action.Configuration, ch *chart.Ch
 	i.DisableOpenAPIValidation = o.DisableOpenAPIValidation
 	i.SkipSchemaValidation = o.SkipSchemaValidation
 	i.Replace = o.Replace
+	i.TakeOwnership = o.TakeOwnership
 	i.CreateNamespace = o.CreateNamespace
 	i.SkipCRDs = o.SkipCRDs
 	i.PostRenderer = o.PostRenderer
@@ -202,6 +203,7 @@ func (HelmV3) Upgrade(_ context.Context, cfg *action.Configuration, name string,
 	u.SkipSchemaValidation = o.SkipSchemaValidation
 	u.Force = o.Force
 	u.CleanupOnFail = o.CleanupOnFail
+	u.TakeOwnership = o.TakeOwnership
 	u.MaxHistory = o.MaxHistory
 	u.ResetValues = o.ResetValues
 	u.ReuseValues = o.ReuseValues
