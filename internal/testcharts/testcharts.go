@@ -11,9 +11,13 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/helmfleet/helmfleet/release"
 )
 
 //go:embed testdata/*.tgz
@@ -72,5 +76,24 @@ func DefaultValues(n Name) map[string]any {
 		"grafana":          map[string]any{"enabled": false},
 		"kubeStateMetrics": map[string]any{"enabled": false},
 		"nodeExporter":     map[string]any{"enabled": false},
+	}
+}
+
+// Release is a Release of chart n in namespace monitoring, with
+// DefaultValues and Flux's defaults otherwise (Wait on), but a timeout
+// that fails a test quickly.
+func Release(n Name) *release.Release {
+	return &release.Release{
+		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: string(n), Namespace: "monitoring", Generation: 1},
+		Spec: release.Spec{
+			Interval: metav1.Duration{Duration: 10 * time.Minute},
+			Timeout:  &metav1.Duration{Duration: 10 * time.Second},
+			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
+				Chart:     string(n),
+				SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
+			}},
+			Values: DefaultValues(n),
+		},
 	}
 }

@@ -26,7 +26,7 @@ import (
 // podinfo is a Release of the vendored podinfo chart in namespace apps,
 // with its tests enabled.
 func podinfo() *release.Release {
-	rel := chartRelease(testcharts.Podinfo)
+	rel := testcharts.Release(testcharts.Podinfo)
 	rel.Namespace = "apps"
 	rel.Spec.Test = &release.Test{Enable: true}
 	rel.Spec.Values = map[string]any{"replicaCount": 1}

@@ -5,13 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -21,23 +19,6 @@ import (
 	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
-
-// chartRelease is a Release of one of the vendored charts in namespace
-// monitoring with testcharts.DefaultValues.
-func chartRelease(name testcharts.Name) *release.Release {
-	return &release.Release{
-		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: string(name), Namespace: "monitoring", Generation: 1},
-		Spec: release.Spec{
-			Interval: metav1.Duration{Duration: 10 * time.Minute},
-			Timeout:  &metav1.Duration{Duration: 10 * time.Second},
-			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-				Chart: string(name), SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
-			}},
-			Values: testcharts.DefaultValues(name),
-		},
-	}
-}
 
 // manifestObjects parses a manifest into its objects by kind/namespace/
 // name, and their order.
@@ -182,7 +163,7 @@ func TestRealChartsBothEngines(t *testing.T) {
 	}
 	for _, name := range testcharts.All {
 		t.Run(string(name), func(t *testing.T) {
-			diffs := engineDiffs(t, chartRelease(name))
+			diffs := engineDiffs(t, testcharts.Release(name))
 			for _, d := range diffs {
 				t.Log(d)
 			}

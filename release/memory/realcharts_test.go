@@ -19,25 +19,6 @@ import (
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// chartRelease is a Release of one of the vendored community charts in
-// namespace monitoring, with testcharts.DefaultValues and Flux's defaults
-// otherwise (Wait on), but a timeout that fails the test quickly.
-func chartRelease(name testcharts.Name) *release.Release {
-	return &release.Release{
-		TypeMeta:   metav1.TypeMeta{APIVersion: release.APIVersion, Kind: release.Kind},
-		ObjectMeta: metav1.ObjectMeta{Name: string(name), Namespace: "monitoring", Generation: 1},
-		Spec: release.Spec{
-			Interval: metav1.Duration{Duration: 10 * time.Minute},
-			Timeout:  &metav1.Duration{Duration: 10 * time.Second},
-			Chart: &release.HelmChartTemplate{Spec: release.HelmChartTemplateSpec{
-				Chart:     string(name),
-				SourceRef: release.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "community"},
-			}},
-			Values: testcharts.DefaultValues(name),
-		},
-	}
-}
-
 // chartReconciler serves the vendored charts, each with edit applied to
 // the loaded chart (nil: as vendored).
 func chartReconciler(t *testing.T, edit func(*chart.Chart)) *reconcile.Reconciler {
@@ -65,7 +46,7 @@ func TestRealChartsInstallReady(t *testing.T) {
 	for _, name := range testcharts.All {
 		t.Run(string(name), func(t *testing.T) {
 			c := memory.New("member")
-			rel := chartRelease(name)
+			rel := testcharts.Release(name)
 			res, err := chartReconciler(t, nil).Reconcile(t.Context(), c, rel)
 			require.NoError(t, err)
 			assert.Equal(t, reconcile.ActionInstall, res.Last())
@@ -92,7 +73,7 @@ func TestRealChartsInstallReady(t *testing.T) {
 // says ready) an ingress address.
 func TestRealChartsLoadBalancer(t *testing.T) {
 	c := memory.New("member")
-	rel := chartRelease(testcharts.IngressNginx)
+	rel := testcharts.Release(testcharts.IngressNginx)
 	_, err := chartReconciler(t, nil).Reconcile(t.Context(), c, rel)
 	require.NoError(t, err)
 	svc, err := c.Get(t.Context(), release.ObjectRef{GroupVersionKind: serviceGVK, Namespace: "monitoring", Name: "ingress-nginx-controller"})
@@ -130,7 +111,7 @@ data:
 	require.NoError(t, err)
 	require.False(t, caps.APIVersions.Has("monitoring.coreos.com/v1"), "before the install")
 
-	rel := chartRelease(testcharts.KubePrometheusStack)
+	rel := testcharts.Release(testcharts.KubePrometheusStack)
 	_, err = chartReconciler(t, probe).Reconcile(t.Context(), c, rel)
 	require.NoError(t, err)
 	cm, err := c.Get(t.Context(), release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "monitoring", Name: "capabilities-probe"})
@@ -142,7 +123,7 @@ data:
 // before anything is written, naming chart, constraint and version.
 func TestRealChartsKubeVersionError(t *testing.T) {
 	c := memory.New("old", memory.WithKubeVersion("v1.20.0"))
-	rel := chartRelease(testcharts.Podinfo)
+	rel := testcharts.Release(testcharts.Podinfo)
 	_, err := chartReconciler(t, nil).Reconcile(t.Context(), c, rel)
 	var kv *release.KubeVersionError
 	require.ErrorAs(t, err, &kv)
