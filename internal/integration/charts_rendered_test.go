@@ -147,6 +147,7 @@ func TestRealChartsRendered(t *testing.T) {
 		require.NoError(t, err)
 		for _, rc := range renderedCharts() {
 			t.Run(e.name+"/"+string(rc.name), func(t *testing.T) {
+				skipLargeChartUnderRace(t, rc.name)
 				r, n := renderedLifecycle(t, rc, rec, memberNames)
 				for i := range r {
 					r[i].engine = e.name
