@@ -293,7 +293,24 @@ type ActionError struct {
 }
 
 func (e *ActionError) Error() string {
-	return fmt.Sprintf("release %s on cluster %s: helm %s failed: %v", e.Release, e.Cluster, e.Action, e.Err)
+	return fmt.Sprintf("release %s on cluster %s: %s", e.Release, e.Cluster, e.detail())
+}
+
+// detail is the error without the release and cluster, for messages
+// that already name them (a StalledError's, a condition's).
+func (e *ActionError) detail() string {
+	return fmt.Sprintf("helm %s failed: %v", e.Action, e.Err)
+}
+
+// withinRelease is err's text for a message that already names rel's
+// release and cluster: an ActionError of the same release and cluster
+// loses its "release … on cluster …" prefix, anything else is err.Error().
+func withinRelease(err error, release, cluster string) string {
+	var ae *ActionError
+	if errors.As(err, &ae) && ae.Release == release && ae.Cluster == cluster && err == error(ae) {
+		return ae.detail()
+	}
+	return err.Error()
 }
 
 // Unwrap returns Helm's error.

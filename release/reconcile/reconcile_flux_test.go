@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"github.com/helmfleet/helmfleet/internal/fixture"
+	"strings"
 
 	"context"
 	"errors"
@@ -65,6 +66,13 @@ func TestRetriesExhaustedThenSpecChanges(t *testing.T) {
 	require.ErrorAs(t, err, &stalled)
 	assert.Equal(t, release.ReasonRetriesExceeded, stalled.Reason)
 	assert.Contains(t, err.Error(), "image pull back-off")
+	// The stall names the release and the cluster once, not again for
+	// the failed install behind it; the failure is still there, whole.
+	assert.Equal(t, 1, strings.Count(err.Error(), "release apps/podinfo on cluster member1"), err.Error())
+	assert.Contains(t, err.Error(), "helm install failed: ")
+	var failed *reconcile.ActionError
+	require.ErrorAs(t, err, &failed, "the failed install is still in the chain")
+	assert.Equal(t, reconcile.ActionInstall, failed.Action)
 	assert.Equal(t, reconcile.NextStalled, res.Next)
 	assert.Equal(t, "True/RetriesExceeded", cond(rel, release.ConditionStalled))
 	// As in Flux, Ready keeps saying what failed; Stalled says why

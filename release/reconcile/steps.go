@@ -483,8 +483,10 @@ func (ru *run) stall(err, lastErr error) outcome {
 		if se.Err == nil {
 			se.Err = lastErr
 		}
-		if !strings.Contains(msg, lastErr.Error()) {
-			msg += ": " + lastErr.Error()
+		// The stall already names the release and the cluster: the
+		// failure behind it is said without them again.
+		if last := withinRelease(lastErr, se.Release, se.Cluster); !strings.Contains(msg, last) {
+			msg += ": " + last
 			se.Message = msg
 		}
 	}
