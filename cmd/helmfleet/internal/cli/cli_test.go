@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/helmfleet/helmfleet/release/fleettest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files and testdata/charts")
+
+const (
+	exampleRepo   = "../../../../examples/fluxrepo/repo"
+	exampleCharts = "../../../../examples/fluxrepo/charts"
+	testdata      = "../../testdata"
+)
+
+var (
+	fleetFile = filepath.Join(testdata, "fleet.yaml")
+	chartDir  = filepath.Join(testdata, "charts")
+)
+
+// exampleChartSet is what examples/fluxrepo's chart repositories serve.
+func exampleChartSet(t *testing.T) []*chart.Chart {
+	var all []*chart.Chart
+	for _, v := range []string{"1.14.5", "1.15.3", "1.16.0-beta.1"} {
+		ch, err := fleettest.LoadDir(os.DirFS(exampleCharts), "cert-manager", v)
+		require.NoError(t, err)
+		ch.Metadata.AppVersion = "v" + v
+		all = append(all, ch)
+	}
+	for _, v := range []string{"6.5.0", "6.5.1", "6.6.0-rc.1"} {
+		all = append(all, fleettest.Podinfo(v))
+	}
+	return all
+}
+
+// TestChartCache keeps testdata/charts, the chart cache of the example
+// repository, in step with examples/fluxrepo's charts (-update writes it).
+func TestChartCache(t *testing.T) {
+	for _, ch := range exampleChartSet(t) {
+		name := ch.Metadata.Name + "-" + ch.Metadata.Version + ".tgz"
+		if *update {
+			_, err := chartutil.Save(ch, chartDir)
+			require.NoError(t, err)
+		}
+		r := NewCacheResolver(chartDir)
+		file, err := r.pick(ch.Metadata.Name, ch.Metadata.Version)
+		require.NoError(t, err, name)
+		assert.Equal(t, filepath.Join(chartDir, name), file)
+	}
+}
+
+// run runs the command line and returns its stdout with the
+// directories replaced by names, and its exit status.
+func run(t *testing.T, dirs map[string]string, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, &out, &errb)
+	s := out.String()
+	for name, dir := range dirs {
+		s = strings.ReplaceAll(s, dir, name)
+	}
+	t.Logf("stderr:\n%s", errb.String())
+	return s, code
+}
+
+// golden compares got with testdata/name.golden (-update writes it).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(testdata, name+".golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got, "%s differs; run go test ./cmd/helmfleet/... -update to accept", path)
+}
+
+// copyTree copies the directory src into dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	require.NoError(t, os.CopyFS(dst, os.DirFS(src)))
+}
+
+// edit replaces old with new in file of dir, once.
+func edit(t *testing.T, dir, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Contains(t, string(data), old)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(data), old, new, 1)), 0o644))
+}
+
+// headRepo is the example repository with prod's podinfo at 4 replicas
+// instead of 3: a pull request that changes one unit on one member.
+func headRepo(t *testing.T) string {
+	dir := filepath.Join(t.TempDir(), "head")
+	copyTree(t, exampleRepo, dir)
+	edit(t, dir, "apps/prod/kustomization.yaml", "replicaCount: 3", "replicaCount: 4")
+	return dir
+}
+
+func common(args ...string) []string {
+	return append(args, "--fleet", fleetFile, "--chart-cache", chartDir)
+}
+
+func TestBuild(t *testing.T) {
+	out, code := run(t, nil, common("build", exampleRepo, "--member", "prod-1")...)
+	require.Equal(t, ExitOK, code, out)
+	golden(t, "build-prod-1", out)
+	// Every unit of prod-1, cert-manager rendered once its CRDs ran.
+	for _, want := range []string{"# Kustomization flux-system/apps", "# HelmRelease kube-system/cert-manager (cert-manager@1.15.3",
+		"# HelmRelease apps/podinfo (podinfo@6.5.1", "kind: ClusterIssuer", "replicas: 3"} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "# member dev-1")
+
+	all, code := run(t, nil, common("build", exampleRepo)...)
+	require.Equal(t, ExitOK, code)
+	for _, m := range []string{"dev-1", "dev-2", "prod-1"} {
+		assert.Contains(t, all, "# member "+m+"\n")
+	}
+}
+
+func TestPlan(t *testing.T) {
+	for _, format := range []string{FormatTable, FormatDiff, FormatJSON, FormatMarkdown} {
+		t.Run(format, func(t *testing.T) {
+			out, code := run(t, map[string]string{"REPO": exampleRepo}, common("plan", exampleRepo, "-o", format)...)
+			assert.Equal(t, ExitChanges, code, "a fleet that runs nothing yet changes")
+			golden(t, "plan."+format, out)
+		})
+	}
+}
+
+func TestDiff(t *testing.T) {
+	head := headRepo(t)
+	dirs := map[string]string{"HEAD": head, "BASE": exampleRepo}
+	for _, format := range []string{FormatTable, FormatDiff, FormatJSON, FormatMarkdown} {
+		t.Run(format, func(t *testing.T) {
+			out, code := run(t, dirs, common("diff", exampleRepo, head, "-o", format)...)
+			assert.Equal(t, ExitChanges, code, out)
+			golden(t, "diff."+format, out)
+		})
+	}
+	t.Run("exactly the changed unit and object per member", func(t *testing.T) {
+		out, code := run(t, dirs, common("diff", exampleRepo, head, "-o", "table")...)
+		require.Equal(t, ExitChanges, code)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 4, out)
+		assert.Regexp(t, `^dev-1\s+\(no change\)`, lines[1])
+		assert.Regexp(t, `^dev-2\s+\(no change\)`, lines[2])
+		assert.Regexp(t, `^prod-1\s+HelmRelease apps/podinfo\s+OutOfSync\s+upgrade\s+podinfo@6.5.1\s+Deployment/apps/podinfo update\s*$`, lines[3])
+		diff, _ := run(t, dirs, common("diff", exampleRepo, head, "-o", "diff")...)
+		assert.Contains(t, diff, "-  replicas: 3\n+  replicas: 4\n")
+	})
+	t.Run("no change", func(t *testing.T) {
+		out, code := run(t, nil, common("diff", exampleRepo, exampleRepo)...)
+		assert.Equal(t, ExitOK, code, out)
+	})
+}
+
+// TestSecretsMasked: a pull request that sets a Secret's value shows
+// that the Secret changes, never the value, in every output.
+func TestSecretsMasked(t *testing.T) {
+	const token = "hunter2-do-not-print"
+	head := headRepo(t)
+	edit(t, head, "apps/prod/kustomization.yaml", "replicaCount: 4", "replicaCount: 4\n          auth:\n            token: "+token)
+	encoded := base64.StdEncoding.EncodeToString([]byte(token))
+	outs := map[string]string{}
+	for _, format := range []string{FormatTable, FormatDiff, FormatJSON, FormatMarkdown} {
+		out, code := run(t, nil, common("diff", exampleRepo, head, "-o", format)...)
+		require.Equal(t, ExitChanges, code, out)
+		outs["diff -o "+format] = out
+		out, _ = run(t, nil, common("plan", head, "-o", format)...)
+		outs["plan -o "+format] = out
+	}
+	out, code := run(t, nil, common("build", head, "--member", "prod-1")...)
+	require.Equal(t, ExitOK, code)
+	outs["build"] = out
+	assert.Contains(t, outs["diff -o diff"], "Secret/apps/podinfo", "the Secret's change shows")
+	assert.Contains(t, outs["build"], "token: (sha256:")
+	for name, out := range outs {
+		assert.NotContains(t, out, token, name)
+		assert.NotContains(t, out, encoded, name)
+	}
+}
+
+func TestTest(t *testing.T) {
+	out, code := run(t, nil, common("test", exampleRepo)...)
+	assert.Equal(t, ExitOK, code, out)
+	golden(t, "test.ok", out)
+
+	// A pull request that asks prod for a podinfo no cache holds.
+	head := headRepo(t)
+	edit(t, head, "apps/prod/kustomization.yaml", "        values:\n", "        chart:\n          spec:\n            version: 7.x\n        values:\n")
+	for _, format := range []string{FormatTable, FormatJSON, FormatMarkdown} {
+		out, code := run(t, map[string]string{"HEAD": head}, common("test", head, "-o", format)...)
+		assert.Equal(t, ExitError, code, out)
+		golden(t, "test.fail."+format, out)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	_, code := run(t, nil, "plan", exampleRepo)
+	assert.Equal(t, ExitError, code, "no --fleet")
+	_, code = run(t, nil, common("plan", exampleRepo, "-o", "yaml")...)
+	assert.Equal(t, ExitError, code)
+	_, code = run(t, nil, common("build", exampleRepo, "--member", "nope")...)
+	assert.Equal(t, ExitError, code)
+}
