@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,4 +222,33 @@ func TestErrors(t *testing.T) {
 	assert.Equal(t, ExitError, code)
 	_, code = run(t, nil, common("build", exampleRepo, "--member", "nope")...)
 	assert.Equal(t, ExitError, code)
+}
+
+// TestDiffGitRefs: BASE and HEAD as two commits of one Git repository,
+// the Flux repository in a directory of it.
+func TestDiffGitRefs(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	copyTree(t, exampleRepo, filepath.Join(repo, "fleet"))
+	git("add", ".")
+	git("commit", "-qm", "base")
+	edit(t, filepath.Join(repo, "fleet"), "apps/prod/kustomization.yaml", "replicaCount: 3", "replicaCount: 4")
+	git("commit", "-qam", "head")
+
+	out, code := run(t, nil, common("diff", "HEAD~1", "HEAD", "--git", repo, "--path", "fleet", "-o", "table")...)
+	require.Equal(t, ExitChanges, code, out)
+	golden(t, "diff.git.table", out)
+	assert.Contains(t, out, "Deployment/apps/podinfo update")
+
+	_, code = run(t, nil, common("diff", "HEAD~1", "nope", "--git", repo, "--path", "fleet")...)
+	assert.Equal(t, ExitError, code, "a ref that does not exist")
 }
