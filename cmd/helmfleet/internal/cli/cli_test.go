@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,20 +48,81 @@ func exampleChartSet(t *testing.T) []*chart.Chart {
 	return all
 }
 
+// flux2Dir is fluxcd/flux2-kustomize-helm-example as release/fleet keeps it.
+const flux2Dir = "../../../../release/fleet/testdata/flux2-kustomize-helm-example"
+
+var (
+	flux2Fleet  = filepath.Join(testdata, "flux2", "fleet.yaml")
+	flux2Charts = filepath.Join(testdata, "flux2", "charts")
+)
+
+// flux2ChartSet stands in for the charts flux2-kustomize-helm-example
+// names (cert-manager and gateway-helm from OCI, podinfo from a Helm
+// repository): release/fleettest's small podinfo chart under their names.
+// cert-manager and gateway-helm carry the CRDs of the kinds the
+// example's infrastructure configs use, in crds/ as the real ones do.
+func flux2ChartSet() []*chart.Chart {
+	crds := map[string][][3]string{
+		"cert-manager": {{"cert-manager.io", "ClusterIssuer", "Cluster"}},
+		"gateway-helm": {{"gateway.networking.k8s.io", "GatewayClass", "Cluster"}, {"gateway.networking.k8s.io", "Gateway", "Namespaced"}},
+	}
+	var all []*chart.Chart
+	for _, nv := range [][2]string{{"cert-manager", "1.16.0"}, {"gateway-helm", "1.8.0"}, {"podinfo", "6.9.0"}} {
+		ch := fleettest.Podinfo(nv[1])
+		ch.Metadata.Name = nv[0]
+		for _, c := range crds[nv[0]] {
+			plural := strings.ToLower(c[1]) + "es"
+			if !strings.HasSuffix(c[1], "s") {
+				plural = strings.ToLower(c[1]) + "s"
+			}
+			ch.Files = append(ch.Files, &chart.File{Name: "crds/" + plural + ".yaml", Data: []byte(fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[3]s.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: %[2]s, listKind: %[2]sList, plural: %[3]s, singular: %[4]s}
+  scope: %[5]s
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, c[0], c[1], plural, strings.ToLower(c[1]), c[2]))})
+		}
+		all = append(all, ch)
+	}
+	return all
+}
+
 // TestChartCache keeps testdata/charts, the chart cache of the example
 // repository, in step with examples/fluxrepo's charts (-update writes it).
 func TestChartCache(t *testing.T) {
-	for _, ch := range exampleChartSet(t) {
-		name := ch.Metadata.Name + "-" + ch.Metadata.Version + ".tgz"
-		if *update {
-			_, err := chartutil.Save(ch, chartDir)
-			require.NoError(t, err)
+	for dir, charts := range map[string][]*chart.Chart{chartDir: exampleChartSet(t), flux2Charts: flux2ChartSet()} {
+		for _, ch := range charts {
+			name := ch.Metadata.Name + "-" + ch.Metadata.Version + ".tgz"
+			if *update {
+				require.NoError(t, os.MkdirAll(dir, 0o755))
+				_, err := chartutil.Save(ch, dir)
+				require.NoError(t, err)
+			}
+			r := NewCacheResolver(dir)
+			file, err := r.pick(ch.Metadata.Name, ch.Metadata.Version)
+			require.NoError(t, err, name)
+			assert.Equal(t, filepath.Join(dir, name), file)
 		}
-		r := NewCacheResolver(chartDir)
-		file, err := r.pick(ch.Metadata.Name, ch.Metadata.Version)
-		require.NoError(t, err, name)
-		assert.Equal(t, filepath.Join(chartDir, name), file)
 	}
+	// Flux's selection: the newest release the constraint admits,
+	// pre-releases only when it admits them.
+	r := NewCacheResolver(chartDir)
+	for constraint, want := range map[string]string{"1.15.x": "cert-manager-1.15.3.tgz", ">=1.16.0-0": "cert-manager-1.16.0-beta.1.tgz", "": "cert-manager-1.15.3.tgz"} {
+		file, err := r.pick("cert-manager", constraint)
+		require.NoError(t, err)
+		assert.Equal(t, want, filepath.Base(file), constraint)
+	}
+	_, err := r.pick("cert-manager", "2.x")
+	assert.ErrorIs(t, err, ErrChartNotCached)
 }
 
 // run runs the command line and returns its stdout with the
@@ -251,4 +313,31 @@ func TestDiffGitRefs(t *testing.T) {
 
 	_, code = run(t, nil, common("diff", "HEAD~1", "nope", "--git", repo, "--path", "fleet")...)
 	assert.Equal(t, ExitError, code, "a ref that does not exist")
+}
+
+// TestFlux2Example: fluxcd/flux2-kustomize-helm-example, its
+// ArtifactGenerator's ExternalArtifacts served from the fleet file's
+// sources, passes test, and a change of production's podinfo values
+// shows as exactly that release's Deployment on production.
+func TestFlux2Example(t *testing.T) {
+	args := func(a ...string) []string {
+		return append(a, "--fleet", flux2Fleet, "--chart-cache", flux2Charts)
+	}
+	out, code := run(t, nil, args("test", flux2Dir)...)
+	require.Equal(t, ExitOK, code, out)
+	assert.Equal(t, "ok: 14 units rendered and placed on every member\n", out)
+
+	head := filepath.Join(t.TempDir(), "head")
+	copyTree(t, flux2Dir, head)
+	edit(t, head, "apps/production/podinfo-values.yaml", "  values:\n", "  values:\n    replicaCount: 2\n")
+	dirs := map[string]string{"HEAD": head, "BASE": flux2Dir}
+	for _, format := range []string{FormatTable, FormatMarkdown} {
+		out, code := run(t, dirs, args("diff", flux2Dir, head, "-o", format)...)
+		require.Equal(t, ExitChanges, code, out)
+		golden(t, "flux2.diff."+format, out)
+	}
+	out, _ = run(t, dirs, args("diff", flux2Dir, head, "-o", "diff")...)
+	assert.Equal(t, "### production HelmRelease podinfo/podinfo (upgrade)\n", strings.SplitAfter(out, "\n")[0])
+	assert.Contains(t, out, "-  replicas: 1\n+  replicas: 2\n")
+	assert.NotContains(t, out, "### staging")
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,9 +70,20 @@ func newMembers(ctx context.Context, spec *FleetFile, charts source.Resolver, pr
 
 // fleetOf returns a fleet running the repository at root on the members.
 func (m *members) fleetOf(root fs.FS, revision string) (*fleet.Fleet, error) {
+	var sources kustomize.MapSources
+	for key, dir := range m.spec.Sources {
+		sub, err := fs.Sub(root, path.Clean(strings.TrimPrefix(dir, "./")))
+		if err != nil {
+			return nil, fmt.Errorf("fleet file: sources[%s]: %q: %w", key, dir, err)
+		}
+		if sources == nil {
+			sources = kustomize.MapSources{}
+		}
+		sources[key] = kustomize.Source{FS: sub, Revision: revision}
+	}
 	return fleet.New(fleet.Config{
 		Members:          m.clusters,
-		Repository:       &fleet.Repository{Root: root, Revision: revision, Charts: m.charts},
+		Repository:       &fleet.Repository{Root: root, Revision: revision, Sources: sources, Charts: m.charts},
 		ReconcilerConfig: &reconcile.Config{PollInterval: pollInterval},
 		KustomizeConfig:  &kustomize.ReconcilerConfig{PollInterval: pollInterval},
 		Store:            m.store,

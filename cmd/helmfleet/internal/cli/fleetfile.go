@@ -13,6 +13,8 @@ import (
 // the bootstrap objects every member starts from and the members.
 //
 //	bootstrap: bootstrap.yaml   # relative to the fleet file
+//	sources:                    # other sources' trees: directories of the repository
+//	  ExternalArtifact/flux-system/apps: apps
 //	members:
 //	  - name: dev-1
 //	    labels: {env: dev}
@@ -27,6 +29,12 @@ type FleetFile struct {
 	Bootstrap string `json:"bootstrap"`
 	// Members are the fleet's members.
 	Members []MemberSpec `json:"members"`
+	// Sources are the trees of the sources other than the repository
+	// itself that its Kustomizations name, by kustomize.SourceKey
+	// ("Kind/namespace/name"), each a directory of the repository: the
+	// ExternalArtifacts of a Flux 2.7 ArtifactGenerator, which the fleet
+	// does not run (fleet.Repository.Sources).
+	Sources map[string]string `json:"sources,omitempty"`
 
 	// dir is the fleet file's directory.
 	dir string
