@@ -341,3 +341,32 @@ func TestFlux2Example(t *testing.T) {
 	assert.Contains(t, out, "-  replicas: 1\n+  replicas: 2\n")
 	assert.NotContains(t, out, "### staging")
 }
+
+// TestDiffRemovedAndBroken: a pull request that removes a release shows
+// its uninstall on every member (HEAD's fleet loads what BASE installed);
+// one that breaks a build fails with the member and Kustomization named.
+func TestDiffRemovedAndBroken(t *testing.T) {
+	removed := filepath.Join(t.TempDir(), "removed")
+	copyTree(t, exampleRepo, removed)
+	edit(t, removed, "apps/base/podinfo/kustomization.yaml", "  - release.yaml\n", "")
+	for _, env := range []string{"dev", "prod"} {
+		p := filepath.Join(removed, "apps", env, "kustomization.yaml")
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		s := string(data)
+		require.NoError(t, os.WriteFile(p, []byte(s[:strings.Index(s, "patches:")]), 0o644))
+	}
+	out, code := run(t, nil, common("diff", exampleRepo, removed, "-o", "table")...)
+	require.Equal(t, ExitChanges, code, out)
+	for _, m := range []string{"dev-1", "dev-2", "prod-1"} {
+		assert.Regexp(t, `(?m)^`+m+`\s+HelmRelease apps/podinfo\s+Removed\s+uninstall`, out)
+	}
+	assert.Equal(t, 4, strings.Count(out, "\n"), out)
+
+	broken := filepath.Join(t.TempDir(), "broken")
+	copyTree(t, exampleRepo, broken)
+	edit(t, broken, "apps/base/podinfo/kustomization.yaml", "  - release.yaml\n", "")
+	out, code = run(t, nil, common("diff", exampleRepo, broken, "-o", "json")...)
+	require.Equal(t, ExitError, code, out)
+	assert.Contains(t, out, `"error": "member prod-1: kustomization flux-system/apps: kustomize build apps/prod: no resource matches`)
+}
