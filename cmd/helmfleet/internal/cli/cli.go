@@ -115,7 +115,7 @@ and substitutions. Secret values are masked.`,
 					return fmt.Errorf("--member %s: not a member of the fleet", o.member)
 				}
 			}
-			p, _, err := m.apply(cmd.Context(), args[0])
+			p, _, err := m.apply(cmd.Context(), args[0], true)
 			if err != nil {
 				return err
 			}
@@ -191,7 +191,7 @@ Exit status: 0 no change, 2 changes, 1 error.`,
 			if err != nil {
 				return err
 			}
-			bp, applyErr, err := m.apply(cmd.Context(), base)
+			bp, applyErr, err := m.apply(cmd.Context(), base, false)
 			if err != nil {
 				return fmt.Errorf("base %s: %w", args[0], err)
 			}
@@ -234,7 +234,7 @@ repository directory it is built from.`,
 			if err != nil {
 				return err
 			}
-			p, applyErr, err := m.apply(cmd.Context(), args[0])
+			p, applyErr, err := m.apply(cmd.Context(), args[0], true)
 			if err != nil {
 				return err
 			}

@@ -370,3 +370,24 @@ func TestDiffRemovedAndBroken(t *testing.T) {
 	require.Equal(t, ExitError, code, out)
 	assert.Contains(t, out, `"error": "member prod-1: kustomization flux-system/apps: kustomize build apps/prod: no resource matches`)
 }
+
+// TestTestKubeVersion: a chart whose kubeVersion a member's Kubernetes
+// version does not satisfy fails test on that member only, named.
+func TestTestKubeVersion(t *testing.T) {
+	cache := t.TempDir()
+	for _, ch := range exampleChartSet(t) {
+		if ch.Metadata.Name == "podinfo" && ch.Metadata.Version == "6.5.1" {
+			ch.Metadata.KubeVersion = ">=1.31.0-0"
+		}
+		_, err := chartutil.Save(ch, cache)
+		require.NoError(t, err)
+	}
+	out, code := run(t, nil, "test", exampleRepo, "--fleet", fleetFile, "--chart-cache", cache)
+	t.Log(out)
+	require.Equal(t, ExitError, code, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Regexp(t, `^prod-1\s+HelmRelease apps/podinfo\s+\./apps/prod\s+.*kubeVersion|^prod-1\s+HelmRelease apps/podinfo\s+\./apps/prod\s+.*Kubernetes`, lines[1])
+	assert.Contains(t, lines[1], "1.30")
+	assert.Equal(t, "FAIL: 1 problem", lines[2])
+}

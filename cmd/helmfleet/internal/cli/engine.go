@@ -40,6 +40,12 @@ type members struct {
 	store    *mapStore
 	charts   source.Resolver
 	progress io.Writer
+	start    time.Time
+}
+
+// progressf writes a progress line to stderr, with the time since start.
+func (m *members) progressf(format string, args ...any) {
+	fmt.Fprintf(m.progress, "helmfleet: %5.2fs %s\n", time.Since(m.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // newMembers makes the members of spec, each holding its objects.
@@ -52,7 +58,7 @@ func newMembers(ctx context.Context, spec *FleetFile, charts source.Resolver, pr
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap %s: %w", spec.bootstrapPath(), err)
 	}
-	m := &members{spec: spec, in: fleet.InputsOf(objs), store: &mapStore{}, charts: charts, progress: progress}
+	m := &members{spec: spec, in: fleet.InputsOf(objs), store: &mapStore{}, charts: charts, progress: progress, start: time.Now()}
 	schemas := memory.NewSchemas()
 	for _, ms := range spec.Members {
 		c := memory.New(ms.Name, memory.WithSchemas(schemas), memory.WithKubeVersion(ms.KubeVersion),
@@ -101,18 +107,20 @@ func (m *members) plan(ctx context.Context, dir string) (*fleet.Fleet, *fleet.Pl
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(m.progress, "helmfleet: planning %s (%s) on %d members\n", dir, rev, len(m.clusters))
+	m.progressf("planning %s (%s) on %d members", dir, rev, len(m.clusters))
 	p, err := f.Plan(ctx, m.in)
 	if err != nil {
 		return nil, nil, err
 	}
+	m.progressf("planned %d units", len(p.Items)+len(p.Kustomizations))
 	return f, p, nil
 }
 
 // apply runs the repository at dir on the members (in memory) and
-// returns the plan of a second run, which renders every release (the
-// first may defer those waiting for CRDs) and the apply's error.
-func (m *members) apply(ctx context.Context, dir string) (*fleet.Plan, error, error) {
+// returns the apply's error and, with replan, the plan of a second run,
+// which renders every release (the first may defer those waiting for
+// CRDs); without, the plan applied.
+func (m *members) apply(ctx context.Context, dir string, replan bool) (*fleet.Plan, error, error) {
 	f, p, err := m.plan(ctx, dir)
 	if err != nil {
 		return nil, nil, err
@@ -120,8 +128,12 @@ func (m *members) apply(ctx context.Context, dir string) (*fleet.Plan, error, er
 	if pe := p.PlacementErrors(); len(pe) > 0 {
 		return p, nil, nil
 	}
-	fmt.Fprintf(m.progress, "helmfleet: applying %s to the in-memory members\n", dir)
+	m.progressf("applying %s to the in-memory members", dir)
 	_, applyErr := f.Apply(ctx, p, fleet.ApplyOptions{})
+	m.progressf("applied")
+	if !replan {
+		return p, applyErr, nil
+	}
 	again, err := f.Plan(ctx, m.in)
 	if err != nil {
 		return nil, nil, err
