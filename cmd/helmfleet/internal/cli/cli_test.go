@@ -230,6 +230,11 @@ func TestDiff(t *testing.T) {
 		diff, _ := run(t, dirs, common("diff", exampleRepo, head, "-o", "diff")...)
 		assert.Contains(t, diff, "-  replicas: 3\n+  replicas: 4\n")
 	})
+	t.Run("one member", func(t *testing.T) {
+		out, code := run(t, dirs, common("diff", exampleRepo, head, "-o", "markdown", "--member", "dev-1")...)
+		assert.Equal(t, ExitOK, code, "dev-1 does not change")
+		assert.Equal(t, "## helmfleet diff\n\n### dev-1: 0 units change\n\n", out)
+	})
 	t.Run("no change", func(t *testing.T) {
 		out, code := run(t, nil, common("diff", exampleRepo, exampleRepo)...)
 		assert.Equal(t, ExitOK, code, out)

@@ -177,7 +177,7 @@ func (s *mapStore) Load(context.Context) ([]fleet.Entry, error) {
 	for _, e := range s.entries {
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return keyLess(out[i].Key, out[j].Key) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
 	return out, nil
 }
 
@@ -198,18 +198,4 @@ func (s *mapStore) Delete(_ context.Context, k fleet.Key) error {
 	defer s.mu.Unlock()
 	delete(s.entries, k)
 	return nil
-}
-
-// keyLess orders keys by member, kind, namespace and name.
-func keyLess(a, b fleet.Key) bool {
-	if a.Cluster != b.Cluster {
-		return a.Cluster < b.Cluster
-	}
-	if a.Kind != b.Kind {
-		return a.Kind < b.Kind
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }
