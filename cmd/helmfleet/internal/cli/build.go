@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/fleet"
+	"github.com/helmfleet/helmfleet/release/kustomize"
+	"github.com/helmfleet/helmfleet/release/reconcile"
+)
+
+// objectGetter reads an object of a member.
+type objectGetter interface {
+	Get(ctx context.Context, ref release.ObjectRef) (*unstructured.Unstructured, error)
+}
+
+// writeBuild writes, per member (only member when not empty), every
+// unit of p with its objects as YAML: a Kustomization's as applied to
+// the member, a release's as rendered; Secret values masked.
+func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[string]objectGetter, names []string, member string) error {
+	for _, name := range names {
+		if member != "" && name != member {
+			continue
+		}
+		fmt.Fprintf(w, "# member %s\n", name)
+		for _, kp := range p.Kustomizations {
+			if kp.Cluster != name {
+				continue
+			}
+			fmt.Fprintf(w, "# Kustomization %s/%s (%s, revision %s)\n", kp.Kustomization.Namespace, kp.Kustomization.Name, kp.Kustomization.Spec.Path, kp.Revision)
+			if kp.Err != nil {
+				fmt.Fprintf(w, "# error: %s\n", oneLine(kp.Err.Error()))
+			}
+			for _, o := range kp.Objects {
+				if o.Action == kustomize.PlanSkip {
+					continue
+				}
+				u, err := clusters[name].Get(ctx, o.Object)
+				if errors.Is(err, release.ErrNotFound) {
+					fmt.Fprintf(w, "# %s/%s/%s: not applied\n", o.Object.Kind, o.Object.Namespace, o.Object.Name)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("member %s: %s/%s/%s: %w", name, o.Object.Kind, o.Object.Namespace, o.Object.Name, err)
+				}
+				// A plan of the object alone masks it as a release's
+				// objects are masked: Secret data replaced by digests.
+				if err := writeObjects(w, reconcile.Plan{Objects: []*unstructured.Unstructured{stored(u)}}); err != nil {
+					return err
+				}
+			}
+		}
+		for _, it := range p.Items {
+			if it.Cluster != name {
+				continue
+			}
+			chart := "-"
+			if it.Chart != "" {
+				chart = it.Chart + "@" + it.Version
+			}
+			fmt.Fprintf(w, "# HelmRelease %s/%s (%s, Kubernetes %s)\n", it.Release.Namespace, it.Release.Name, chart, it.KubeVersion)
+			if it.Err != nil {
+				fmt.Fprintf(w, "# error: %s\n", oneLine(it.Err.Error()))
+			}
+			if err := writeObjects(w, *it); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeObjects writes p's objects as YAML documents, masked as
+// reconcile.Plan.MaskedObjects masks them: Secret data, and the values a
+// release took from Secrets wherever they were rendered.
+func writeObjects(w io.Writer, p reconcile.Plan) error {
+	for _, o := range p.MaskedObjects() {
+		data, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stored returns u without the server's bookkeeping and status.
+func stored(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	delete(c.Object, "status")
+	return c
+}
