@@ -55,5 +55,5 @@ func ExampleMirror() {
 		fmt.Println(m)
 	}
 	// Output:
-	// member staging: HelmRepository podinfo/podinfo: spec.url: https://stefanprodan.github.io/podinfo mirrored to https://mirror.eu.example/podinfo
+	// member staging: HelmRepository podinfo/podinfo: spec.url: https://stefanprodan.github.io/podinfo mirrored to https://mirror.eu.example/podinfo (Mirrors[0].Rewrites[1])
 }

@@ -401,7 +401,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	if in.Sources != nil {
 		for _, m := range f.members {
-			plan.addSources(m.Facts.Name, in.Sources, f.mirrors[m.Facts.Name])
+			plan.addSources(m.Facts.Name, in.Sources, f.sourceRules(engine, in.Policies, m.Facts.Name))
 		}
 	}
 	work, kwork := f.memberWork(plan, engine.Materialize(placement), credits)

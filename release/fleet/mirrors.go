@@ -30,6 +30,13 @@ import (
 // a From ending in "/" matches by plain prefix. The matched prefix is
 // replaced with To.
 //
+// Karmada's override policies reach the same sources first: an
+// OverridePolicy or ClusterOverridePolicy whose resourceSelectors select
+// HelmRepository or OCIRepository objects (source.toolkit.fluxcd.io/v1)
+// overrides them per member as it overrides any kind (a plaintext
+// replace of /spec/url, for example); the mirror rules then apply to
+// what they made.
+//
 // A rewrite is never hidden: each rewritten source is in Plan.Mirrored
 // (and Plan.Table, and the plan's JSON), and a chart that fails to
 // resolve through a mirror is a *MirrorError naming the member, the
@@ -70,11 +77,15 @@ type MirroredSource struct {
 	Field string
 	// URL is the URL the object holds; Effective the one resolved from.
 	URL, Effective string
+	// By is what rewrote it: the rule of Config.Mirrors,
+	// "Mirrors[0].Rewrites[1]", or the override policy,
+	// "OverridePolicy namespace/name" (or "ClusterOverridePolicy name").
+	By string
 }
 
-// String says member, source, field and both URLs.
+// String says member, source, field, both URLs and what rewrote it.
 func (m MirroredSource) String() string {
-	return fmt.Sprintf("member %s: %s: %s: %s mirrored to %s", m.Member, m.Source, m.Field, m.URL, m.Effective)
+	return fmt.Sprintf("member %s: %s: %s: %s mirrored to %s (%s)", m.Member, m.Source, m.Field, m.URL, m.Effective, m.By)
 }
 
 // MirrorError is the failure of a chart resolved through a mirror: the
@@ -98,12 +109,19 @@ func (e *MirrorError) Error() string {
 // Unwrap returns the resolver's error.
 func (e *MirrorError) Unwrap() error { return e.Err }
 
-// mirrorRules are the rules of one member, in the order they are tried.
-type mirrorRules []Rewrite
+// mirrorRule is a Rewrite and where Config.Mirrors has it,
+// "Mirrors[i].Rewrites[j]".
+type mirrorRule struct {
+	Rewrite
+	at string
+}
 
-// rewrite returns u rewritten by the first rule that matches, and
-// whether one did.
-func (rs mirrorRules) rewrite(u string) (string, bool) {
+// mirrorRules are the rules of one member, in the order they are tried.
+type mirrorRules []mirrorRule
+
+// rewrite returns u rewritten by the first rule that matches, and where
+// that rule is ("" when none matches).
+func (rs mirrorRules) rewrite(u string) (string, string) {
 	for _, r := range rs {
 		if !strings.HasPrefix(u, r.From) {
 			continue
@@ -112,9 +130,9 @@ func (rs mirrorRules) rewrite(u string) (string, bool) {
 		if rest != "" && !strings.HasSuffix(r.From, "/") && !strings.HasPrefix(rest, "/") {
 			continue
 		}
-		return r.To + rest, true
+		return r.To + rest, r.at
 	}
-	return "", false
+	return "", ""
 }
 
 // checkMirrors validates cfg.Mirrors and returns the rules of each
@@ -150,7 +168,9 @@ func checkMirrors(cfg Config, members []release.Member) (map[string]mirrorRules,
 		for _, mb := range members {
 			all := len(m.Members) == 0 && sel == nil
 			if all || slices.Contains(m.Members, mb.Facts.Name) || (sel != nil && sel.Matches(labels.Set(mb.Facts.Labels))) {
-				out[mb.Facts.Name] = append(out[mb.Facts.Name], m.Rewrites...)
+				for j, r := range m.Rewrites {
+					out[mb.Facts.Name] = append(out[mb.Facts.Name], mirrorRule{Rewrite: r, at: fmt.Sprintf("Mirrors[%d].Rewrites[%d]", i, j)})
+				}
 			}
 		}
 	}
@@ -191,13 +211,13 @@ func mirrorSources(member string, rules mirrorRules, objs *release.Objects) (*re
 	out := *objs
 	var done []MirroredSource
 	one := func(kind string, meta metav1.Object, u *string) bool {
-		to, ok := rules.rewrite(*u)
-		if ok {
+		to, at := rules.rewrite(*u)
+		if at != "" {
 			done = append(done, MirroredSource{Member: member, Source: sourceName(kind, meta.GetNamespace(), meta.GetName()),
-				Field: "spec.url", URL: *u, Effective: to})
+				Field: "spec.url", URL: *u, Effective: to, By: at})
 			*u = to
 		}
-		return ok
+		return at != ""
 	}
 	out.HelmRepositories = slices.Clone(objs.HelmRepositories)
 	for i, r := range out.HelmRepositories {
@@ -231,14 +251,14 @@ type memberSources struct {
 // are rewritten by the member's rules, and a failure through a mirror is
 // a *MirrorError.
 func (ms *memberSources) resolver(inner source.Resolver) source.Resolver {
-	if len(ms.rules) == 0 {
+	if len(ms.rules)+len(ms.mirrored) == 0 {
 		return inner
 	}
 	return source.ResolverFunc(func(ctx context.Context, ref source.Ref) (*source.Chart, error) {
 		var archive *MirroredSource
 		ref.RewriteChartURL = func(u string) string {
-			to, ok := ms.rules.rewrite(u)
-			if !ok {
+			to, at := ms.rules.rewrite(u)
+			if at == "" {
 				return u
 			}
 			archive = &MirroredSource{URL: u, Effective: to}
@@ -273,18 +293,21 @@ type mirroredJSON struct {
 	Field     string `json:"field"`
 	URL       string `json:"url"`
 	Effective string `json:"effective"`
+	By        string `json:"by"`
 }
 
 // recordMirrored records the sources rewritten on member (the first of
 // a source keeps it, as in addSources) and the member's rules.
 func (p *Plan) recordMirrored(member string, rules mirrorRules, done []MirroredSource) {
-	if len(rules) == 0 {
+	if len(rules)+len(done) == 0 {
 		return
 	}
 	if p.rules == nil {
 		p.rules, p.mirrored = map[string]mirrorRules{}, map[string]map[string]MirroredSource{}
 	}
-	p.rules[member] = rules
+	if len(rules) > 0 {
+		p.rules[member] = rules
+	}
 	seen := p.mirrored[member]
 	if seen == nil {
 		seen = map[string]MirroredSource{}

@@ -92,14 +92,14 @@ func TestMirrorsRewriteSourcesPerMember(t *testing.T) {
 	}, charts.urls())
 	assert.Equal(t, []fleet.MirroredSource{
 		{Member: "staging", Source: "OCIRepository apps/podinfo-oci", Field: "spec.url",
-			URL: "oci://ghcr.io/stefanprodan/charts/podinfo", Effective: "oci://registry.eu.example/ghcr/stefanprodan/charts/podinfo"},
+			URL: "oci://ghcr.io/stefanprodan/charts/podinfo", Effective: "oci://registry.eu.example/ghcr/stefanprodan/charts/podinfo", By: "Mirrors[0].Rewrites[0]"},
 		{Member: "staging", Source: "HelmRepository podinfo/podinfo", Field: "spec.url",
-			URL: "https://stefanprodan.github.io/podinfo", Effective: "https://mirror.eu.example/podinfo"},
+			URL: "https://stefanprodan.github.io/podinfo", Effective: "https://mirror.eu.example/podinfo", By: "Mirrors[0].Rewrites[1]"},
 	}, plan.Mirrored)
-	assert.Contains(t, plan.Table(), "mirror: member staging: HelmRepository podinfo/podinfo: spec.url: https://stefanprodan.github.io/podinfo mirrored to https://mirror.eu.example/podinfo\n")
+	assert.Contains(t, plan.Table(), "mirror: member staging: HelmRepository podinfo/podinfo: spec.url: https://stefanprodan.github.io/podinfo mirrored to https://mirror.eu.example/podinfo (Mirrors[0].Rewrites[1])\n")
 	data, err := json.Marshal(plan)
 	require.NoError(t, err)
-	assert.Contains(t, string(data), `"mirrored":[{"member":"staging","source":"OCIRepository apps/podinfo-oci","field":"spec.url","url":"oci://ghcr.io/stefanprodan/charts/podinfo","effective":"oci://registry.eu.example/ghcr/stefanprodan/charts/podinfo"}`)
+	assert.Contains(t, string(data), `"mirrored":[{"member":"staging","source":"OCIRepository apps/podinfo-oci","field":"spec.url","url":"oci://ghcr.io/stefanprodan/charts/podinfo","effective":"oci://registry.eu.example/ghcr/stefanprodan/charts/podinfo","by":"Mirrors[0].Rewrites[0]"}`)
 	for _, p := range in.Sources.OCIRepositories {
 		assert.Equal(t, "oci://ghcr.io/stefanprodan/charts/podinfo", p.Spec.URL, "the inputs are not modified")
 	}
@@ -219,4 +219,40 @@ func TestMirrorsConfig(t *testing.T) {
 			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+// Karmada's override policies reach the chart sources: an OverridePolicy
+// that selects the HelmRepository a Kustomization produces rewrites its
+// URL on the members it targets, before the mirror rules, and the plan
+// names the policy.
+func TestMirrorsOverridePolicyReachesSources(t *testing.T) {
+	ctx := context.Background()
+	charts := &localCharts{asked: map[string]bool{}}
+	f := mirroredFleet(t, &fleet.Repository{Root: exampleRepo(), Revision: "main@sha1:1", Charts: charts}, euMirrors)
+	in := decodeInputs(t, bootstrapPolicies+`---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-mirror, namespace: podinfo}
+spec:
+  resourceSelectors: [{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, name: podinfo}]
+  overrideRules:
+  - targetCluster: {clusterNames: [production, staging]}
+    overriders:
+      plaintext: [{path: /spec/url, operator: replace, value: "https://stefanprodan.github.io/podinfo/us"}]
+`)
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	require.Empty(t, plan.Errors, plan.Table())
+	assert.ElementsMatch(t, []string{
+		"https://kubernetes.github.io/ingress-nginx",
+		"https://stefanprodan.github.io/podinfo/us", // production: the policy
+		"https://mirror.eu.example/podinfo/us",      // staging: the policy, then the mirror
+	}, charts.urls())
+	assert.Equal(t, []fleet.MirroredSource{
+		{Member: "production", Source: "HelmRepository podinfo/podinfo", Field: "spec.url",
+			URL: "https://stefanprodan.github.io/podinfo", Effective: "https://stefanprodan.github.io/podinfo/us", By: "OverridePolicy podinfo/podinfo-mirror"},
+		{Member: "staging", Source: "HelmRepository podinfo/podinfo", Field: "spec.url",
+			URL: "https://stefanprodan.github.io/podinfo", Effective: "https://mirror.eu.example/podinfo/us",
+			By: "OverridePolicy podinfo/podinfo-mirror, then Mirrors[0].Rewrites[1]"},
+	}, plan.Mirrored)
 }

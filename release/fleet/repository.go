@@ -146,14 +146,16 @@ func withMemberSources(ctx context.Context, plan *Plan, member string) context.C
 }
 
 // addSources records the chart sources objs holds as member's, after those
-// already there (the first of a namespace/name keeps it), their URLs
-// rewritten by rules, and what was rewritten.
-func (p *Plan) addSources(member string, objs *release.Objects, rules mirrorRules) {
+// already there (the first of a namespace/name keeps it), as the
+// member's override policies and mirror rules make them, and what they
+// rewrote.
+func (p *Plan) addSources(member string, objs *release.Objects, rules sourceRules) {
 	if len(objs.HelmRepositories)+len(objs.OCIRepositories)+len(objs.HelmCharts) == 0 {
 		return
 	}
-	objs, done := mirrorSources(member, rules, objs)
-	p.recordMirrored(member, rules, done)
+	objs, done, errs := rules.apply(member, objs)
+	p.Errors = append(p.Errors, errs...)
+	p.recordMirrored(member, rules.mirrors, done)
 	if p.sources == nil {
 		p.sources = map[string]*release.Objects{}
 	}
