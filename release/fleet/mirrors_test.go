@@ -256,3 +256,38 @@ spec:
 			By: "OverridePolicy podinfo/podinfo-mirror, then Mirrors[0].Rewrites[1]"},
 	}, plan.Mirrored)
 }
+
+// An override policy that breaks a source is a plan error naming the
+// member, the source and the field, and the source is not served there:
+// nothing is fetched from a URL the policies did not mean.
+func TestMirrorsOverridePolicyBreakingASource(t *testing.T) {
+	ctx := context.Background()
+	charts := &localCharts{asked: map[string]bool{}}
+	f := mirroredFleet(t, &fleet.Repository{Root: exampleRepo(), Revision: "main@sha1:1", Charts: charts}, nil)
+	in := decodeInputs(t, bootstrapPolicies+`---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-mirror, namespace: podinfo}
+spec:
+  resourceSelectors: [{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, name: podinfo}]
+  overrideRules:
+  - targetCluster: {clusterNames: [production]}
+    overriders:
+      plaintext: [{path: /spec/url, operator: replace, value: "ftp://charts.example/podinfo"}]
+`)
+	plan, err := f.Plan(ctx, in)
+	require.NoError(t, err)
+	var msgs []string
+	for _, e := range plan.Errors {
+		msgs = append(msgs, e.Error())
+	}
+	joined := strings.Join(msgs, "\n")
+	assert.Contains(t, joined, "member production: HelmRepository podinfo/podinfo: after override policies: ")
+	assert.Contains(t, joined, "spec.url")
+	assert.NotContains(t, charts.urls(), "ftp://charts.example/podinfo")
+	it, _ := plan.Item(fleet.Key{Cluster: "production", Namespace: "podinfo", Name: "podinfo"})
+	require.Error(t, it.Err)
+	assert.Contains(t, it.Err.Error(), "HelmRepository podinfo/podinfo not found among the sources")
+	it, _ = plan.Item(fleet.Key{Cluster: "staging", Namespace: "podinfo", Name: "podinfo"})
+	assert.NoError(t, it.Err, "staging is not targeted")
+}
