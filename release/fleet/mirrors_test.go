@@ -229,17 +229,7 @@ func TestMirrorsOverridePolicyReachesSources(t *testing.T) {
 	ctx := context.Background()
 	charts := &localCharts{asked: map[string]bool{}}
 	f := mirroredFleet(t, &fleet.Repository{Root: exampleRepo(), Revision: "main@sha1:1", Charts: charts}, euMirrors)
-	in := decodeInputs(t, bootstrapPolicies+`---
-apiVersion: policy.karmada.io/v1alpha1
-kind: OverridePolicy
-metadata: {name: podinfo-mirror, namespace: podinfo}
-spec:
-  resourceSelectors: [{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, name: podinfo}]
-  overrideRules:
-  - targetCluster: {clusterNames: [production, staging]}
-    overriders:
-      plaintext: [{path: /spec/url, operator: replace, value: "https://stefanprodan.github.io/podinfo/us"}]
-`)
+	in := decodeInputs(t, bootstrapPolicies+podinfoURLOverride("production, staging", "https://stefanprodan.github.io/podinfo/us"))
 	plan, err := f.Plan(ctx, in)
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors, plan.Table())
@@ -264,17 +254,7 @@ func TestMirrorsOverridePolicyBreakingASource(t *testing.T) {
 	ctx := context.Background()
 	charts := &localCharts{asked: map[string]bool{}}
 	f := mirroredFleet(t, &fleet.Repository{Root: exampleRepo(), Revision: "main@sha1:1", Charts: charts}, nil)
-	in := decodeInputs(t, bootstrapPolicies+`---
-apiVersion: policy.karmada.io/v1alpha1
-kind: OverridePolicy
-metadata: {name: podinfo-mirror, namespace: podinfo}
-spec:
-  resourceSelectors: [{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, name: podinfo}]
-  overrideRules:
-  - targetCluster: {clusterNames: [production]}
-    overriders:
-      plaintext: [{path: /spec/url, operator: replace, value: "ftp://charts.example/podinfo"}]
-`)
+	in := decodeInputs(t, bootstrapPolicies+podinfoURLOverride("production", "ftp://charts.example/podinfo"))
 	plan, err := f.Plan(ctx, in)
 	require.NoError(t, err)
 	var msgs []string
@@ -290,4 +270,20 @@ spec:
 	assert.Contains(t, it.Err.Error(), "HelmRepository podinfo/podinfo not found among the sources")
 	it, _ = plan.Item(fleet.Key{Cluster: "staging", Namespace: "podinfo", Name: "podinfo"})
 	assert.NoError(t, it.Err, "staging is not targeted")
+}
+
+// podinfoURLOverride is an OverridePolicy that replaces the spec.url of
+// the HelmRepository podinfo/podinfo with url on clusters.
+func podinfoURLOverride(clusters, url string) string {
+	return `---
+apiVersion: policy.karmada.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: podinfo-mirror, namespace: podinfo}
+spec:
+  resourceSelectors: [{apiVersion: source.toolkit.fluxcd.io/v1, kind: HelmRepository, name: podinfo}]
+  overrideRules:
+  - targetCluster: {clusterNames: [` + clusters + `]}
+    overriders:
+      plaintext: [{path: /spec/url, operator: replace, value: "` + url + `"}]
+`
 }
