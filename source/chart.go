@@ -55,6 +55,12 @@ type Ref struct {
 	// OCIRepository's spec.verify applies. Only the OCI resolver can
 	// verify: every other resolver refuses a Ref that asks for it.
 	Verify *Verification
+	// RewriteChartURL, when set, maps an absolute chart URL that an
+	// HTTP(S) repository's index lists before the archive is downloaded
+	// (a mirror of the host the index points to); the Chart's URL is the
+	// one it returns. A relative URL resolves against the repository URL
+	// and is not passed to it.
+	RewriteChartURL func(chartURL string) string
 }
 
 // Chart is a resolved chart.

@@ -18,7 +18,8 @@
 //
 // The resolvers take the caller's clients: an *http.Client for HTTP
 // repositories (auth, TLS, proxies), and for OCI the options of Helm's
-// registry client (credentials, plain HTTP) with an optional *http.Client;
+// registry client (credentials) with an optional *http.Client; plain
+// HTTP to a registry is per source, its spec.insecure, as in Flux;
 // the OCI resolver builds a registry client per resolution, so that ctx and
 // spec.timeout bound the pull, which Helm's client alone would not. Resolver is one method, so callers can wrap it
 // (caching, mirroring, metrics) or replace it (an air-gapped store); the

@@ -165,6 +165,9 @@ func (r *HTTPResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if err != nil {
 		return nil, fail("download chart", 0, fmt.Errorf("%w: %w", ErrInvalidIndex, redact.Error(err, repoURL, base, cv.URLs[0])))
 	}
+	if u, err := url.Parse(cv.URLs[0]); err == nil && u.IsAbs() && ref.RewriteChartURL != nil {
+		archiveURL = ref.RewriteChartURL(archiveURL)
+	}
 	var warnings []string
 	if cv.Digest == "" {
 		w, err := missingDigest(ref.HelmRepository, ref.Chart, cv.Version, archiveURL)

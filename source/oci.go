@@ -22,6 +22,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	"oras.land/oras-go/v2/registry/remote/retry"
 
+	"github.com/helmfleet/helmfleet/internal/fieldcheck"
 	"github.com/helmfleet/helmfleet/internal/redact"
 )
 
@@ -59,6 +60,14 @@ import (
 // Errors never print them, nor secrets in the URLs the registry client
 // quotes (masked as https://***@host/…?sig=***). It is safe for
 // concurrent use.
+//
+// Plain HTTP is per source, as in Flux: a source whose spec.insecure is
+// true (OCIRepository, or a HelmRepository of type oci) is reached over
+// plain HTTP, and every other one over HTTPS, in the same resolver. A
+// registry that answers an HTTPS request in plain HTTP fails the
+// resolution with an error wrapping ErrPlainHTTP that names the source
+// and spec.insecure. registry.ClientOptPlainHTTP among
+// OCIOptions.ClientOptions still makes every source plain HTTP.
 type OCIResolver struct {
 	opts       []registry.ClientOption
 	httpClient *http.Client
@@ -108,8 +117,9 @@ type session struct {
 }
 
 // newSession builds the registry client of one resolution, its requests
-// bound to ctx.
-func (r *OCIResolver) newSession(ctx context.Context) (*session, error) {
+// bound to ctx; plainHTTP (the source's spec.insecure) reaches the
+// registry over plain HTTP.
+func (r *OCIResolver) newSession(ctx context.Context, plainHTTP bool) (*session, error) {
 	s := &session{closeIdle: func() {}}
 	hc := &http.Client{}
 	var base http.RoundTripper
@@ -131,7 +141,11 @@ func (r *OCIResolver) newSession(ctx context.Context) (*session, error) {
 	}
 	s.transport = &boundTransport{ctx: ctx, base: base}
 	hc.Transport = s.transport
-	client, err := registry.NewClient(append(slices.Clone(r.opts), registry.ClientOptHTTPClient(hc))...)
+	opts := append(slices.Clone(r.opts), registry.ClientOptHTTPClient(hc))
+	if plainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	client, err := registry.NewClient(opts...)
 	if err != nil {
 		s.closeIdle()
 		return nil, err
@@ -271,6 +285,8 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	fail := func(op string, err error) error {
 		return &Error{Op: op, Source: Redact(repoURL), Chart: ref.Chart, Constraint: constraint, Err: err}
 	}
+	insecure := sourceInsecure(ref)
+	var sess *session // built for the first registry call
 	var timeout time.Duration
 	if t := sourceTimeout(ref); t != nil && t.Duration > 0 {
 		timeout = t.Duration
@@ -295,6 +311,11 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			}
 			return fail(op, fmt.Errorf("spec.timeout %s exceeded: %w", timeout, err))
 		}
+		if !insecure && errors.Is(err, http.ErrSchemeMismatch) {
+			host, _, _ := strings.Cut(base, "/")
+			return fail(op, fmt.Errorf("%w: %w: %s: spec.insecure is not set, so %s is reached over HTTPS, and it answered in plain HTTP; set spec.insecure: true on this source to allow plain HTTP to it: %w",
+				ErrUnreachable, ErrPlainHTTP, sourceName(ref, repoURL), host, err))
+		}
 		return fail(op, registryError(err))
 	}
 	if base == repoURL || base == "" {
@@ -312,7 +333,6 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 	if digest != "" && !digestForm.MatchString(digest) {
 		return nil, fail("resolve", fmt.Errorf("%w: spec.ref.digest %q is not a digest (algorithm:hex)", ErrUnsupportedSource, digest))
 	}
-	var sess *session // built for the first registry call
 	start := func(op string) error {
 		if err := ctx.Err(); err != nil {
 			return fail(op, err)
@@ -321,7 +341,7 @@ func (r *OCIResolver) Resolve(ctx context.Context, ref Ref) (*Chart, error) {
 			return nil
 		}
 		var err error
-		if sess, err = r.newSession(pullCtx); err != nil {
+		if sess, err = r.newSession(pullCtx, insecure); err != nil {
 			return fail(op, fmt.Errorf("%w: registry client: %w", ErrUnreachable, redact.Error(err)))
 		}
 		return nil
@@ -435,6 +455,36 @@ func sourceTimeout(ref Ref) *metav1.Duration {
 		return ref.OCIRepository.Spec.Timeout
 	}
 	return ref.HelmRepository.Spec.Timeout
+}
+
+// ErrPlainHTTP: an OCI registry answered an HTTPS request in plain HTTP,
+// for a source that does not set spec.insecure. It comes wrapped with
+// ErrUnreachable.
+var ErrPlainHTTP = errors.New("registry answered in plain HTTP")
+
+// sourceInsecure reports whether the source of ref sets spec.insecure:
+// its registry is reached over plain HTTP.
+func sourceInsecure(ref Ref) bool {
+	if ref.OCIRepository != nil {
+		return ref.OCIRepository.Spec.Insecure
+	}
+	return ref.HelmRepository != nil && ref.HelmRepository.Spec.Insecure
+}
+
+// sourceName names the source object of ref, "OCIRepository ns/name",
+// or its kind and URL when it has no name.
+func sourceName(ref Ref, repoURL string) string {
+	kind, ns, name := KindHelmRepository, "", ""
+	switch {
+	case ref.OCIRepository != nil:
+		kind, ns, name = KindOCIRepository, ref.OCIRepository.Namespace, ref.OCIRepository.Name
+	case ref.HelmRepository != nil:
+		ns, name = ref.HelmRepository.Namespace, ref.HelmRepository.Name
+	}
+	if name == "" {
+		return kind + " " + redact.URL(repoURL)
+	}
+	return fieldcheck.ObjectName(kind, ns, name)
 }
 
 // registryError maps an error of Helm's registry client, already

@@ -119,6 +119,18 @@
 // generator, the field and the artifact (never an apply of a kind the
 // member lacks).
 //
+// # Mirrors
+//
+// A member's chart sources are its own copies: Karmada's override
+// policies reach them (an OverridePolicy selecting HelmRepository or
+// OCIRepository objects), and then Config.Mirrors, prefix rules selected
+// per member by name or label, rewrite their spec.url and the absolute
+// chart URLs an index lists, for a regional or air-gapped registry
+// (ExampleMirror). Plan.Mirrored lists every URL rewritten, with what
+// rewrote it; a chart that fails through a mirror is a *MirrorError
+// naming the member, the source and both URLs. Plain HTTP to an OCI
+// registry is per source, its spec.insecure.
+//
 // # Where valuesFrom is read
 //
 // A release's spec.valuesFrom names ConfigMaps and Secrets in its

@@ -148,6 +148,9 @@ type Config struct {
 	// produce on its member (see Repository). Set ReconcilerConfig
 	// without Charts, and KustomizeConfig without Sources or neither.
 	Repository *Repository
+	// Mirrors rewrite the URLs of the chart sources per member (see
+	// Mirror); they need Repository.
+	Mirrors []Mirror
 }
 
 // Fleet spreads Releases over member clusters, one real Helm release per
@@ -172,6 +175,8 @@ type Fleet struct {
 
 	kust kustomizer
 	repo *Repository // Config.Repository
+	// mirrors are the Config.Mirrors rules of each member.
+	mirrors map[string]mirrorRules
 
 	inv *inventory // what the fleet applied last
 }
@@ -200,6 +205,9 @@ func New(cfg Config) (*Fleet, error) {
 	f := &Fleet{members: members, byName: map[string]release.Member{}, cfg: cfg, inv: newInventory()}
 	for _, m := range members {
 		f.byName[m.Facts.Name] = m
+	}
+	if f.mirrors, err = checkMirrors(cfg, members); err != nil {
+		return nil, err
 	}
 	if err := f.useRepository(&cfg); err != nil {
 		return nil, err
@@ -273,8 +281,15 @@ type Plan struct {
 	producer map[Key]Key
 	produced map[Key][]Key
 	// sources are, by member, the chart sources the Kustomizations
-	// produced there (Config.Repository).
+	// produced there (Config.Repository), mirrored.
 	sources map[string]*release.Objects
+	// Mirrored are the chart sources Config.Mirrors rewrote, by member
+	// and source (in the order they were met, which is deterministic).
+	Mirrored []MirroredSource
+	// rules are the Config.Mirrors rules and mirrored the rewritten
+	// sources (by MirroredSource.Source) of each member that has rules.
+	rules    map[string]mirrorRules
+	mirrored map[string]map[string]MirroredSource
 }
 
 // ValuesFrom returns where the plan of k read its release's valuesFrom;
@@ -386,7 +401,7 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 	}
 	if in.Sources != nil {
 		for _, m := range f.members {
-			plan.addSources(m.Facts.Name, in.Sources)
+			plan.addSources(m.Facts.Name, in.Sources, f.sourceRules(engine, in.Policies, m.Facts.Name))
 		}
 	}
 	work, kwork := f.memberWork(plan, engine.Materialize(placement), credits)
@@ -1074,6 +1089,9 @@ func (p *Plan) Table() string {
 		}
 		fmt.Fprintf(&sb, "error: %v\n", e)
 	}
+	for _, m := range p.Mirrored {
+		fmt.Fprintf(&sb, "mirror: %s\n", m)
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(&sb, "warning: %s\n", w.Message)
 	}
@@ -1170,10 +1188,14 @@ type planJSON struct {
 // they came from Secrets), errors and warnings.
 func (p *Plan) MarshalJSON() ([]byte, error) {
 	out := struct {
-		Items    []planJSON `json:"items"`
-		Errors   []string   `json:"errors,omitempty"`
-		Warnings []string   `json:"warnings,omitempty"`
+		Items    []planJSON     `json:"items"`
+		Errors   []string       `json:"errors,omitempty"`
+		Warnings []string       `json:"warnings,omitempty"`
+		Mirrored []mirroredJSON `json:"mirrored,omitempty"`
 	}{Items: []planJSON{}}
+	for _, m := range p.Mirrored {
+		out.Mirrored = append(out.Mirrored, mirroredJSON(m))
+	}
 	p.each(func(it *reconcile.Plan) {
 		j := planJSON{Cluster: it.Cluster, Namespace: it.Release.Namespace, Name: it.Release.Name, State: it.State,
 			Action: it.Action, Reason: it.Reason, Chart: it.Chart, Version: it.Version, Revision: it.Revision, Diff: it.Diff,

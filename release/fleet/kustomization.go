@@ -158,7 +158,7 @@ func (f *Fleet) planKustomizations(ctx context.Context, plan *Plan, policies pol
 				it.Err = errors.Join(errs...)
 				plan.Errors = append(plan.Errors, &ItemError{Key: it.Key(), Err: it.Err})
 			}
-			plan.addSources(it.Cluster, outs[i].produced)
+			plan.addSources(it.Cluster, outs[i].produced, f.sourceRules(engine, policies, it.Cluster))
 			rels, ks := f.producedUnits(plan, policies, engine, taken, it, outs[i].produced)
 			out = append(out, rels...)
 			next = append(next, ks...)

@@ -103,8 +103,11 @@ func (f *Fleet) useRepository(cfg *Config) error {
 		rc = *cfg.ReconcilerConfig
 	}
 	rc.Charts = reconcile.ChartGetterFunc(func(ctx context.Context, rel *release.Release) (*reconcile.Chart, error) {
-		objs, _ := ctx.Value(memberSourcesKey{}).(*release.Objects)
-		return reconcile.Charts(repo.Charts, objs).GetChart(ctx, rel)
+		ms, _ := ctx.Value(memberSourcesKey{}).(*memberSources)
+		if ms == nil {
+			return reconcile.Charts(repo.Charts, nil).GetChart(ctx, rel)
+		}
+		return reconcile.Charts(ms.resolver(repo.Charts), ms.objs).GetChart(ctx, rel)
 	})
 	cfg.ReconcilerConfig = &rc
 	kc := kustomize.ReconcilerConfig{}
@@ -129,7 +132,7 @@ func isArtifactGenerator(u *unstructured.Unstructured) bool {
 }
 
 // memberSourcesKey is the context key of the chart sources of the member
-// a release is planned or applied on (*release.Objects).
+// a release is planned or applied on (*memberSources).
 type memberSourcesKey struct{}
 
 // withMemberSources returns ctx carrying the chart sources plan has for
@@ -138,15 +141,21 @@ func withMemberSources(ctx context.Context, plan *Plan, member string) context.C
 	if plan == nil || plan.sources == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, memberSourcesKey{}, plan.sources[member])
+	return context.WithValue(ctx, memberSourcesKey{}, &memberSources{member: member, objs: plan.sources[member],
+		rules: plan.rules[member], mirrored: plan.mirrored[member]})
 }
 
 // addSources records the chart sources objs holds as member's, after those
-// already there (the first of a namespace/name keeps it).
-func (p *Plan) addSources(member string, objs *release.Objects) {
+// already there (the first of a namespace/name keeps it), as the
+// member's override policies and mirror rules make them, and what they
+// rewrote.
+func (p *Plan) addSources(member string, objs *release.Objects, rules sourceRules) {
 	if len(objs.HelmRepositories)+len(objs.OCIRepositories)+len(objs.HelmCharts) == 0 {
 		return
 	}
+	objs, done, errs := rules.apply(member, objs)
+	p.Errors = append(p.Errors, errs...)
+	p.recordMirrored(member, rules.mirrors, done)
 	if p.sources == nil {
 		p.sources = map[string]*release.Objects{}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -111,19 +112,30 @@ spec:
 `
 
 // localCharts serves the test chart for any chart whose source was
-// found, and records the repository URLs asked.
+// found (a HelmRepository or an OCIRepository), records the repository
+// URLs asked, and fails those that contain failing, when set.
 type localCharts struct {
-	mu    sync.Mutex
-	asked map[string]bool
+	failing string
+	mu      sync.Mutex
+	asked   map[string]bool
 }
 
 func (l *localCharts) Resolve(_ context.Context, ref source.Ref) (*source.Chart, error) {
-	if ref.HelmRepository == nil {
-		return nil, errors.New("no HelmRepository")
+	var url string
+	switch {
+	case ref.HelmRepository != nil:
+		url = ref.HelmRepository.Spec.URL
+	case ref.OCIRepository != nil:
+		url = ref.OCIRepository.Spec.URL
+	default:
+		return nil, errors.New("no HelmRepository or OCIRepository")
 	}
 	l.mu.Lock()
-	l.asked[ref.HelmRepository.Spec.URL] = true
+	l.asked[url] = true
 	l.mu.Unlock()
+	if l.failing != "" && strings.Contains(url, l.failing) {
+		return nil, &source.Error{Op: "fetch index", Source: url, Err: source.ErrUnreachable}
+	}
 	return &source.Chart{Chart: testchart.MustLoad(ref.Version)}, nil
 }
 
