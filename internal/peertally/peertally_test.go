@@ -41,3 +41,30 @@ func TestGolden(t *testing.T) {
 	_, err = peertally.ReadRecord(path)
 	assert.Error(t, err, "unknown fields are refused")
 }
+
+// TestGoldenEngines: a suite run on several Helm engines records each
+// engine's total, and an engine whose run no longer agrees with its
+// record, or no longer runs, is named even when the default engine's
+// groups are unchanged.
+func TestGoldenEngines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tally.json")
+	v3, v4 := &peertally.Tally{}, &peertally.Tally{}
+	v3.Count(false, false, true)
+	v4.Count(false, false, true)
+	engines := map[string]map[string]*peertally.Tally{"v3": {"a": v3}, "v4": {"a": v4}}
+	require.NoError(t, peertally.GoldenRecord(path, peertally.NewEngineRecord(engines, "v3"), true))
+	r, err := peertally.ReadRecord(path)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]peertally.Tally{"v3": *v3, "v4": *v4}, r.Engines)
+	assert.Equal(t, *v3, r.Total, "the default engine's groups are the record's")
+
+	v4.Count(false, false, false)
+	err = peertally.GoldenRecord(path, peertally.NewEngineRecord(engines, "v3"), false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "engine v4: ran")
+
+	delete(engines, "v4")
+	err = peertally.GoldenRecord(path, peertally.NewEngineRecord(engines, "v3"), false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "engine v4: recorded")
+}
