@@ -36,6 +36,9 @@ func checkRecord(t *testing.T, r Record, bars []func(total Tally)) {
 		totals[name] = tl
 	}
 	for name, total := range totals {
+		if total.Ported == 0 && Partial() {
+			continue // a -run pattern left this engine's cases out
+		}
 		require.Positive(t, total.Ported, "engine %q", name)
 		for _, bar := range bars {
 			bar(total)
