@@ -2,6 +2,7 @@ package peertally_test
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,6 +32,11 @@ func TestTotal(t *testing.T) {
 		require.Equal(t, r.Total, sum, "%s: the record's total is the sum of its groups", s)
 		t.Logf("%-8s %4d ported, %4d agree, %2d documented differences, %4d skipped (%.1f%% agree)",
 			s, r.Total.Ported, r.Total.Agree, r.Total.Difference, r.Total.Skipped, 100*r.Total.Share())
+		for _, e := range sortedKeys(r.Engines) {
+			tl := r.Engines[e]
+			require.Equal(t, tl.Ported, tl.Agree+tl.Difference, "%s on %s: every ported case agrees or is a documented difference", s, e)
+			t.Logf("%-8s   on %s: %4d ported, %4d agree, %2d documented differences", s, e, tl.Ported, tl.Agree, tl.Difference)
+		}
 		total.Add(r.Total)
 	}
 	t.Logf("%-8s %4d ported, %4d agree, %2d documented differences, %4d skipped (%.2f%% agree)",
@@ -38,4 +44,13 @@ func TestTotal(t *testing.T) {
 	require.Positive(t, total.Ported)
 	assert.Equal(t, total.Ported, total.Agree+total.Difference, "every ported case agrees or is a documented difference")
 	assert.GreaterOrEqual(t, total.Share(), 0.985, "issue 27's bar: %d documented differences in %d ported cases", total.Difference, total.Ported)
+}
+
+func sortedKeys(m map[string]peertally.Tally) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

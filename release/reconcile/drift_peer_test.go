@@ -20,6 +20,7 @@ import (
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/peertally"
 	"github.com/helmfleet/helmfleet/release"
+	"github.com/helmfleet/helmfleet/release/memory"
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
@@ -29,15 +30,29 @@ import (
 // and annotations, and a live object that lost them has drifted; the
 // correction puts them back.
 func TestDriftHelmOwnershipMetadata(t *testing.T) {
-	ctx := context.Background()
-	c := newHealthyCluster(&health{})
-	rec := fixture.Reconciler(t, nil)
+	for _, eng := range peerEngines {
+		t.Run(eng.Name, func(t *testing.T) { driftHelmOwnershipMetadata(t, eng) })
+	}
+}
+
+// installForDrift installs the test chart with drift detection enabled,
+// on eng with the override managers, and returns the reconciler, the
+// release and a reference to its ConfigMap.
+func installForDrift(t *testing.T, c *memory.Cluster, eng peerEngine, override []string) (*reconcile.Reconciler, *release.Release, release.ObjectRef) {
+	t.Helper()
+	rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: 2 * time.Millisecond, OverrideManagers: override, Engine: eng.Engine})
+	require.NoError(t, err)
 	rel := fixture.Release()
 	rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
-	_, err := rec.Reconcile(ctx, c, rel)
+	_, err = rec.Reconcile(context.Background(), c, rel)
 	require.NoError(t, err)
+	return rec, rel, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
+}
 
-	ref := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
+func driftHelmOwnershipMetadata(t *testing.T, eng peerEngine) {
+	ctx := context.Background()
+	c := newHealthyCluster(&health{})
+	rec, rel, ref := installForDrift(t, c, eng, nil)
 	cm, err := c.Get(ctx, ref)
 	require.NoError(t, err)
 	require.Equal(t, "Helm", cm.GetLabels()["app.kubernetes.io/managed-by"], "Helm labels what it creates")
@@ -87,36 +102,31 @@ func TestDriftOverrideManagers(t *testing.T) {
 		{"manager not listed", []string{"kubectl-edit"}, "kubectl", false},
 		{"default overrides none", nil, "kubectl-edit", false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			c := newHealthyCluster(&health{})
-			rec, err := reconcile.New(reconcile.Config{Charts: fixture.Charts(), PollInterval: 2 * time.Millisecond, OverrideManagers: tc.override})
-			require.NoError(t, err)
-			rel := fixture.Release()
-			rel.Spec.DriftDetection = &release.DriftDetection{Mode: release.DriftDetectionEnabled}
-			_, err = rec.Reconcile(ctx, c, rel)
-			require.NoError(t, err)
+		for _, eng := range peerEngines {
+			t.Run(eng.Name+"/"+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				c := newHealthyCluster(&health{})
+				rec, rel, ref := installForDrift(t, c, eng, tc.override)
+				cm, err := c.Get(ctx, ref)
+				require.NoError(t, err)
+				cm.Object["data"].(map[string]any)["edited"] = "by hand"
+				_, err = c.Update(ctx, cm, tc.manager)
+				require.NoError(t, err)
 
-			ref := release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "apps", Name: "podinfo"}
-			cm, err := c.Get(ctx, ref)
-			require.NoError(t, err)
-			cm.Object["data"].(map[string]any)["edited"] = "by hand"
-			_, err = c.Update(ctx, cm, tc.manager)
-			require.NoError(t, err)
-
-			res, err := rec.Reconcile(ctx, c, rel)
-			require.NoError(t, err)
-			cm, err = c.Get(ctx, ref)
-			require.NoError(t, err)
-			_, kept := cm.Object["data"].(map[string]any)["edited"]
-			if tc.corrected {
-				assert.Equal(t, []reconcile.Action{reconcile.ActionCorrectDrift}, res.Actions)
-				assert.False(t, kept, "the overridden manager's key is removed")
-			} else {
-				assert.Empty(t, res.Actions)
-				assert.True(t, kept, "another manager's key is left alone")
-			}
-		})
+				res, err := rec.Reconcile(ctx, c, rel)
+				require.NoError(t, err)
+				cm, err = c.Get(ctx, ref)
+				require.NoError(t, err)
+				_, kept := cm.Object["data"].(map[string]any)["edited"]
+				if tc.corrected {
+					assert.Equal(t, []reconcile.Action{reconcile.ActionCorrectDrift}, res.Actions)
+					assert.False(t, kept, "the overridden manager's key is removed")
+				} else {
+					assert.Empty(t, res.Actions)
+					assert.True(t, kept, "another manager's key is left alone")
+				}
+			})
+		}
 	}
 }
 
@@ -159,7 +169,7 @@ type diffChange struct {
 // Reconciler.Drift: the chart renders the desired objects, the install
 // creates them, the case edits the live ones, and the report must be
 // Flux's DiffSet.
-func peerFluxDiff(t *testing.T, tl *peertally.Tally) {
+func peerFluxDiff(t *testing.T, tl *peertally.Tally, eng peerEngine) {
 	var data struct {
 		Source  peerSource `json:"source"`
 		Cases   []diffCase `json:"cases"`
@@ -169,11 +179,11 @@ func peerFluxDiff(t *testing.T, tl *peertally.Tally) {
 	require.NotEmpty(t, data.Source.Commit)
 	logSkips(t, tl, data.Skipped)
 	for _, c := range data.Cases {
-		countCase(tl, false, t.Run(c.Name, func(t *testing.T) { runDiffCase(t, c) }))
+		countCase(tl, false, t.Run(c.Name, func(t *testing.T) { runDiffCase(t, c, eng) }))
 	}
 }
 
-func runDiffCase(t *testing.T, c diffCase) {
+func runDiffCase(t *testing.T, c diffCase, eng peerEngine) {
 	ctx := context.Background()
 	var manifest strings.Builder
 	for _, d := range c.Desired {
@@ -194,7 +204,7 @@ func runDiffCase(t *testing.T, c diffCase) {
 		Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
 			return &reconcile.Chart{Chart: ch}, nil
 		}),
-		PollInterval: 2 * time.Millisecond,
+		PollInterval: 2 * time.Millisecond, Engine: eng.Engine,
 	})
 	require.NoError(t, err)
 	c1 := newHealthyCluster(&health{})

@@ -290,7 +290,7 @@ func peerFluxSummarize(t *testing.T, tl *peertally.Tally) {
 // peerFluxPostRender runs Flux's common and origin-label post-renderer
 // cases (postrender.yaml) through an install: Helm's stored manifest must
 // hold Flux's expected objects.
-func peerFluxPostRender(t *testing.T, tl *peertally.Tally) {
+func peerFluxPostRender(t *testing.T, tl *peertally.Tally, eng peerEngine) {
 	var data struct {
 		Source peerSource `json:"source"`
 		// Rendered is the manifest a case renders unless it names its own;
@@ -328,7 +328,7 @@ func peerFluxPostRender(t *testing.T, tl *peertally.Tally) {
 				Charts: reconcile.ChartGetterFunc(func(context.Context, *release.Release) (*reconcile.Chart, error) {
 					return &reconcile.Chart{Chart: ch}, nil
 				}),
-				PollInterval: 2 * time.Millisecond, OriginLabels: c.OriginLabels,
+				PollInterval: 2 * time.Millisecond, OriginLabels: c.OriginLabels, Engine: eng.Engine,
 			})
 			require.NoError(t, err)
 			cl := newHealthyCluster(&health{})

@@ -204,7 +204,7 @@ type scenarioFile struct {
 	Skipped []peerSkip `json:"skipped"`
 }
 
-func runScenarios(t *testing.T, tl *peertally.Tally, file string) {
+func runScenarios(t *testing.T, tl *peertally.Tally, file string, eng peerEngine) {
 	var data scenarioFile
 	loadPeer(t, file, &data)
 	require.NotEmpty(t, data.Source.Commit)
@@ -214,18 +214,18 @@ func runScenarios(t *testing.T, tl *peertally.Tally, file string) {
 			if sc.Difference != "" {
 				t.Logf("documented difference: %s", sc.Difference)
 			}
-			runScenario(t, sc)
+			runScenario(t, sc, eng)
 		}))
 	}
 }
 
-func runScenario(t *testing.T, sc scenario) {
+func runScenario(t *testing.T, sc scenario, eng peerEngine) {
 	ctx := context.Background()
 	h := &scriptedHealth{}
 	c := memory.New("member1", memory.WithHealth(h.fn))
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	rec, err := reconcile.New(reconcile.Config{Charts: peerCharts(t), Now: func() time.Time { return now },
-		PollInterval: 2 * time.Millisecond})
+		PollInterval: 2 * time.Millisecond, Engine: eng.Engine})
 	require.NoError(t, err)
 	rel := fixture.Release()
 	for _, raw := range sc.Steps {
@@ -294,6 +294,7 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 	}
 	checkCluster(t, ctx, c, sc, rel)
+	checkApplyMethod(t, c, eng)
 	if sc.Want.CurrentDigests {
 		assert.Equal(t, digestsOfFreshInstall(t, rel), [2]string{rel.Status.ObservedPostRenderersDigest, rel.Status.ObservedCommonMetadataDigest}, "observed digests")
 	}
