@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"sort"
+	"sync"
 
 	"github.com/helmfleet/helmfleet/release"
 	"helm.sh/helm/v3/pkg/action"
@@ -76,32 +80,11 @@ func capabilitiesOf(ctx context.Context, cluster release.Cluster, cfg *action.Co
 // not apiextensions.k8s.io CRDs are skipped; a CRD that cannot be decoded
 // is an error naming it.
 func CRDVersions(docs ...[]byte) ([]string, error) {
-	seen := map[string]bool{}
-	for _, doc := range docs {
-		for _, d := range splitYAML(doc) {
-			crd, ok, err := decodeCRD(d)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-			for _, v := range crd.Spec.Versions {
-				if !v.Served {
-					continue
-				}
-				gv := crd.Spec.Group + "/" + v.Name
-				seen[gv] = true
-				seen[gv+"/"+crd.Spec.Names.Kind] = true
-			}
-		}
+	f := decodeCRDFacts(docs)
+	if f.versionsErr != nil {
+		return nil, f.versionsErr
 	}
-	out := make([]string, 0, len(seen))
-	for v := range seen {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out, nil
+	return f.versions, nil
 }
 
 // chartCRDs returns the documents of the CRDs a chart brings in crds/,
@@ -156,37 +139,138 @@ func splitYAML(data []byte) [][]byte {
 // crdScopes maps the group/Kind of every CRD among docs to whether it is
 // namespaced.
 func crdScopes(docs [][]byte) map[string]bool {
-	out := map[string]bool{}
+	return decodeCRDFacts(docs).scopes
+}
+
+// crdFacts is what a plan reads from a set of CRD documents, decoded
+// once: the API versions they serve (CRDVersions, or the error of the
+// first CRD that cannot be decoded) and the scope of each group/Kind
+// (crdScopes, which skips a CRD that cannot be decoded).
+type crdFacts struct {
+	versions    []string
+	versionsErr error
+	scopes      map[string]bool
+}
+
+// decodeCRDFacts decodes every CRD among docs once for both CRDVersions
+// and crdScopes.
+func decodeCRDFacts(docs [][]byte) *crdFacts {
+	f := &crdFacts{scopes: map[string]bool{}}
+	seen := map[string]bool{}
 	for _, doc := range docs {
 		for _, d := range splitYAML(doc) {
 			crd, ok, err := decodeCRD(d)
+			if err != nil && f.versionsErr == nil {
+				f.versionsErr = err
+			}
 			if err != nil || !ok {
 				continue
 			}
-			out[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = crd.Spec.Scope != apiextensionsv1.ClusterScoped
+			f.scopes[crd.Spec.Group+"/"+crd.Spec.Names.Kind] = crd.Spec.Scope != apiextensionsv1.ClusterScoped
+			for _, v := range crd.Spec.Versions {
+				if !v.Served {
+					continue
+				}
+				gv := crd.Spec.Group + "/" + v.Name
+				seen[gv] = true
+				seen[gv+"/"+crd.Spec.Names.Kind] = true
+			}
 		}
 	}
-	return out
+	f.versions = make([]string, 0, len(seen))
+	for v := range seen {
+		f.versions = append(f.versions, v)
+	}
+	sort.Strings(f.versions)
+	return f
 }
 
+// maxCRDFacts bounds the charts whose CRD facts a Reconciler keeps.
+const maxCRDFacts = 32
+
+// crdCache keeps the crdFacts of the charts a Reconciler planned, keyed
+// by the digest of their CRD documents, so that a chart's CRDs are
+// decoded once and not on every plan of it. Safe for concurrent use.
+type crdCache struct {
+	mu    sync.Mutex
+	facts map[[sha256.Size]byte]*crdFacts
+}
+
+// of returns the facts of docs, decoded on the first call for these
+// bytes. A nil cache decodes every time. The facts returned are shared:
+// callers do not modify them.
+func (c *crdCache) of(docs [][]byte) *crdFacts {
+	if c == nil || len(docs) == 0 {
+		return decodeCRDFacts(docs)
+	}
+	h := sha256.New()
+	var n [8]byte
+	for _, d := range docs {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(d)))
+		h.Write(n[:])
+		h.Write(d)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	c.mu.Lock()
+	f, ok := c.facts[key]
+	c.mu.Unlock()
+	if ok {
+		return f
+	}
+	f = decodeCRDFacts(docs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.facts == nil {
+		c.facts = map[[sha256.Size]byte]*crdFacts{}
+	}
+	if len(c.facts) >= maxCRDFacts {
+		for k := range c.facts {
+			delete(c.facts, k)
+			break
+		}
+	}
+	c.facts[key] = f
+	return f
+}
+
+// manifestCRDMarker is in every YAML document that defines a CRD.
+var manifestCRDMarker = []byte("CustomResourceDefinition")
+
 // planObjects decodes a rendered manifest into objects as objectsOf does,
-// and also knows the kinds that the chart's own CRDs define (crds, and
-// CRDs templated into the manifest itself), which the cluster may not
-// serve yet: a plan of a chart that brings CRDs shows its custom
-// resources instead of failing on them. Their namespace defaults to
-// namespace when the CRD is namespaced. A kind that neither the cluster
-// nor the chart defines is an error naming it.
-func planObjects(kc kube.Interface, manifest, namespace string, crds [][]byte) ([]*unstructured.Unstructured, error) {
+// and also knows the kinds that the chart's own CRDs define (chart, the
+// facts of its crds/, and CRDs templated into the manifest itself),
+// which the cluster may not serve yet: a plan of a chart that brings
+// CRDs shows its custom resources instead of failing on them. Their
+// namespace defaults to namespace when the CRD is namespaced. A kind
+// that neither the cluster nor the chart defines is an error naming it.
+func planObjects(kc kube.Interface, manifest, namespace string, chart *crdFacts) ([]*unstructured.Unstructured, error) {
 	objs, err := objectsOf(kc, manifest)
 	if err == nil {
 		return objs, nil
 	}
-	scopes := crdScopes(append(append([][]byte(nil), crds...), []byte(manifest)))
+	docs := splitYAML([]byte(manifest))
+	// The scopes of the chart's CRDs, then of those the manifest
+	// templates (a document without the word cannot define one).
+	scopes := chart.scopes
+	var own [][]byte
+	for _, doc := range docs {
+		if bytes.Contains(doc, manifestCRDMarker) {
+			own = append(own, doc)
+		}
+	}
+	if len(own) > 0 {
+		scopes = maps.Clone(scopes)
+		if scopes == nil {
+			scopes = map[string]bool{}
+		}
+		maps.Copy(scopes, decodeCRDFacts(own).scopes)
+	}
 	if len(scopes) == 0 {
 		return nil, err
 	}
 	var out []*unstructured.Unstructured
-	for _, doc := range splitYAML([]byte(manifest)) {
+	for _, doc := range docs {
 		got, derr := objectsOf(kc, string(doc))
 		if derr == nil {
 			out = append(out, got...)
