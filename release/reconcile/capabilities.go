@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/helmfleet/helmfleet/release"
@@ -136,24 +137,18 @@ func splitYAML(data []byte) [][]byte {
 	}
 }
 
-// crdScopes maps the group/Kind of every CRD among docs to whether it is
-// namespaced.
-func crdScopes(docs [][]byte) map[string]bool {
-	return decodeCRDFacts(docs).scopes
-}
-
 // crdFacts is what a plan reads from a set of CRD documents, decoded
 // once: the API versions they serve (CRDVersions, or the error of the
 // first CRD that cannot be decoded) and the scope of each group/Kind
-// (crdScopes, which skips a CRD that cannot be decoded).
+// (whether each is namespaced; a CRD that cannot be decoded is skipped).
 type crdFacts struct {
 	versions    []string
 	versionsErr error
 	scopes      map[string]bool
 }
 
-// decodeCRDFacts decodes every CRD among docs once for both CRDVersions
-// and crdScopes.
+// decodeCRDFacts decodes every CRD among docs once, for both its API
+// versions and its scopes.
 func decodeCRDFacts(docs [][]byte) *crdFacts {
 	f := &crdFacts{scopes: map[string]bool{}}
 	seen := map[string]bool{}
@@ -244,10 +239,16 @@ var manifestCRDMarker = []byte("CustomResourceDefinition")
 // CRDs shows its custom resources instead of failing on them. Their
 // namespace defaults to namespace when the CRD is namespaced. A kind
 // that neither the cluster nor the chart defines is an error naming it.
+//
+// A chart without CRDs is decoded in one call of the cluster's decoder.
+// Otherwise the documents are decoded in order, each run of documents
+// that do not name a kind of those CRDs in one call (one by one if the
+// call fails), each document that does by itself: the same objects
+// as decoding the manifest and then each document, each document read
+// once where it can be.
 func planObjects(kc kube.Interface, manifest, namespace string, chart *crdFacts) ([]*unstructured.Unstructured, error) {
-	objs, err := objectsOf(kc, manifest)
-	if err == nil {
-		return objs, nil
+	if len(chart.scopes) == 0 && !strings.Contains(manifest, string(manifestCRDMarker)) {
+		return objectsOf(kc, manifest)
 	}
 	docs := splitYAML([]byte(manifest))
 	// The scopes of the chart's CRDs, then of those the manifest
@@ -267,33 +268,111 @@ func planObjects(kc kube.Interface, manifest, namespace string, chart *crdFacts)
 		maps.Copy(scopes, decodeCRDFacts(own).scopes)
 	}
 	if len(scopes) == 0 {
-		return nil, err
+		return objectsOf(kc, manifest)
 	}
+	custom := customKindLines(scopes)
 	var out []*unstructured.Unstructured
-	for _, doc := range docs {
-		got, derr := objectsOf(kc, string(doc))
-		if derr == nil {
+	var plain [][]byte
+	flush := func() error {
+		if len(plain) == 0 {
+			return nil
+		}
+		run := plain
+		plain = nil
+		if got, err := objectsOf(kc, string(bytes.Join(run, []byte("\n---\n")))); err == nil {
 			out = append(out, got...)
+			return nil
+		}
+		for _, doc := range run {
+			got, err := planDocument(kc, doc, namespace, scopes)
+			if err != nil {
+				return err
+			}
+			out = append(out, got...)
+		}
+		return nil
+	}
+	for _, doc := range docs {
+		if !namesKind(doc, custom) {
+			plain = append(plain, doc)
 			continue
 		}
-		u := &unstructured.Unstructured{}
-		if jerr := yaml.Unmarshal(doc, &u.Object); jerr != nil || u.Object == nil {
-			return nil, derr
+		if err := flush(); err != nil {
+			return nil, err
 		}
-		gvk := u.GroupVersionKind()
-		namespaced, ok := scopes[gvk.Group+"/"+gvk.Kind]
-		if !ok {
-			return nil, fmt.Errorf("%w (neither the cluster nor the chart's CRDs define %s)", derr, gvk)
+		got, err := planDocument(kc, doc, namespace, scopes)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case namespaced && u.GetNamespace() == "":
-			u.SetNamespace(namespace)
-		case !namespaced:
-			u.SetNamespace("")
-		}
-		out = append(out, u)
+		out = append(out, got...)
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// customKindLines are the lines "kind: <Kind>" of the kinds in scopes
+// (keys group/Kind).
+func customKindLines(scopes map[string]bool) [][]byte {
+	seen := map[string]bool{}
+	var out [][]byte
+	for gk := range scopes {
+		kind := gk[strings.LastIndex(gk, "/")+1:]
+		if !seen[kind] {
+			seen[kind] = true
+			out = append(out, []byte("kind: "+kind+"\n"))
+		}
+	}
+	return out
+}
+
+// namesKind says whether doc may be an object of a kind whose line is in
+// kinds, or is JSON (read by itself, as the cluster's decoder tells JSON
+// from YAML by a stream's start).
+func namesKind(doc []byte, kinds [][]byte) bool {
+	if t := bytes.TrimSpace(doc); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		return true
+	}
+	for _, k := range kinds {
+		for i := bytes.Index(doc, k); i >= 0; {
+			if i == 0 || doc[i-1] == '\n' {
+				return true
+			}
+			j := bytes.Index(doc[i+1:], k)
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+	}
+	return false
+}
+
+// planDocument decodes one document of a manifest: through the cluster's
+// decoder, else as an object of a kind in scopes (group/Kind to whether
+// it is namespaced).
+func planDocument(kc kube.Interface, doc []byte, namespace string, scopes map[string]bool) ([]*unstructured.Unstructured, error) {
+	got, derr := objectsOf(kc, string(doc))
+	if derr == nil {
+		return got, nil
+	}
+	u := &unstructured.Unstructured{}
+	if jerr := yaml.Unmarshal(doc, &u.Object); jerr != nil || u.Object == nil {
+		return nil, derr
+	}
+	gvk := u.GroupVersionKind()
+	namespaced, ok := scopes[gvk.Group+"/"+gvk.Kind]
+	if !ok {
+		return nil, fmt.Errorf("%w (neither the cluster nor the chart's CRDs define %s)", derr, gvk)
+	}
+	switch {
+	case namespaced && u.GetNamespace() == "":
+		u.SetNamespace(namespace)
+	case !namespaced:
+		u.SetNamespace("")
+	}
+	return []*unstructured.Unstructured{u}, nil
 }
 
 // checkKubeVersion checks c's kubeVersion constraint against caps as
