@@ -271,6 +271,7 @@ func planObjects(kc kube.Interface, manifest, namespace string, chart *crdFacts)
 		return objectsOf(kc, manifest)
 	}
 	custom := customKindLines(scopes)
+	mapped := map[string]bool{}
 	var out []*unstructured.Unstructured
 	var plain [][]byte
 	flush := func() error {
@@ -299,6 +300,10 @@ func planObjects(kc kube.Interface, manifest, namespace string, chart *crdFacts)
 		}
 		if err := flush(); err != nil {
 			return nil, err
+		}
+		if u := unmappedCustom(kc, doc, namespace, scopes, mapped); u != nil {
+			out = append(out, u)
+			continue
 		}
 		got, err := planDocument(kc, doc, namespace, scopes)
 		if err != nil {
@@ -361,10 +366,20 @@ func planDocument(kc kube.Interface, doc []byte, namespace string, scopes map[st
 	if jerr := yaml.Unmarshal(doc, &u.Object); jerr != nil || u.Object == nil {
 		return nil, derr
 	}
+	if !scoped(u, namespace, scopes) {
+		return nil, fmt.Errorf("%w (neither the cluster nor the chart's CRDs define %s)", derr, u.GroupVersionKind())
+	}
+	return []*unstructured.Unstructured{u}, nil
+}
+
+// scoped sets u's namespace by the scope of its kind in scopes (to
+// namespace when it is namespaced and has none, to none when it is
+// cluster-scoped); false when scopes does not have its kind.
+func scoped(u *unstructured.Unstructured, namespace string, scopes map[string]bool) bool {
 	gvk := u.GroupVersionKind()
 	namespaced, ok := scopes[gvk.Group+"/"+gvk.Kind]
 	if !ok {
-		return nil, fmt.Errorf("%w (neither the cluster nor the chart's CRDs define %s)", derr, gvk)
+		return false
 	}
 	switch {
 	case namespaced && u.GetNamespace() == "":
@@ -372,7 +387,68 @@ func planDocument(kc kube.Interface, doc []byte, namespace string, scopes map[st
 	case !namespaced:
 		u.SetNamespace("")
 	}
-	return []*unstructured.Unstructured{u}, nil
+	return true
+}
+
+// unmappedCustom decodes doc as planDocument would when the cluster does
+// not map the API version and kind it states (asked once per pair, with
+// an object of that kind and nothing else; mapped keeps the answers), so
+// that the document is read once instead of twice. It returns nil when
+// doc does not state them plainly, the cluster maps them, or the
+// document is not such an object of a kind in scopes: planDocument
+// decides then.
+func unmappedCustom(kc kube.Interface, doc []byte, namespace string, scopes map[string]bool, mapped map[string]bool) *unstructured.Unstructured {
+	apiVersion, kind, ok := headOf(doc)
+	if !ok {
+		return nil
+	}
+	key := apiVersion + " " + kind
+	m, asked := mapped[key]
+	if !asked {
+		_, err := objectsOf(kc, "apiVersion: "+apiVersion+"\nkind: "+kind+"\nmetadata:\n  name: helmfleet-plan-probe\n")
+		m = err == nil
+		mapped[key] = m
+	}
+	if m {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(doc, &u.Object); err != nil || u.Object == nil ||
+		u.GetAPIVersion() != apiVersion || u.GetKind() != kind || !scoped(u, namespace, scopes) {
+		return nil
+	}
+	return u
+}
+
+// headOf returns the apiVersion and kind that doc states on lines of its
+// own at its top level, each once, as plain words; ok is false otherwise.
+func headOf(doc []byte) (apiVersion, kind string, ok bool) {
+	var nv, nk int
+	for line := range bytes.Lines(doc) {
+		switch {
+		case bytes.HasPrefix(line, []byte("apiVersion:")):
+			apiVersion, nv = plainWord(line[len("apiVersion:"):]), nv+1
+		case bytes.HasPrefix(line, []byte("kind:")):
+			kind, nk = plainWord(line[len("kind:"):]), nk+1
+		}
+	}
+	return apiVersion, kind, nv == 1 && nk == 1 && apiVersion != "" && kind != ""
+}
+
+// plainWord is the value after "key:" on a line when it is one word of
+// letters, digits, '.', '-' and '/'; "" otherwise.
+func plainWord(rest []byte) string {
+	w := bytes.TrimSuffix(bytes.TrimSuffix(rest, []byte("\n")), []byte("\r"))
+	if len(w) < 2 || w[0] != ' ' {
+		return ""
+	}
+	w = w[1:]
+	for _, c := range w {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '/') {
+			return ""
+		}
+	}
+	return string(w)
 }
 
 // checkKubeVersion checks c's kubeVersion constraint against caps as

@@ -137,3 +137,51 @@ func TestPlanDiffShowsOnlyWhatChanged(t *testing.T) {
 	assert.Equal(t, referenceDiff(t, install.Objects, changed.Objects), changed.Diff)
 	assert.Equal(t, 1, strings.Count(changed.Diff, "\n+++ "), "only the Deployment changed:\n%s", changed.Diff)
 }
+
+// planObjects reads a manifest's custom resources whether or not the
+// cluster serves their kinds yet, in the manifest's order, each in the
+// namespace its CRD's scope gives it, and names a kind nobody defines.
+func TestPlanObjectsCustomKinds(t *testing.T) {
+	ctx := t.Context()
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.io}
+spec:
+  group: example.io
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+`
+	manifest := "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n" +
+		"---\napiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 1}\n" +
+		"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n" +
+		"---\n{\"apiVersion\": \"example.io/v1\", \"kind\": \"Widget\", \"metadata\": {\"name\": \"w2\", \"namespace\": \"other\"}}\n" +
+		"---\napiVersion: \"example.io/v1\"\nkind: Widget\nmetadata: {name: w3}\n"
+	facts := decodeCRDFacts([][]byte{[]byte(crd)})
+	want := []string{"ConfigMap/apps/a", "Widget/apps/w1", "ConfigMap/apps/b", "Widget/other/w2", "Widget/apps/w3"}
+	keys := func(objs []*unstructured.Unstructured) []string {
+		out := []string{}
+		for _, o := range objs {
+			out = append(out, objectKey(o))
+		}
+		return out
+	}
+	c := memory.New("m1")
+	cfg, err := c.HelmConfig(ctx, release.HelmScope{StorageNamespace: "apps", Namespace: "apps"})
+	require.NoError(t, err)
+
+	objs, err := planObjects(cfg.KubeClient, manifest, "apps", facts)
+	require.NoError(t, err, "the cluster does not serve Widget yet")
+	assert.Equal(t, want, keys(objs))
+
+	_, err = planObjects(cfg.KubeClient, manifest+"---\napiVersion: example.io/v1\nkind: Gadget\nmetadata: {name: g}\n", "apps", facts)
+	require.ErrorContains(t, err, "neither the cluster nor the chart's CRDs define example.io/v1, Kind=Gadget")
+
+	u := &unstructured.Unstructured{}
+	require.NoError(t, yaml.Unmarshal([]byte(crd), &u.Object))
+	_, err = c.Apply(ctx, u, release.ApplyOptions{FieldManager: "helm", Force: true})
+	require.NoError(t, err)
+	objs, err = planObjects(cfg.KubeClient, manifest, "apps", facts)
+	require.NoError(t, err, "the cluster serves Widget")
+	assert.Equal(t, want, keys(objs))
+}
