@@ -5,10 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
+	goyaml "go.yaml.in/yaml/v2"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -122,22 +127,25 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		p.Err = fmt.Errorf("release %s on cluster %s: %w", refOf(rel), cluster.Name(), err)
 		return p
 	}
-	manifest, err := ru.render(caps)
+	crds := r.crds.of(chartCRDs(d.chart.Chart))
+	manifest, err := ru.render(caps, crds)
 	if err != nil {
 		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), err)
 		return p
 	}
-	crds := chartCRDs(d.chart.Chart)
 	if p.Objects, err = planObjects(ru.cfg.KubeClient, manifest, rel.GetTargetNamespace(), crds); err != nil {
 		// A manifest Helm rendered but the cluster's types do not read.
 		p.Err = fmt.Errorf("release %s on cluster %s: render: %w", refOf(rel), cluster.Name(), ru.helmErr("render", err))
 		return p
 	}
+	// The diff reads the objects in the manifest's order (of two with
+	// the same key, the later is the one shown).
+	desired := slices.Clone(p.Objects)
 	sortObjects(p.Objects)
 	if obs.state == StateAbsent {
 		current = ""
 	}
-	p.Diff, err = manifestDiff(ru.cfg, current, manifest, rel.GetTargetNamespace(), crds, mask)
+	p.Diff, err = manifestDiff(ru.cfg, current, manifest, desired, rel.GetTargetNamespace(), crds, mask)
 	if err != nil && p.Err == nil {
 		p.Err = ru.helmErr("diff", err)
 	}
@@ -147,16 +155,16 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 // render renders the desired manifest with Helm, client-side, with caps
 // (the cluster's capabilities): nothing reaches the cluster or its
 // storage. Unless the release skips CRDs, the API versions of the chart's
-// crds/ are added, as an install sees them once it has created them.
-func (ru *run) render(caps *chartutil.Capabilities) (string, error) {
+// crds/ (crds) are added, as an install sees them once it has created
+// them.
+func (ru *run) render(caps *chartutil.Capabilities, crds *crdFacts) (string, error) {
 	rel := ru.rel
 	c := caps.Copy()
 	if rel.GetInstall().GetCRDsPolicy() != release.Skip {
-		extra, err := CRDVersions(chartCRDs(ru.d.chart.Chart)...)
-		if err != nil {
-			return "", err
+		if crds.versionsErr != nil {
+			return "", crds.versionsErr
 		}
-		c.APIVersions = append(c.APIVersions, extra...)
+		c.APIVersions = append(c.APIVersions, crds.versions...)
 	}
 	m, err := ru.engine().Render(ru.ctx, c, ru.d.chart.Chart, ru.d.values.Values, RenderOptions{ReleaseName: rel.GetReleaseName(),
 		Namespace: rel.GetTargetNamespace(), PostRenderer: ru.d.post, PostRenderStrategy: rel.Spec.PostRenderStrategy, SkipSchemaValidation: rel.GetInstall().DisableSchemaValidation})
@@ -177,41 +185,33 @@ func objectKey(u *unstructured.Unstructured) string {
 // manifestDiff renders a unified diff per object between two manifests,
 // Secret objects' values and values that came from Secrets (mask)
 // replaced by short digests, so that a change shows without the value.
-func manifestDiff(cfg *action.Configuration, from, to, namespace string, crds [][]byte, mask *secretMask) (string, error) {
-	// The desired side is parsed first: where it holds a Secret value,
+// desired are the objects of to, already decoded, in its order; from is
+// decoded here (crds are the facts of the chart's CRDs). Only the
+// objects that differ are written out as YAML.
+func manifestDiff(cfg *action.Configuration, from, to string, desired []*unstructured.Unstructured, namespace string, crds *crdFacts, mask *secretMask) (string, error) {
+	// The desired side is masked first: where it holds a Secret value,
 	// the running side is masked whole too (the value may have been
 	// rotated since, and the old one is as secret as the new).
 	masked := map[string]map[string]bool{}
-	parse := func(m string, hide map[string]map[string]bool) (map[string]string, error) {
-		out := map[string]string{}
-		if strings.TrimSpace(m) == "" {
-			return out, nil
+	b := map[string]*unstructured.Unstructured{}
+	if strings.TrimSpace(to) != "" {
+		for _, o := range desired {
+			k := objectKey(o)
+			paths := map[string]bool{}
+			b[k] = mask.object(maskSecret(o), paths, nil)
+			masked[k] = paths
 		}
-		objs, err := planObjects(cfg.KubeClient, m, namespace, crds)
+	}
+	a := map[string]*unstructured.Unstructured{}
+	if strings.TrimSpace(from) != "" {
+		objs, err := planObjects(cfg.KubeClient, from, namespace, crds)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		for _, o := range objs {
 			k := objectKey(o)
-			paths := map[string]bool{}
-			data, err := yaml.Marshal(mask.object(maskSecret(o), paths, hide[k]).Object)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = string(data)
-			masked[k] = paths
+			a[k] = mask.object(maskSecret(o), map[string]bool{}, masked[k])
 		}
-		return out, nil
-	}
-	b, err := parse(to, nil)
-	if err != nil {
-		return "", err
-	}
-	desired := masked
-	masked = map[string]map[string]bool{}
-	a, err := parse(from, desired)
-	if err != nil {
-		return "", err
 	}
 	keys := make([]string, 0, len(a)+len(b))
 	for k := range a {
@@ -225,26 +225,131 @@ func manifestDiff(cfg *action.Configuration, from, to, namespace string, crds []
 	sort.Strings(keys)
 	var sb strings.Builder
 	for _, k := range keys {
-		if a[k] == b[k] {
+		oa, inA := a[k]
+		ob, inB := b[k]
+		if inA && inB && reflect.DeepEqual(oa.Object, ob.Object) {
+			// Equal objects write out equal YAML: nothing to show.
 			continue
 		}
-		fromName, toName := k, k
-		if _, ok := a[k]; !ok {
-			fromName = "/dev/null"
-		}
-		if _, ok := b[k]; !ok {
-			toName = "/dev/null"
-		}
-		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(a[k]), B: difflib.SplitLines(b[k]),
-			FromFile: fromName, ToFile: toName, Context: 3,
-		})
+		ya, err := yamlOf(oa)
 		if err != nil {
 			return "", err
 		}
-		sb.WriteString(text)
+		yb, err := yamlOf(ob)
+		if err != nil {
+			return "", err
+		}
+		if ya == yb {
+			continue
+		}
+		fromName, toName := k, k
+		if !inA {
+			fromName = "/dev/null"
+		}
+		if !inB {
+			toName = "/dev/null"
+		}
+		if err := writeUnifiedDiff(&sb, ya, yb, fromName, toName); err != nil {
+			return "", err
+		}
 	}
 	return sb.String(), nil
+}
+
+// writeUnifiedDiff writes the unified diff of a and b (3 lines of
+// context) to sb, as difflib writes it. An object added or removed (one
+// side empty) whose text has no blank line but its end is written
+// directly: difflib.SplitLines gives "" the line "\n" and every text a
+// last line "\n", so its diff is every line added (or removed) and that
+// last line as context, the same text without difflib's matching.
+func writeUnifiedDiff(sb *strings.Builder, a, b, fromName, toName string) error {
+	side, sign := b, "+"
+	if b == "" {
+		side, sign = a, "-"
+	}
+	if (a != "" && b != "") || !strings.HasSuffix(side, "\n") || strings.HasPrefix(side, "\n") || strings.Contains(side, "\n\n") {
+		text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(a), B: difflib.SplitLines(b),
+			FromFile: fromName, ToFile: toName, Context: 3,
+		})
+		if err != nil {
+			return err
+		}
+		sb.WriteString(text)
+		return nil
+	}
+	lines := strings.Count(side, "\n")
+	ranges := "-1 +1," + strconv.Itoa(lines+1)
+	if sign == "-" {
+		ranges = "-1," + strconv.Itoa(lines+1) + " +1"
+	}
+	sb.Grow(len(fromName) + len(toName) + len(ranges) + 20 + len(side) + lines + 2)
+	sb.WriteString("--- " + fromName + "\n+++ " + toName + "\n@@ " + ranges + " @@\n")
+	for line := range strings.SplitAfterSeq(side[:len(side)-1], "\n") {
+		sb.WriteString(sign)
+		sb.WriteString(line)
+	}
+	sb.WriteString("\n \n")
+	return nil
+}
+
+// yamlOf is o as the diff shows it (as sigs.k8s.io/yaml writes it); ""
+// for no object.
+func yamlOf(o *unstructured.Unstructured) (string, error) {
+	if o == nil {
+		return "", nil
+	}
+	if plainJSONTree(o.Object) {
+		// Such a tree comes out of sigs.k8s.io/yaml's JSON round trip
+		// as it went in: writing it with go-yaml directly is the same
+		// text without the round trip.
+		data, err := goyaml.Marshal(o.Object)
+		if err != nil {
+			return "", err
+		}
+		return string(data), nil
+	}
+	data, err := yaml.Marshal(o.Object)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
+// plainJSONTree says whether v holds only what sigs.k8s.io/yaml's
+// Marshal (JSON, then back through go-yaml) returns unchanged: non-nil
+// maps with string keys and lists, valid UTF-8 strings, booleans, nulls
+// and integers. Floats (an integral float comes back an integer), nil
+// maps and lists (they come back null) and other types do not.
+func plainJSONTree(v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		if t == nil {
+			return false
+		}
+		for k, e := range t {
+			if !utf8.ValidString(k) || !plainJSONTree(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if t == nil {
+			return false
+		}
+		for _, e := range t {
+			if !plainJSONTree(e) {
+				return false
+			}
+		}
+		return true
+	case string:
+		return utf8.ValidString(t)
+	case nil, bool, int64, int, int32:
+		return true
+	default:
+		return false
+	}
 }
 
 // maskSecret returns a Secret with every data and stringData value

@@ -130,6 +130,8 @@ type Reconciler struct {
 	// Config.EngineFor.
 	engine    Engine
 	engineFor func(*release.Release) Engine
+	// crds keeps what Plan decoded of the charts' CRDs.
+	crds *crdCache
 }
 
 // New returns a Reconciler for cfg.
@@ -139,7 +141,7 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	r := &Reconciler{charts: cfg.Charts, values: cfg.Values, now: cfg.Now, poll: cfg.PollInterval,
 		fieldManager: cfg.FieldManager, overrideManagers: slices.Clone(cfg.OverrideManagers), originLabels: cfg.OriginLabels,
-		insecureErrors: cfg.InsecureHelmErrorText, engine: cfg.Engine, engineFor: cfg.EngineFor}
+		insecureErrors: cfg.InsecureHelmErrorText, engine: cfg.Engine, engineFor: cfg.EngineFor, crds: &crdCache{}}
 	if r.engine == nil {
 		r.engine = HelmV3{}
 	}
