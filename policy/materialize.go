@@ -51,6 +51,36 @@ func (e *Engine) Materialize(p *Placement) []ClusterObjects {
 	return out
 }
 
+// MaterializeCluster produces the objects of one cluster of a placement,
+// as Materialize does for every cluster: the same copies, in the same
+// order, with the same errors. When only is not nil, it produces the copies
+// of the objects only accepts and leaves the others out. It lets a caller
+// hold one cluster's copies at a time. ok is false when the placement was
+// not computed for cluster.
+func (e *Engine) MaterializeCluster(p *Placement, cluster string, only func(ObjectKey) bool) (co ClusterObjects, ok bool) {
+	ci, ok := slices.BinarySearchFunc(p.clusters, cluster, func(c Cluster, n string) int { return strings.Compare(c.Name, n) })
+	if !ok {
+		return ClusterObjects{}, false
+	}
+	co.Cluster = cluster
+	for _, op := range p.Objects {
+		if op.Err != nil || (only != nil && !only(op.Object)) {
+			continue
+		}
+		t, placed := op.Cluster(cluster)
+		if !placed {
+			continue
+		}
+		obj, _, err := e.renderOne(op, t, &p.clusters[ci])
+		if err != nil {
+			co.Errors = append(co.Errors, err)
+			continue
+		}
+		co.Objects = append(co.Objects, obj)
+	}
+	return co, true
+}
+
 func (e *Engine) renderOne(op *ObjectPlacement, t Target, cl *Cluster) (*unstructured.Unstructured, []Applied, error) {
 	obj := op.obj.DeepCopy()
 	if op.replicaPath != nil {

@@ -268,6 +268,30 @@ spec:
 	assert.ErrorContains(t, out[2].Errors[0], "on cluster c: OverridePolicy shop/o spec.overrideRules[1].overriders.plaintext[0]")
 	n, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
 	assert.Equal(t, int64(7), n, "the input object is not changed")
+
+	// One cluster at a time gives each cluster what Materialize gives it.
+	for _, want := range out {
+		got, ok := e.MaterializeCluster(p, want.Cluster, nil)
+		require.True(t, ok)
+		assert.Equal(t, want, got, "cluster %s", want.Cluster)
+	}
+	svc := object(t, "apiVersion: v1\nkind: Service\nmetadata: {name: podinfo, namespace: shop}\n")
+	p, err = e.Place([]*unstructured.Unstructured{obj, svc}, clusterNames("a", "b", "c"))
+	require.NoError(t, err)
+	require.NoError(t, e.PlaceDefault(p, []string{"a", "b", "c"}, "everywhere"))
+	all, ok := e.MaterializeCluster(p, "b", nil)
+	require.True(t, ok)
+	require.Len(t, all.Objects, 2, "the Service goes everywhere")
+	only, ok := e.MaterializeCluster(p, "b", func(k ObjectKey) bool { return k == KeyOf(obj) })
+	require.True(t, ok)
+	require.Len(t, only.Objects, 1, "the Service is left out")
+	assert.Equal(t, KeyOf(obj), KeyOf(only.Objects[0]))
+	nothing, ok := e.MaterializeCluster(p, "c", func(ObjectKey) bool { return false })
+	require.True(t, ok)
+	assert.Empty(t, nothing.Objects)
+	assert.Empty(t, nothing.Errors, "an object left out fails nowhere")
+	_, ok = e.MaterializeCluster(p, "z", nil)
+	assert.False(t, ok, "a cluster the placement does not know")
 }
 
 func TestValuesOverrider(t *testing.T) {

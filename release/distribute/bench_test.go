@@ -71,7 +71,9 @@ spec:
 // members that accept applies without work ("null/…") leave rendering,
 // placement and overrides alone. The in-memory cases report what one
 // member costs in live heap once made (B/member-made) and once it holds
-// the release's objects (B/member-applied).
+// the release's objects (B/member-applied). Every case reports the CPU
+// time (cpu-ns/op, the collector's included) beside wall time, as the
+// machine may be shared.
 //
 // memory-10k/render-once is render-once over 10,000 in-memory members
 // (goal: at most 1 GiB peak RSS, reported as peak-RSS-MiB, and at least
@@ -103,23 +105,25 @@ func BenchmarkFleetApply(b *testing.B) {
 		})
 		b.Run(backend.name+"/render-per-cluster", func(b *testing.B) {
 			b.ReportAllocs()
-			var elapsed time.Duration
+			var elapsed, cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				ms := backend.fresh()
 				b.StartTimer()
-				start := time.Now()
+				start, cpuStart := time.Now(), fixture.CPUTime()
 				for j, m := range ms {
 					if err := templateAndApply(ctx, m, ch, map[string]any{"replicaCount": 2, "image": map[string]any{"tag": fmt.Sprintf("6.5.0-g%d", j%benchGroups)}}); err != nil {
 						b.Fatal(err)
 					}
 				}
 				elapsed += time.Since(start)
+				cpu += fixture.CPUTime() - cpuStart
 				if got := ms[n-1].applied(); got != 21 {
 					b.Fatalf("last member got %d objects", got)
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 	b.Run("memory-10k/render-once", func(b *testing.B) {
@@ -139,7 +143,7 @@ func BenchmarkFleetApply(b *testing.B) {
 // member.
 func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, set policy.Set, fresh func() []benchMember) {
 	b.ReportAllocs()
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	var made, applied, count uint64
 	n := 0
 	for i := 0; i < b.N; i++ {
@@ -162,11 +166,12 @@ func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, se
 			made += growth(before)
 		}
 		b.StartTimer()
-		start := time.Now()
+		start, cpuStart := time.Now(), fixture.CPUTime()
 		if _, err := rec.Reconcile(ctx, d, rel); err != nil {
 			b.Fatal(err)
 		}
 		elapsed += time.Since(start)
+		cpu += fixture.CPUTime() - cpuStart
 		b.StopTimer()
 		if got := ms[n-1].applied(); got != 21 { // 20 objects and the namespace
 			b.Fatalf("last member got %d objects", got)
@@ -184,6 +189,7 @@ func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, se
 		b.ReportMetric(float64(applied)/float64(count), "B/member-applied")
 	}
 	b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "clusters/s")
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // liveHeap returns the bytes of live heap objects after a collection.

@@ -411,22 +411,63 @@ func (e *MemberError) Error() string { return fmt.Sprintf("member %s: %v", e.Mem
 // Unwrap returns what failed.
 func (e *MemberError) Unwrap() error { return e.Err }
 
-// spread is what every member should hold of one manifest.
+// spread is what every member should hold of one manifest. It holds the
+// placement, not the members' copies: member computes one member's copies
+// when they are needed, so that a fleet's copies are never all in memory
+// at once.
 type spread struct {
-	// objects per member, index as Distributor.members; each copy carries
-	// the inventory labels when a release is known.
-	objects [][]*unstructured.Unstructured
-	// unknown per member: refs whose copy could not be computed (a
-	// placement or override error); pruning leaves them alone.
-	unknown []map[release.ObjectRef]bool
-	// errs are placement and override errors, naming object and member.
+	// errs are the placement errors, naming the object; the override
+	// errors are per member (copies.errs).
 	errs []error
+	// failed are the refs of the objects whose placement failed: their
+	// copies are unknown on every member.
+	failed []release.ObjectRef
+	// rel, when not empty, is written into the copies' inventory labels.
+	rel releaseID
+	// clusters are the members' facts, index as Distributor.members.
+	clusters []policy.Cluster
 	// placement is the policy engine's placement of the objects, the
 	// default placement included.
 	placement *policy.Placement
 	engine    *policy.Engine
 	// objects are the objects placed (policies taken out), by key.
 	byKey map[policy.ObjectKey]*unstructured.Unstructured
+}
+
+// copies are what one member should hold of a spread.
+type copies struct {
+	// objects are the member's copies, each carrying the inventory labels
+	// when a release is known.
+	objects []*unstructured.Unstructured
+	// unknown are the refs whose copy could not be computed (a placement
+	// or override error); pruning leaves them alone.
+	unknown map[release.ObjectRef]bool
+	// errs are the member's override errors, naming object and member.
+	errs []error
+}
+
+// member computes the copies member i gets (when only is not nil, of the
+// objects it accepts alone).
+func (sp *spread) member(i int, only func(policy.ObjectKey) bool) copies {
+	out := copies{unknown: make(map[release.ObjectRef]bool, len(sp.failed))}
+	for _, ref := range sp.failed {
+		out.unknown[ref] = true
+	}
+	co, _ := sp.engine.MaterializeCluster(sp.placement, sp.clusters[i].Name, only)
+	if sp.rel.Name != "" {
+		for _, o := range co.Objects {
+			stamp(o, sp.rel)
+		}
+	}
+	out.objects = co.Objects
+	out.errs = co.Errors
+	for _, e := range co.Errors {
+		var oe *policy.OverrideError
+		if errors.As(e, &oe) {
+			out.unknown[refOfKey(oe.Object)] = true
+		}
+	}
+	return out
 }
 
 // engineFor returns the engine of the configured policies plus those the
@@ -445,8 +486,8 @@ func (d *Distributor) engineFor(set policy.Set) (*policy.Engine, error) {
 }
 
 // spreadObjects places objs (a manifest's objects, policies included) on
-// the members and materializes each member's copies. rel, when not
-// empty, is written into the copies' inventory labels.
+// the members; the spread computes each member's copies when asked. rel,
+// when not empty, is written into the copies' inventory labels.
 func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace string, rel releaseID) (*spread, error) {
 	set, rest, err := policy.FromObjects(objs, namespace)
 	if err != nil {
@@ -475,35 +516,13 @@ func (d *Distributor) spreadObjects(objs []*unstructured.Unstructured, namespace
 	if err := engine.PlaceDefault(placement, clusters, reason); err != nil {
 		return nil, err
 	}
-	sp := &spread{objects: make([][]*unstructured.Unstructured, len(d.members)), unknown: make([]map[release.ObjectRef]bool, len(d.members)), placement: placement, engine: engine, byKey: byKey}
-	for i := range d.members {
-		sp.unknown[i] = map[release.ObjectRef]bool{}
-	}
+	sp := &spread{rel: rel, clusters: d.facts, placement: placement, engine: engine, byKey: byKey}
 	for _, op := range placement.Objects {
 		if op.Err == nil {
 			continue
 		}
 		sp.errs = append(sp.errs, op.Err)
-		ref := refOfKey(op.Object)
-		for i := range d.members {
-			sp.unknown[i][ref] = true
-		}
-	}
-	for i, co := range engine.Materialize(placement) {
-		// Materialize returns the clusters in name order, as d.members.
-		for _, o := range co.Objects {
-			if rel.Name != "" {
-				stamp(o, rel)
-			}
-		}
-		sp.objects[i] = co.Objects
-		for _, e := range co.Errors {
-			sp.errs = append(sp.errs, e) // names object and cluster
-			var oe *policy.OverrideError
-			if errors.As(e, &oe) {
-				sp.unknown[i][refOfKey(oe.Object)] = true
-			}
-		}
+		sp.failed = append(sp.failed, refOfKey(op.Object))
 	}
 	return sp, nil
 }
@@ -702,24 +721,31 @@ func (d *Distributor) eachMember(ctx context.Context, only []int, fn func(ctx co
 // manifest's own CRDs, served before the rest is applied in Helm's
 // install order.
 func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel releaseID, kinds []schema.GroupVersionKind, pre *preRelease) error {
+	// Each member's copies are computed on its goroutine and dropped when
+	// it is done; only its override errors are kept, to be returned after
+	// the members' own errors as one list.
+	overrideErrs := make([][]error, len(d.members))
+	computed := make([]bool, len(d.members))
 	err := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
 		m := d.members[i].Cluster
-		if errs := d.ensureNamespaces(ctx, m, sp.objects[i], pre); len(errs) > 0 {
+		cp := sp.member(i, nil)
+		overrideErrs[i], computed[i] = cp.errs, true
+		if errs := d.ensureNamespaces(ctx, m, cp.objects, pre); len(errs) > 0 {
 			// Nothing can be applied into a namespace that is not there
 			// (and a member that is down fails here once, not per object).
 			return errors.Join(errs...)
 		}
-		if len(sp.objects[i]) > 0 {
+		if len(cp.objects) > 0 {
 			if err := d.ensureCRDs(ctx, i, pre); err != nil {
 				return err
 			}
 		}
 		owners, errs := inventory(ctx, m, kinds)
 		keep := map[release.ObjectRef]bool{}
-		for ref := range sp.unknown[i] {
+		for ref := range cp.unknown {
 			keep[groupKindRef(ref)] = true
 		}
-		objs := slices.Clone(sp.objects[i])
+		objs := cp.objects
 		installOrder(objs)
 		var crds []release.ObjectRef
 		for _, obj := range objs {
@@ -771,7 +797,16 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 		}
 		return errors.Join(errs...)
 	})
-	return errors.Join(err, errors.Join(sp.errs...))
+	all := slices.Clone(sp.errs)
+	for i, errs := range overrideErrs {
+		if !computed[i] {
+			// The member was not reached (ctx ended): its override errors
+			// are still the release's.
+			errs = sp.member(i, nil).errs
+		}
+		all = append(all, errs...)
+	}
+	return errors.Join(err, errors.Join(all...))
 }
 
 // OwnerError reports an object that a member holds for another release

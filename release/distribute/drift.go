@@ -55,18 +55,20 @@ func (d *Distributor) DetectDrift(ctx context.Context, scope release.HelmScope, 
 		return nil, fmt.Errorf("distributor %s: release %s: %w", d.name, rel, err)
 	}
 	reports := make([]*drift.Report, len(d.members))
+	desired := make([][]*unstructured.Unstructured, len(d.members))
 	merr := d.eachMember(ctx, nil, func(ctx context.Context, i int) error {
-		live, err := listLive(ctx, d.members[i].Cluster, sp.objects[i])
+		desired[i] = sp.member(i, nil).objects
+		live, err := listLive(ctx, d.members[i].Cluster, desired[i])
 		if err != nil {
 			return err
 		}
-		reports[i], err = drift.Detect(sp.objects[i], live, cfg)
+		reports[i], err = drift.Detect(desired[i], live, cfg)
 		return err
 	})
 	if merr != nil {
 		return nil, fmt.Errorf("distributor %s: release %s: drift: %w", d.name, rel, merr)
 	}
-	return d.reports.merge(mode, d.members, reports, sp, rel), nil
+	return d.reports.merge(mode, d.members, reports, desired, sp.placement, rel), nil
 }
 
 // listLive lists, with one List per kind, the live objects of a member
@@ -196,7 +198,7 @@ type reportIndex struct {
 
 // merge returns one report of every member's results and remembers which
 // member each result came from.
-func (x *reportIndex) merge(mode drift.Mode, members []release.Member, reports []*drift.Report, sp *spread, rel releaseID) *drift.Report {
+func (x *reportIndex) merge(mode drift.Mode, members []release.Member, reports []*drift.Report, desired [][]*unstructured.Unstructured, placement *policy.Placement, rel releaseID) *drift.Report {
 	out := &drift.Report{Mode: mode}
 	parts := make([]*memberReport, len(members))
 	rules := map[string]*drift.RuleReport{}
@@ -207,10 +209,10 @@ func (x *reportIndex) merge(mode drift.Mode, members []release.Member, reports [
 		}
 		name := members[i].Facts.Name
 		parts[i] = &memberReport{report: r, desired: map[release.ObjectRef]*unstructured.Unstructured{}, conflicts: map[release.ObjectRef]policy.Conflict{}, rel: rel}
-		for _, o := range sp.objects[i] {
+		for _, o := range desired[i] {
 			ref := groupKindRef(release.RefOf(o))
 			parts[i].desired[ref] = o
-			parts[i].conflicts[ref] = conflictOf(sp.placement, o)
+			parts[i].conflicts[ref] = conflictOf(placement, o)
 		}
 		for _, o := range r.Objects {
 			if o.Reason == "" {

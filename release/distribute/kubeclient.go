@@ -451,8 +451,8 @@ func (k *distClient) WaitJudged(ctx context.Context, resources kube.ResourceList
 		return fmt.Errorf("distributor %s: wait: %w", k.d.name, err)
 	}
 	refs := make([][]release.ObjectRef, len(k.d.members))
-	for i, list := range sp.objects {
-		for _, o := range list {
+	for i := range refs {
+		for _, o := range sp.member(i, nil).objects {
 			ref := release.RefOf(o)
 			if ref.Kind == "Job" && ref.Group == "batch" && !jobs {
 				continue
@@ -594,7 +594,7 @@ var workloadKinds = map[schema.GroupKind]bool{
 // of the release's newest record (hookSpread). A hook object that goes
 // to no member is an error, whatever Config.Strict says: a hook that runs
 // nowhere would let the release pass a step it never took.
-func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructured) (*spread, error) {
+func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructured) (*hookCopiesOf, error) {
 	last, err := storage.Init(k.releases).Last(rel.Name)
 	if err != nil {
 		return nil, fmt.Errorf("read release record on the %s: %w", k.d.hubName(), err)
@@ -627,7 +627,6 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 	if err := k.d.warn(sp, rel, want); err != nil {
 		return nil, err
 	}
-	out := &spread{objects: make([][]*unstructured.Unstructured, len(k.d.members)), placement: sp.placement, engine: sp.engine, byKey: sp.byKey}
 	var nowhere []string
 	for _, w := range sp.placement.Warnings {
 		if w.Code == policy.WarnNotPlaced && want[w.Object] {
@@ -637,29 +636,37 @@ func (k *distClient) hookCopies(rel releaseID, hooks []*unstructured.Unstructure
 	if len(nowhere) > 0 {
 		return nil, fmt.Errorf("a hook that runs nowhere: %s", strings.Join(nowhere, "; "))
 	}
-	for i, list := range sp.objects {
-		for _, o := range list {
-			if want[policy.KeyOf(o)] {
-				o = o.DeepCopy()
-				stamp(o, rel)
-				o.SetLabels(withLabel(o.GetLabels(), InventoryHookLabel, "true"))
-				out.objects[i] = append(out.objects[i], o)
+	out := &hookCopiesOf{objects: make([][]*unstructured.Unstructured, len(k.d.members))}
+	var overrideErrs []error
+	for i := range out.objects {
+		// Only the hooks are computed; only their own placement and
+		// override errors fail the hooks.
+		cp := sp.member(i, func(key policy.ObjectKey) bool { return want[key] })
+		for _, o := range cp.objects {
+			stamp(o, rel)
+			o.SetLabels(withLabel(o.GetLabels(), InventoryHookLabel, "true"))
+		}
+		out.objects[i] = cp.objects
+		for _, e := range cp.errs {
+			if oe := (*policy.OverrideError)(nil); errors.As(e, &oe) {
+				overrideErrs = append(overrideErrs, e)
 			}
 		}
 	}
-	// Only the hooks' own placement and override errors fail the hooks.
-	for _, e := range sp.errs {
-		var oe *policy.OverrideError
-		if errors.As(e, &oe) && want[oe.Object] {
-			out.errs = append(out.errs, e)
-		}
-	}
+	out.errs = overrideErrs
 	for _, h := range hooks {
 		if op := sp.placement.Get(policy.KeyOf(h)); op != nil && op.Err != nil {
 			out.errs = append(out.errs, op.Err)
 		}
 	}
 	return out, nil
+}
+
+// hookCopiesOf are every member's copies of hook objects, index as
+// Distributor.members, and the errors of their placement and overrides.
+type hookCopiesOf struct {
+	objects [][]*unstructured.Unstructured
+	errs    []error
 }
 
 func withLabel(l map[string]string, k, v string) map[string]string {
