@@ -22,8 +22,11 @@ type objectGetter interface {
 
 // writeBuild writes, per member (only member when not empty), every
 // unit of p with its objects as YAML: a Kustomization's as applied to
-// the member, a release's as rendered; Secret values masked.
+// the member, a release's as rendered; Secret values masked. A unit
+// that failed is written as "# error: …" in its place, and then, once
+// everything is written, the build fails: an exit status of ExitError.
 func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[string]objectGetter, names []string, member string) error {
+	failed := 0
 	for _, name := range names {
 		if member != "" && name != member {
 			continue
@@ -35,6 +38,7 @@ func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[st
 			}
 			fmt.Fprintf(w, "# Kustomization %s/%s (%s, revision %s)\n", kp.Kustomization.Namespace, kp.Kustomization.Name, kp.Kustomization.Spec.Path, kp.Revision)
 			if kp.Err != nil {
+				failed++
 				fmt.Fprintf(w, "# error: %s\n", oneLine(kp.Err.Error()))
 			}
 			for _, o := range kp.Objects {
@@ -66,12 +70,16 @@ func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[st
 			}
 			fmt.Fprintf(w, "# HelmRelease %s/%s (%s, Kubernetes %s)\n", it.Release.Namespace, it.Release.Name, chart, it.KubeVersion)
 			if it.Err != nil {
+				failed++
 				fmt.Fprintf(w, "# error: %s\n", oneLine(it.Err.Error()))
 			}
 			if err := writeObjects(w, *it); err != nil {
 				return err
 			}
 		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d unit(s) failed to build (\"# error:\" in the output)", failed)
 	}
 	return nil
 }

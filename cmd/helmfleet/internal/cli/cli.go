@@ -35,6 +35,7 @@ type options struct {
 	member     string
 	gitDir     string
 	gitPath    string
+	kubeconfig string
 	stdout     io.Writer
 	stderr     io.Writer
 }
@@ -65,8 +66,11 @@ func NewCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: `helmfleet runs a Flux repository (Kustomizations, HelmReleases, their
 sources) on every member of a fleet with helmfleet's engine: Flux's
 semantics, Karmada's placement and overrides, each member's Kubernetes
-version and API versions. Members are in-memory clusters described by a
-fleet file (--fleet); kubeconfig contexts as members are not supported yet.
+version and API versions. Members are described by a fleet file (--fleet):
+in-memory clusters, or kubeconfig contexts. plan plans against a context's
+live cluster (its objects and Helm releases; nothing is written); build,
+diff and test run an in-memory stand-in for it, with the Kubernetes version
+and API versions read from the cluster.
 
 Charts are read offline from --chart-cache, a directory of NAME-VERSION.tgz
 archives (as helm pull writes them); nothing is downloaded.
@@ -81,7 +85,10 @@ Fleet file:
       labels: {env: dev}
       kubeVersion: "1.30"
       apiVersions: [monitoring.coreos.com/v1]
-      objects: [...]             # on the member before Flux runs (cluster-vars, ...)`,
+      objects: [...]             # on the member before Flux runs (cluster-vars, ...)
+    - name: prod-1
+      labels: {env: prod}
+      context: prod-1            # a kubeconfig context (--kubeconfig, or kubeconfig: in this file)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -89,6 +96,7 @@ Fleet file:
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.fleetFile, "fleet", "", "fleet file: the members and the bootstrap file (required)")
+	pf.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file of the members' contexts (default: the fleet file's kubeconfig, else $KUBECONFIG or ~/.kube/config, as kubectl)")
 	pf.StringVar(&o.chartCache, "chart-cache", "", "directory of chart archives NAME-VERSION.tgz the releases' charts are read from")
 	root.AddCommand(o.buildCmd(), o.planCmd(), o.diffCmd(), o.testCmd())
 	return root
@@ -106,7 +114,7 @@ and substitutions. Secret values are masked.`,
   helmfleet build ./repo --fleet fleet.yaml --chart-cache charts --member prod-1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := o.members(cmd.Context())
+			m, err := o.members(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -131,8 +139,10 @@ func (o *options) planCmd() *cobra.Command {
 		Use:   "plan PATH",
 		Short: "Show what each member would change",
 		Long: `plan plans the repository at PATH on the fleet file's members, each an
-in-memory cluster holding the file's objects, and shows every unit per
-member. Exit status: 0 no change, 2 changes, 1 error.`,
+in-memory cluster holding the file's objects, or the live cluster of a
+member's kubeconfig context (what runs there now: its objects and Helm
+releases; plan writes nothing), and shows every unit per member.
+Exit status: 0 no change, 2 changes, 1 error.`,
 		Example: `  helmfleet plan ./repo --fleet fleet.yaml --chart-cache charts
   helmfleet plan ./repo --fleet fleet.yaml --chart-cache charts -o markdown > plan.md`,
 		Args: cobra.ExactArgs(1),
@@ -140,7 +150,7 @@ member. Exit status: 0 no change, 2 changes, 1 error.`,
 			if err := checkFormat(o.output); err != nil {
 				return err
 			}
-			m, err := o.members(cmd.Context())
+			m, err := o.members(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -187,7 +197,7 @@ Exit status: 0 no change, 2 changes, 1 error.`,
 					return err
 				}
 			}
-			m, err := o.members(cmd.Context())
+			m, err := o.members(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -230,7 +240,7 @@ repository directory it is built from.`,
 			if o.output != FormatTable && o.output != FormatJSON && o.output != FormatMarkdown {
 				return fmt.Errorf("-o %s: test writes table, json or markdown", o.output)
 			}
-			m, err := o.members(cmd.Context())
+			m, err := o.members(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -275,8 +285,10 @@ func (o *options) finish(r *Report) error {
 	return nil
 }
 
-// members loads the fleet file and makes its members.
-func (o *options) members(ctx context.Context) (*members, error) {
+// members loads the fleet file and makes its members; live says a
+// member with a kubeconfig context is its live cluster (plan), not an
+// in-memory stand-in.
+func (o *options) members(ctx context.Context, live bool) (*members, error) {
 	if o.fleetFile == "" {
 		return nil, errors.New("--fleet is required: the fleet file naming the members and the bootstrap file")
 	}
@@ -284,7 +296,7 @@ func (o *options) members(ctx context.Context) (*members, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newMembers(ctx, spec, NewCacheResolver(o.chartCache), o.stderr)
+	return newMembers(ctx, spec, NewCacheResolver(o.chartCache), o.stderr, live, spec.kubeconfigPath(o.kubeconfig))
 }
 
 // getters returns the members' clusters by name.

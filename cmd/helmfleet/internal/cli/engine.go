@@ -48,8 +48,12 @@ func (m *members) progressf(format string, args ...any) {
 	fmt.Fprintf(m.progress, "helmfleet: %5.2fs %s\n", time.Since(m.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// newMembers makes the members of spec, each holding its objects.
-func newMembers(ctx context.Context, spec *FleetFile, charts source.Resolver, progress io.Writer) (*members, error) {
+// newMembers makes the members of spec, each holding its objects. A
+// member with a kubeconfig context (read from kubeconfig, see
+// FleetFile.kubeconfigPath) is that live cluster when live is set (plan:
+// read-only), else an in-memory stand-in with its Kubernetes version and
+// API versions.
+func newMembers(ctx context.Context, spec *FleetFile, charts source.Resolver, progress io.Writer, live bool, kubeconfig string) (*members, error) {
 	data, err := os.ReadFile(spec.bootstrapPath())
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap: %w", err)
@@ -61,6 +65,24 @@ func newMembers(ctx context.Context, spec *FleetFile, charts source.Resolver, pr
 	m := &members{spec: spec, in: fleet.InputsOf(objs), store: &mapStore{}, charts: charts, progress: progress, start: time.Now()}
 	schemas := memory.NewSchemas()
 	for _, ms := range spec.Members {
+		if ms.Context != "" {
+			kc, err := liveCluster(ms, kubeconfig)
+			if err != nil {
+				return nil, err
+			}
+			if live {
+				m.progressf("member %s: live cluster of context %s", ms.Name, ms.Context)
+				if len(ms.Objects) > 0 {
+					m.progressf("member %s: its %d objects are for the in-memory stand-in of build, diff and test; plan reads the live cluster as it is and writes nothing to it", ms.Name, len(ms.Objects))
+				}
+				m.clusters = append(m.clusters, release.Member{Cluster: kc, Facts: policy.Cluster{Name: ms.Name, Labels: ms.Labels}})
+				continue
+			}
+			if err := readCapabilities(ctx, &ms, kc); err != nil {
+				return nil, err
+			}
+			m.progressf("member %s: in-memory stand-in for context %s (Kubernetes %s, %d API versions)", ms.Name, ms.Context, ms.KubeVersion, len(ms.APIVersions))
+		}
 		c := memory.New(ms.Name, memory.WithSchemas(schemas), memory.WithKubeVersion(ms.KubeVersion),
 			memory.WithAPIVersions(ms.APIVersions...), memory.WithPollInterval(pollInterval))
 		for i, o := range ms.Objects {

@@ -35,16 +35,26 @@ type FleetFile struct {
 	// ExternalArtifacts of a Flux 2.7 ArtifactGenerator, which the fleet
 	// does not run (fleet.Repository.Sources).
 	Sources map[string]string `json:"sources,omitempty"`
+	// Kubeconfig is the kubeconfig file the members' contexts are read
+	// from, relative to the fleet file; empty is kubectl's rules
+	// ($KUBECONFIG, then ~/.kube/config). --kubeconfig overrides it.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 
 	// dir is the fleet file's directory.
 	dir string
 }
 
 // MemberSpec is one member of a FleetFile, planned as an in-memory
-// cluster (release/memory).
+// cluster (release/memory), or, with Context, against a live cluster.
 type MemberSpec struct {
 	// Name is unique in the fleet.
 	Name string `json:"name"`
+	// Context names a kubeconfig context. plan then plans against that
+	// live cluster, its objects and its Helm releases, and writes
+	// nothing to it; build, diff and test run an in-memory stand-in that
+	// renders for the Kubernetes version and API versions read from it
+	// (unless kubeVersion and apiVersions are set).
+	Context string `json:"context,omitempty"`
 	// Labels are matched by placement.
 	Labels map[string]string `json:"labels,omitempty"`
 	// KubeVersion is the Kubernetes version charts render for.
@@ -53,7 +63,9 @@ type MemberSpec struct {
 	// kinds, as Helm's --api-versions spells them.
 	APIVersions []string `json:"apiVersions,omitempty"`
 	// Objects are on the member before anything runs (what Cluster API's
-	// ClusterResourceSets put there: cluster-vars ConfigMaps, …).
+	// ClusterResourceSets put there: cluster-vars ConfigMaps, …). With
+	// Context they are on the in-memory stand-in (build, diff, test); plan
+	// reads the live cluster as it is, and says so.
 	Objects []map[string]any `json:"objects,omitempty"`
 }
 
