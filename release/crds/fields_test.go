@@ -34,7 +34,10 @@ var verdicts = []string{"acted on", "warned", "refused", "not written", "not rea
 
 // genericWhys are reasons that say where a field is decoded, not what is
 // done with it: a row must say what reads it and where.
-var genericWhys = []string{"read by decode/Validate/Default and the engine (release/reconcile)"}
+var genericWhys = []string{
+	"read by decode/Validate/Default and the engine (release/reconcile)",
+	"read by the source resolver (source package)",
+}
 
 // tableRow is one field of docs/fields.md.
 type tableRow struct{ verdict, why string }
