@@ -37,6 +37,7 @@ var verdicts = []string{"acted on", "warned", "refused", "not written", "not rea
 var genericWhys = []string{
 	"read by decode/Validate/Default and the engine (release/reconcile)",
 	"read by the source resolver (source package)",
+	"read by Validate and release/kustomize (build, apply, prune, health)",
 }
 
 // tableRow is one field of docs/fields.md.
