@@ -118,9 +118,18 @@ func chartTemplateWarnings(add func(path, value, why string), interval metav1.Du
 // the user set and helmfleet does not act on as Flux 2.9 would, each
 // naming the field and its value, sorted; nil when there is none. The
 // Kustomization reconciler adds them to its Result and Plan warnings.
-// There is none today: spec.dependsOn[].readyExpr, the last, is
-// evaluated by release/fleet, which orders Kustomizations.
+// spec.dependsOn[].readyExpr is evaluated by release/fleet, which orders
+// Kustomizations; spec.interval, which every Kustomization sets, is not
+// read either (docs/fields.md says so) and is no warning.
 func KustomizationFieldWarnings(k *Kustomization) []string {
-	_ = k
-	return nil
+	var w []string
+	add := func(path, value, why string) { w = append(w, fmt.Sprintf("%s: %s: %s", path, value, why)) }
+	if ri := k.Spec.RetryInterval; ri != nil {
+		add("spec.retryInterval", ri.Duration.String(), "not read: a failed Kustomization is tried again when its caller runs it again")
+	}
+	if notSourceGroup(k.Spec.SourceRef.APIVersion) {
+		add("spec.sourceRef.apiVersion", k.Spec.SourceRef.APIVersion, sourceFoundByKind)
+	}
+	slices.Sort(w)
+	return w
 }

@@ -3,9 +3,11 @@ package release_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmfleet/helmfleet/release"
 )
@@ -64,4 +66,19 @@ spec:
 	rel = objs.Releases[0]
 	rel.Default()
 	assert.Empty(t, release.FieldWarnings(rel), "defaults and Flux's source apiVersion are acted on as Flux")
+}
+
+// A Kustomization's retryInterval and a foreign sourceRef apiVersion are
+// read by nothing: its Result and Plan warnings say so.
+func TestKustomizationFieldWarningsUnreadFields(t *testing.T) {
+	k := &release.Kustomization{Spec: release.KustomizationSpec{
+		RetryInterval: &metav1.Duration{Duration: time.Minute},
+		SourceRef:     release.KustomizationSourceReference{APIVersion: "example.com/v1", Kind: "GitRepository", Name: "repo"},
+	}}
+	assert.Equal(t, []string{
+		"spec.retryInterval: 1m0s: not read: a failed Kustomization is tried again when its caller runs it again",
+		"spec.sourceRef.apiVersion: example.com/v1: not read: the source is found by kind and name, as Flux does",
+	}, release.KustomizationFieldWarnings(k))
+	k.Spec.RetryInterval, k.Spec.SourceRef.APIVersion = nil, "source.toolkit.fluxcd.io/v1"
+	assert.Empty(t, release.KustomizationFieldWarnings(k))
 }
