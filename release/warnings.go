@@ -3,8 +3,12 @@ package release
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/helmfleet/helmfleet/internal/fieldcheck"
+	"github.com/helmfleet/helmfleet/source"
 )
 
 // ConditionFieldWarnings is True while the Release sets fields helmfleet
@@ -61,17 +65,71 @@ func FieldWarnings(in *Release) []string {
 	if st := s.PostRenderStrategy; len(s.PostRenderers) > 0 && (st == PostRenderStrategyCombined || st == PostRenderStrategySeparate) {
 		add("spec.postRenderStrategy", st, "hooks are not post-rendered (nohooks): Helm v3 engine")
 	}
+	if pc := s.PersistentClient; pc != nil && !*pc {
+		add("spec.persistentClient", "false", "not read: one Kubernetes client serves each reconcile (as true)")
+	}
+	if c := s.Chart; c != nil {
+		chartTemplateWarnings(add, s.Interval, c)
+	}
+	if r := s.ChartRef; r != nil && notSourceGroup(r.APIVersion) {
+		add("spec.chartRef.apiVersion", r.APIVersion, sourceFoundByKind)
+	}
 	slices.Sort(w)
 	return w
+}
+
+// sourceFoundByKind is the warning for a source reference's apiVersion
+// outside source.toolkit.fluxcd.io: it is not read.
+const sourceFoundByKind = "not read: the source is found by kind and name, as Flux does"
+
+// notSourceGroup reports whether apiVersion is set to a group other than
+// Flux's sources'.
+func notSourceGroup(apiVersion string) bool {
+	group, _, _ := strings.Cut(apiVersion, "/")
+	return apiVersion != "" && group != source.Group
+}
+
+// chartTemplateWarnings adds the warnings of spec.chart: the fields
+// Flux puts on or reads from the HelmChart it creates, which helmfleet
+// does not create (it resolves the chart on each reconcile of the
+// release).
+func chartTemplateWarnings(add func(path, value, why string), interval metav1.Duration, c *HelmChartTemplate) {
+	if m := c.ObjectMeta; m != nil {
+		if len(m.Labels) > 0 {
+			add("spec.chart.metadata.labels", fmt.Sprint(m.Labels), "not read: helmfleet creates no HelmChart object to carry them")
+		}
+		if len(m.Annotations) > 0 {
+			add("spec.chart.metadata.annotations", fmt.Sprint(m.Annotations), "not read: helmfleet creates no HelmChart object to carry them")
+		}
+	}
+	cs := &c.Spec
+	if iv := cs.Interval; iv != nil && iv.Duration != interval.Duration {
+		add("spec.chart.spec.interval", iv.Duration.String(), "not read: the chart is looked up on each reconcile of the release (spec.interval "+interval.Duration.String()+")")
+	}
+	if cs.ReconcileStrategy == ReconcileStrategyRevision {
+		add("spec.chart.spec.reconcileStrategy", cs.ReconcileStrategy, "not read: it applies to GitRepository and Bucket sources, which helmfleet does not serve; the chart is taken by version")
+	}
+	if notSourceGroup(cs.SourceRef.APIVersion) {
+		add("spec.chart.spec.sourceRef.apiVersion", cs.SourceRef.APIVersion, sourceFoundByKind)
+	}
 }
 
 // KustomizationFieldWarnings returns a warning for each field of k that
 // the user set and helmfleet does not act on as Flux 2.9 would, each
 // naming the field and its value, sorted; nil when there is none. The
 // Kustomization reconciler adds them to its Result and Plan warnings.
-// There is none today: spec.dependsOn[].readyExpr, the last, is
-// evaluated by release/fleet, which orders Kustomizations.
+// spec.dependsOn[].readyExpr is evaluated by release/fleet, which orders
+// Kustomizations; spec.interval, which every Kustomization sets, is not
+// read either (docs/fields.md says so) and is no warning.
 func KustomizationFieldWarnings(k *Kustomization) []string {
-	_ = k
-	return nil
+	var w []string
+	add := func(path, value, why string) { w = append(w, fmt.Sprintf("%s: %s: %s", path, value, why)) }
+	if ri := k.Spec.RetryInterval; ri != nil {
+		add("spec.retryInterval", ri.Duration.String(), "not read: a failed Kustomization is tried again when its caller runs it again")
+	}
+	if notSourceGroup(k.Spec.SourceRef.APIVersion) {
+		add("spec.sourceRef.apiVersion", k.Spec.SourceRef.APIVersion, sourceFoundByKind)
+	}
+	slices.Sort(w)
+	return w
 }
