@@ -36,8 +36,9 @@ import (
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// The real-chart tests run podinfo, ingress-nginx and kube-prometheus-stack
-// (internal/testcharts) through the fleet on member1 and member2, as their
+// The real-chart tests run the community charts of internal/testcharts
+// (podinfo, prometheus-node-exporter, kube-state-metrics, ingress-nginx and
+// kube-prometheus-stack with its subcharts) through the fleet on member1 and member2, as their
 // authors wrote them, and hold what lands on each member against Helm's own
 // rendering for that member.
 //
@@ -52,8 +53,9 @@ import (
 // tests in file order, and TestMemberGoesAway there stops member2.
 
 var (
-	jobGVR = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
-	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	daemonSetGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
+	jobGVR       = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // realChart is one vendored chart, the value its upgrade changes and how
@@ -73,6 +75,16 @@ var realCharts = []realChart{
 		name:   testcharts.Podinfo,
 		change: func(v map[string]any) { v["replicaCount"] = 3 },
 		kind:   deploymentGVK, field: []string{"spec", "replicas"}, want: int64(3),
+	},
+	{
+		name:   testcharts.NodeExporter,
+		change: func(v map[string]any) { v["podAnnotations"] = map[string]any{"helmfleet.io/revision": "two"} },
+		kind:   daemonSetGVK, field: []string{"spec", "template", "metadata", "annotations", "helmfleet.io/revision"}, want: "two",
+	},
+	{
+		name:   testcharts.KubeStateMetrics,
+		change: func(v map[string]any) { v["podAnnotations"] = map[string]any{"helmfleet.io/revision": "two"} },
+		kind:   deploymentGVK, field: []string{"spec", "template", "metadata", "annotations", "helmfleet.io/revision"}, want: "two",
 	},
 	{
 		name:   testcharts.IngressNginx,
