@@ -169,9 +169,9 @@ func TestRealChartsRendered(t *testing.T) {
 			})
 		}
 	}
-	lines := []string{fmt.Sprintf("%-13s  %-8s  %-22s  %9s  %9s  %10s  %8s  %-10s  %s", "ENGINE", "MEMBER", "CHART", "INSTALLED", "HOOKS", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
+	lines := []string{fmt.Sprintf("%-13s  %-8s  %-24s  %9s  %9s  %10s  %8s  %-10s  %s", "ENGINE", "MEMBER", "CHART", "INSTALLED", "HOOKS", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("%-13s  %-8s  %-22s  %9d  %9d  %10d  %8d  %-10s  %s", r.engine, r.member, r.chart, r.installed, r.hooksPlaced, r.hooksLeft, r.upgraded, r.replicas, r.left))
+		lines = append(lines, fmt.Sprintf("%-13s  %-8s  %-24s  %9d  %9d  %10d  %8d  %-10s  %s", r.engine, r.member, r.chart, r.installed, r.hooksPlaced, r.hooksLeft, r.upgraded, r.replicas, r.left))
 	}
 	t.Logf("rendered mode: the objects of each release per member (by inventory labels, hooks aside; hooks: the hook objects of the install revision Placements puts there, test hooks included though tests are off; replicas of the workload at install → upgrade); Helm rendered %s; %v in all:\n%s",
 		strings.Join(rendered, "; "), time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n"))

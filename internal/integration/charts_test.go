@@ -388,14 +388,14 @@ func TestRealCharts(t *testing.T) {
 		members = append(members, release.Member{Cluster: c})
 	}
 	completeJobs(t, names...)
-	rows := []string{fmt.Sprintf("%-13s  %-8s  %-22s  %7s  %9s  %9s  %8s  %s", "ENGINE", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
+	rows := []string{fmt.Sprintf("%-13s  %-8s  %-24s  %7s  %9s  %9s  %8s  %s", "ENGINE", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
 	for _, e := range engines() {
 		rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond, Engine: e.engine})
 		require.NoError(t, err)
 		for _, rc := range realCharts {
 			t.Run(e.name+"/"+string(rc.name), func(t *testing.T) {
 				for _, r := range realChartLifecycle(t, rc, rec, members, counts) {
-					rows = append(rows, fmt.Sprintf("%-13s  %-8s  %-22s  %7d  %9d  %9d  %8d  %s", e.name, r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
+					rows = append(rows, fmt.Sprintf("%-13s  %-8s  %-24s  %7d  %9d  %9d  %8d  %s", e.name, r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
 				}
 			})
 		}
