@@ -32,7 +32,7 @@ import (
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// The rendered-manifest tests run the same three charts through a
+// The rendered-manifest tests run the same charts through a
 // release/distribute Distributor: Helm renders each chart once on the hub,
 // which keeps the release record, and the Distributor spreads the objects
 // over member1 and member2 with one PropagationPolicy that names only the
@@ -53,38 +53,42 @@ type renderedChart struct {
 	ns     string
 	values map[string]any
 	policy string
-	// workload is the Deployment whose replicas are checked; divided says
-	// whether the policy divides them over the members (else each member
-	// runs them all).
-	workload string
-	divided  bool
+	// workload is the Deployment whose replicas are checked, or the
+	// DaemonSet (daemonSet; it has no replicas) the policy places;
+	// divided says whether the policy divides the replicas over the
+	// members (else each member runs them all).
+	workload  string
+	daemonSet bool
+	divided   bool
 	// shares are the workload's replicas on member1 and member2 at
 	// revision 1 (install) and 2 (upgrade).
 	shares map[int][2]int64
 }
 
 // renderedPolicy is a PropagationPolicy of namespace ns that selects the
-// Deployment named workload, with propagateDeps, and places it on member1
-// and member2 (by their env label) with replicaScheduling.
-func renderedPolicy(ns, workload, replicaScheduling string) string {
+// workload of kind (apps/v1) and name workload, with propagateDeps, and
+// places it on member1 and member2 (by their env label) with
+// replicaScheduling.
+func renderedPolicy(ns, kind, workload, replicaScheduling string) string {
 	return fmt.Sprintf(`apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: %s, namespace: %s}
 spec:
   propagateDeps: true
   resourceSelectors:
-    - {apiVersion: apps/v1, kind: Deployment, name: %s}
+    - {apiVersion: apps/v1, kind: %s, name: %s}
   placement:
     clusterAffinity:
       labelSelector: {matchLabels: {env: rendered}}
-%s`, workload, ns, workload, replicaScheduling)
+%s`, workload, ns, kind, workload, replicaScheduling)
 }
 
-// renderedCharts are the three charts, each in a namespace of its own
-// ("rd-…"; the per-cluster tests use "rc-…"). podinfo's replicas are
-// divided 1:2 over member1 and member2: 2 at install (1 and 1), 3 after
-// the upgrade (1 and 2); the others are duplicated.
-func renderedCharts() []renderedChart {
+// renderedCharts are the charts, each in a namespace of its own ("rd-…";
+// the per-cluster tests use "rc-…"). podinfo's replicas are divided 1:2
+// over member1 and member2: 2 at install (1 and 1), 3 after the upgrade
+// (1 and 2); the others are duplicated (prometheus-node-exporter's
+// DaemonSet has no replicas).
+func renderedCharts(t *testing.T) []renderedChart {
 	out := make([]renderedChart, 0, len(realCharts))
 	for _, rc := range realCharts {
 		c := renderedChart{realChart: rc, values: testcharts.DefaultValues(rc.name)}
@@ -94,7 +98,7 @@ func renderedCharts() []renderedChart {
 			// Webster over weights 1:2: 2 replicas give 1 and 1, 3 give 1 and 2.
 			c.shares = map[int][2]int64{1: {1, 1}, 2: {1, 2}}
 			c.values["replicaCount"] = 2
-			c.policy = renderedPolicy(c.ns, c.workload, `    replicaScheduling:
+			c.policy = renderedPolicy(c.ns, "Deployment", c.workload, `    replicaScheduling:
       replicaSchedulingType: Divided
       replicaDivisionPreference: Weighted
       weightPreference:
@@ -102,14 +106,23 @@ func renderedCharts() []renderedChart {
           - {targetCluster: {clusterNames: [member1]}, weight: 1}
           - {targetCluster: {clusterNames: [member2]}, weight: 2}
 `)
+		case testcharts.NodeExporter:
+			c.ns, c.workload, c.daemonSet = "rd-node-exporter", "prometheus-node-exporter", true
+			c.policy = renderedPolicy(c.ns, "DaemonSet", c.workload, "")
+		case testcharts.KubeStateMetrics:
+			c.ns, c.workload = "rd-ksm", "kube-state-metrics"
+			c.shares = map[int][2]int64{1: {1, 1}, 2: {1, 1}}
+			c.policy = renderedPolicy(c.ns, "Deployment", c.workload, "")
 		case testcharts.IngressNginx:
 			c.ns, c.workload = "rd-ingress-nginx", "ingress-nginx-controller"
 			c.shares = map[int][2]int64{1: {1, 1}, 2: {2, 2}}
-			c.policy = renderedPolicy(c.ns, c.workload, "")
+			c.policy = renderedPolicy(c.ns, "Deployment", c.workload, "")
 		case testcharts.KubePrometheusStack:
 			c.ns, c.workload = "rd-kps", "kube-prometheus-stack-operator"
 			c.shares = map[int][2]int64{1: {1, 1}, 2: {1, 1}}
-			c.policy = renderedPolicy(c.ns, c.workload, "")
+			c.policy = renderedPolicy(c.ns, "Deployment", c.workload, "")
+		default:
+			t.Fatalf("no rendered-mode case for chart %s", rc.name)
 		}
 		out = append(out, c)
 	}
@@ -145,7 +158,7 @@ func TestRealChartsRendered(t *testing.T) {
 		}
 		rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond, Engine: e.engine})
 		require.NoError(t, err)
-		for _, rc := range renderedCharts() {
+		for _, rc := range renderedCharts(t) {
 			t.Run(e.name+"/"+string(rc.name), func(t *testing.T) {
 				skipLargeChartUnderRace(t, rc.name)
 				r, n := renderedLifecycle(t, rc, rec, memberNames)
@@ -157,9 +170,9 @@ func TestRealChartsRendered(t *testing.T) {
 			})
 		}
 	}
-	lines := []string{fmt.Sprintf("%-13s  %-8s  %-22s  %9s  %9s  %10s  %8s  %-10s  %s", "ENGINE", "MEMBER", "CHART", "INSTALLED", "HOOKS", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
+	lines := []string{fmt.Sprintf("%-13s  %-8s  %-24s  %9s  %9s  %10s  %8s  %-10s  %s", "ENGINE", "MEMBER", "CHART", "INSTALLED", "HOOKS", "HOOKS LEFT", "UPGRADED", "REPLICAS", "LEFT AFTER UNINSTALL")}
 	for _, r := range rows {
-		lines = append(lines, fmt.Sprintf("%-13s  %-8s  %-22s  %9d  %9d  %10d  %8d  %-10s  %s", r.engine, r.member, r.chart, r.installed, r.hooksPlaced, r.hooksLeft, r.upgraded, r.replicas, r.left))
+		lines = append(lines, fmt.Sprintf("%-13s  %-8s  %-24s  %9d  %9d  %10d  %8d  %-10s  %s", r.engine, r.member, r.chart, r.installed, r.hooksPlaced, r.hooksLeft, r.upgraded, r.replicas, r.left))
 	}
 	t.Logf("rendered mode: the objects of each release per member (by inventory labels, hooks aside; hooks: the hook objects of the install revision Placements puts there, test hooks included though tests are off; replicas of the workload at install → upgrade); Helm rendered %s; %v in all:\n%s",
 		strings.Join(rendered, "; "), time.Since(start).Round(time.Millisecond), strings.Join(lines, "\n"))
@@ -345,12 +358,24 @@ func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Clust
 		}
 		dep, err := dynamic.NewForConfig(unthrottled(cp.Admin))
 		require.NoError(t, err)
-		live, err := dep.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace(ns).Get(ctx(t), rc.workload, metav1.GetOptions{})
+		resource := "deployments"
+		if rc.daemonSet {
+			resource = "daemonsets"
+		}
+		live, err := dep.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: resource}).Namespace(ns).Get(ctx(t), rc.workload, metav1.GetOptions{})
 		require.NoError(t, err, "%s: the workload", m)
+		row := rows[m]
+		if rc.daemonSet {
+			if rev == 1 {
+				row.installed, row.hooksPlaced, row.replicas = len(got), hooks[m], "-"
+			} else {
+				row.upgraded = len(got)
+			}
+			continue
+		}
 		n, _, _ := unstructured.NestedInt64(live.Object, "spec", "replicas")
 		assert.Equal(t, replicas[m], n, "%s: the workload's replicas are those of Placements", m)
 		sum += n
-		row := rows[m]
 		if rev == 1 {
 			row.installed, row.hooksPlaced, row.replicas = len(got), hooks[m], fmt.Sprint(n)
 		} else {
@@ -365,6 +390,10 @@ func renderedRevision(t *testing.T, d *distribute.Distributor, hub release.Clust
 			}
 		}
 	}), "the members together hold every object Helm rendered, and nothing else")
+	if rc.daemonSet {
+		assert.Empty(t, replicas, "a DaemonSet's placements divide no replicas")
+		return oracle
+	}
 	// JSON numbers decode as float64.
 	rendered, _, _ := unstructured.NestedFieldNoCopy(findObject(t, oracle.Manifest, "Deployment", rc.workload), "spec", "replicas")
 	total := int64(rendered.(float64))

@@ -36,8 +36,9 @@ import (
 	"github.com/helmfleet/helmfleet/release/reconcile"
 )
 
-// The real-chart tests run podinfo, ingress-nginx and kube-prometheus-stack
-// (internal/testcharts) through the fleet on member1 and member2, as their
+// The real-chart tests run the community charts of internal/testcharts
+// (podinfo, prometheus-node-exporter, kube-state-metrics, ingress-nginx and
+// kube-prometheus-stack with its subcharts) through the fleet on member1 and member2, as their
 // authors wrote them, and hold what lands on each member against Helm's own
 // rendering for that member.
 //
@@ -52,8 +53,9 @@ import (
 // tests in file order, and TestMemberGoesAway there stops member2.
 
 var (
-	jobGVR = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
-	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	daemonSetGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
+	jobGVR       = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // realChart is one vendored chart, the value its upgrade changes and how
@@ -73,6 +75,16 @@ var realCharts = []realChart{
 		name:   testcharts.Podinfo,
 		change: func(v map[string]any) { v["replicaCount"] = 3 },
 		kind:   deploymentGVK, field: []string{"spec", "replicas"}, want: int64(3),
+	},
+	{
+		name:   testcharts.NodeExporter,
+		change: func(v map[string]any) { v["podAnnotations"] = map[string]any{"helmfleet.io/revision": "two"} },
+		kind:   daemonSetGVK, field: []string{"spec", "template", "metadata", "annotations", "helmfleet.io/revision"}, want: "two",
+	},
+	{
+		name:   testcharts.KubeStateMetrics,
+		change: func(v map[string]any) { v["podAnnotations"] = map[string]any{"helmfleet.io/revision": "two"} },
+		kind:   deploymentGVK, field: []string{"spec", "template", "metadata", "annotations", "helmfleet.io/revision"}, want: "two",
 	},
 	{
 		name:   testcharts.IngressNginx,
@@ -376,7 +388,7 @@ func TestRealCharts(t *testing.T) {
 		members = append(members, release.Member{Cluster: c})
 	}
 	completeJobs(t, names...)
-	rows := []string{fmt.Sprintf("%-13s  %-8s  %-22s  %7s  %9s  %9s  %8s  %s", "ENGINE", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
+	rows := []string{fmt.Sprintf("%-13s  %-8s  %-24s  %7s  %9s  %9s  %8s  %s", "ENGINE", "MEMBER", "CHART", "PLANNED", "INSTALLED", "HOOKS RUN", "UPGRADED", "LEFT AFTER UNINSTALL")}
 	for _, e := range engines() {
 		rec, err := reconcile.New(reconcile.Config{Charts: realChartGetter(nil), PollInterval: 100 * time.Millisecond, Engine: e.engine})
 		require.NoError(t, err)
@@ -384,7 +396,7 @@ func TestRealCharts(t *testing.T) {
 			t.Run(e.name+"/"+string(rc.name), func(t *testing.T) {
 				skipLargeChartUnderRace(t, rc.name)
 				for _, r := range realChartLifecycle(t, rc, rec, members, counts) {
-					rows = append(rows, fmt.Sprintf("%-13s  %-8s  %-22s  %7d  %9d  %9d  %8d  %s", e.name, r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
+					rows = append(rows, fmt.Sprintf("%-13s  %-8s  %-24s  %7d  %9d  %9d  %8d  %s", e.name, r.member, rc.name, r.planned, r.installed, r.hooks, r.upgraded, r.left))
 				}
 			})
 		}

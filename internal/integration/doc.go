@@ -1,8 +1,8 @@
 // Package integration holds the integration suite: release/kube and the
 // conformance suite against real kube-apiservers (a hub and two members)
 // that internal/kubeharness starts once for the whole package; and the
-// community charts of internal/testcharts (podinfo, ingress-nginx,
-// kube-prometheus-stack) through the fleet, one Helm release per member
+// community charts of internal/testcharts (podinfo, prometheus-node-exporter,
+// kube-state-metrics, ingress-nginx, kube-prometheus-stack) through the fleet, one Helm release per member
 // (charts_test.go), and through the Distributor, rendered once on the hub
 // (charts_rendered_test.go), each compared with Helm's own rendering for the
 // member's real capabilities. The apiservers run no controller-manager or

@@ -1,10 +1,24 @@
-// Package testcharts holds three real community charts, packaged, as test
-// data: podinfo, ingress-nginx and kube-prometheus-stack (see
-// testdata/NOTICE for their sources and licence). They are what tests use
-// to check that charts we did not write work as written: kubeVersion
-// constraints, CRDs in crds/ and custom resources of them, hooks with their
-// own ServiceAccount and RBAC, cluster-scoped RBAC, webhook
-// configurations, IngressClass, LoadBalancer Services and DaemonSets.
+// Package testcharts holds five real community charts, packaged, as test
+// data (see testdata/NOTICE for their sources and licence). They are what
+// tests use to check that charts we did not write work as written:
+//
+//   - podinfo: a Deployment and a Service, and test hooks, the smallest;
+//   - prometheus-node-exporter: a DaemonSet with hostNetwork, hostPID and
+//     hostPath mounts of the node's /proc, /sys and /, a Service on the
+//     host port;
+//   - kube-state-metrics: cluster-wide RBAC (a ClusterRole listing every
+//     kind it watches and its ClusterRoleBinding) beside a Deployment;
+//   - ingress-nginx: hooks with their own ServiceAccount and RBAC, a
+//     validating webhook configuration, an IngressClass and a LoadBalancer
+//     Service;
+//   - kube-prometheus-stack: kubeVersion constraints, CRDs in a subchart's
+//     crds/ and custom resources of them, admission webhook hooks,
+//     cluster-scoped RBAC, and the subcharts kube-state-metrics,
+//     prometheus-node-exporter and prometheus-windows-exporter under
+//     charts/ as `helm dependency build` leaves them (grafana, from another
+//     repository, is not vendored).
+//
+// hack/testcharts.go rebuilds the charts from prometheus-community.
 package testcharts
 
 import (
@@ -29,15 +43,20 @@ type Name string
 // The charts.
 const (
 	Podinfo             Name = "podinfo"
+	NodeExporter        Name = "prometheus-node-exporter"
+	KubeStateMetrics    Name = "kube-state-metrics"
 	IngressNginx        Name = "ingress-nginx"
 	KubePrometheusStack Name = "kube-prometheus-stack"
 )
 
-// All lists the charts, smallest first.
-var All = []Name{Podinfo, IngressNginx, KubePrometheusStack}
+// All lists the charts, smallest first (in objects rendered with
+// DefaultValues).
+var All = []Name{Podinfo, NodeExporter, KubeStateMetrics, IngressNginx, KubePrometheusStack}
 
 var files = map[Name]string{
 	Podinfo:             "testdata/podinfo-6.14.1.tgz",
+	NodeExporter:        "testdata/prometheus-node-exporter-4.56.1.tgz",
+	KubeStateMetrics:    "testdata/kube-state-metrics-8.4.0.tgz",
 	IngressNginx:        "testdata/ingress-nginx-4.15.1.tgz",
 	KubePrometheusStack: "testdata/kube-prometheus-stack-88.5.3.tgz",
 }
@@ -65,17 +84,14 @@ func Load(n Name) (*chart.Chart, error) {
 }
 
 // DefaultValues are the values the tests install each chart with: none,
-// except for kube-prometheus-stack, whose grafana dependency and the
-// subcharts missing from our copy (kube-state-metrics,
-// prometheus-node-exporter) are turned off.
+// except for kube-prometheus-stack, whose grafana dependency, not in our
+// copy, is turned off.
 func DefaultValues(n Name) map[string]any {
 	if n != KubePrometheusStack {
 		return map[string]any{}
 	}
 	return map[string]any{
-		"grafana":          map[string]any{"enabled": false},
-		"kubeStateMetrics": map[string]any{"enabled": false},
-		"nodeExporter":     map[string]any{"enabled": false},
+		"grafana": map[string]any{"enabled": false},
 	}
 }
 

@@ -298,6 +298,24 @@ func chartCases() []chartCase {
 				assert.Equal(t, "3d", retention)
 			},
 		},
+		{
+			chart: testcharts.NodeExporter, ns: "node-exporter", values: map[string]any{},
+			policy:   workloadPolicy("prometheus-node-exporter", "node-exporter", "DaemonSet", "prometheus-node-exporter", prodOnly),
+			workload: "apps/DaemonSet node-exporter/prometheus-node-exporter", members: []string{"m1", "m2"},
+			upgrade: func(v map[string]any) { v["extraArgs"] = []any{"--collector.processes"} },
+			upgraded: func(t *testing.T, objs []*unstructured.Unstructured) {
+				assert.Contains(t, fmt.Sprint(find(objs, "apps/DaemonSet node-exporter/prometheus-node-exporter").Object), "--collector.processes")
+			},
+		},
+		{
+			chart: testcharts.KubeStateMetrics, ns: "ksm", values: map[string]any{},
+			policy:   workloadPolicy("kube-state-metrics", "ksm", "Deployment", "kube-state-metrics", prodOnly),
+			workload: "apps/Deployment ksm/kube-state-metrics", replicas: 1, duplicated: true, members: []string{"m1", "m2"},
+			upgrade: func(v map[string]any) { v["extraArgs"] = []any{"--metric-labels-allowlist=pods=[app]"} },
+			upgraded: func(t *testing.T, objs []*unstructured.Unstructured) {
+				assert.Contains(t, fmt.Sprint(find(objs, "apps/Deployment ksm/kube-state-metrics").Object), "--metric-labels-allowlist=pods=[app]")
+			},
+		},
 	}
 }
 

@@ -144,7 +144,7 @@ func crdDocs(ch *chart.Chart) [][]byte {
 	return out
 }
 
-// clusterScoped are the cluster-scoped kinds of the three charts.
+// clusterScoped are the cluster-scoped kinds of the charts.
 var clusterScoped = map[string]bool{
 	"ClusterRole": true, "ClusterRoleBinding": true, "IngressClass": true, "Namespace": true,
 	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true, "CustomResourceDefinition": true,
@@ -190,6 +190,20 @@ func realChartCases() []realChartCase {
 			assert.Contains(t, containerEnv(t, c, "Deployment", "apps", "podinfo"), "PODINFO_UI_MESSAGE=revision two")
 		},
 	}, {
+		name:    testcharts.NodeExporter,
+		values:  map[string]any{},
+		upgrade: func(v map[string]any) { v["extraArgs"] = []any{"--collector.processes"} },
+		changed: func(t *testing.T, c *memory.Cluster) {
+			assert.Contains(t, containerArgs(t, c, "DaemonSet", "apps", "prometheus-node-exporter"), "--collector.processes")
+		},
+	}, {
+		name:    testcharts.KubeStateMetrics,
+		values:  map[string]any{},
+		upgrade: func(v map[string]any) { v["extraArgs"] = []any{"--metric-labels-allowlist=pods=[app]"} },
+		changed: func(t *testing.T, c *memory.Cluster) {
+			assert.Contains(t, containerArgs(t, c, "Deployment", "apps", "kube-state-metrics"), "--metric-labels-allowlist=pods=[app]")
+		},
+	}, {
 		name:    testcharts.IngressNginx,
 		values:  map[string]any{},
 		upgrade: func(v map[string]any) { v["controller"] = map[string]any{"electionID": "fleet-leader"} },
@@ -217,6 +231,11 @@ func realChartCases() []realChartCase {
 // garbage-collected, the objects on every member compared with Helm's own
 // rendering at each step.
 func TestRealChartsPerClusterOnMemory(t *testing.T) {
+	var names []testcharts.Name
+	for _, tc := range realChartCases() {
+		names = append(names, tc.name)
+	}
+	require.Equal(t, testcharts.All, names, "a case for every vendored chart")
 	for _, tc := range realChartCases() {
 		t.Run(string(tc.name), func(t *testing.T) {
 			ctx := context.Background()

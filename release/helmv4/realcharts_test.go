@@ -155,8 +155,10 @@ func engineDiffs(t *testing.T, rel *release.Release) []string {
 func TestRealChartsBothEngines(t *testing.T) {
 	ssa := `apply method: v3 "", v4 "ssa"`
 	want := map[testcharts.Name][]string{
-		testcharts.Podinfo:      {"manifest: differs: Deployment/monitoring/podinfo", ssa},
-		testcharts.IngressNginx: {ssa},
+		testcharts.Podinfo:          {"manifest: differs: Deployment/monitoring/podinfo", ssa},
+		testcharts.NodeExporter:     {ssa},
+		testcharts.KubeStateMetrics: {ssa},
+		testcharts.IngressNginx:     {ssa},
 		testcharts.KubePrometheusStack: {
 			"manifest: order: v4 moves [ValidatingWebhookConfiguration//kube-prometheus-stack-admission Alertmanager/monitoring/kube-prometheus-stack-alertmanager]",
 			ssa},

@@ -37,7 +37,7 @@ func chartReconciler(t *testing.T, edit func(*chart.Chart)) *reconcile.Reconcile
 	return r
 }
 
-// The three community charts install as written on a cluster with the
+// The community charts install as written on a cluster with the
 // default settings, and their releases become Ready: Helm's wait and
 // kstatus judge every object they create ready (LoadBalancer Services
 // included), and kube-prometheus-stack's custom resources are accepted
