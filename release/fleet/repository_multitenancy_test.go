@@ -160,6 +160,10 @@ func multiTenancyFleet(t *testing.T, root, tenant fs.FS) (*fleet.Fleet, map[stri
 				"GitRepository/apps/dev-team":                  {FS: tenant, Revision: "dev-team@sha1:0b99b5c"},
 			}},
 		ReconcilerConfig: &reconcile.Config{PollInterval: time.Millisecond},
+		// The controller flags clusters/<env>/flux-system/kustomization.yaml
+		// sets: --no-cross-namespace-refs=true, --default-service-account=default.
+		KustomizeConfig:       &kustomize.ReconcilerConfig{NoCrossNamespaceRefs: true, DefaultServiceAccount: "default"},
+		DefaultServiceAccount: "default",
 		Events: func(e fleet.Event) {
 			mu.Lock()
 			events = append(events, e)
@@ -259,7 +263,8 @@ func TestRepositoryFluxMultiTenancy(t *testing.T) {
 
 			// The tenant acts as its own service account, in its own
 			// namespace only; the platform's Kustomizations as
-			// flux-system's kustomize-controller.
+			// flux-system's kustomize-controller (the bootstrap one,
+			// which names none, as the default service account).
 			assert.Equal(t, "dev-team", kp.Kustomization.Spec.ServiceAccountName, m)
 			assert.Equal(t, "dev-team", p.Release.Spec.ServiceAccountName, m)
 			var tenantCalls []string
@@ -267,7 +272,7 @@ func TestRepositoryFluxMultiTenancy(t *testing.T) {
 				if strings.HasPrefix(im.User, "system:serviceaccount:apps:") {
 					tenantCalls = append(tenantCalls, im.User+" "+im.Call+" "+im.Namespace)
 				} else {
-					assert.Equal(t, "system:serviceaccount:flux-system:kustomize-controller", im.User, m)
+					assert.Contains(t, []string{"system:serviceaccount:flux-system:kustomize-controller", "system:serviceaccount:flux-system:default"}, im.User, m)
 				}
 			}
 			assert.Equal(t, []string{"system:serviceaccount:apps:dev-team HelmConfig apps"}, tenantCalls, m)
@@ -306,6 +311,22 @@ func TestRepositoryFluxMultiTenancy(t *testing.T) {
 			assert.False(t, st.IsConditionTrue(release.ConditionReady), "%s\n%s", m, rep.Table())
 			_, err := cs[m].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "flux-system", Name: "escape"})
 			assert.ErrorIs(t, err, release.ErrNotFound, "%s: the tenant's object outside apps is not written with the fleet's own credentials", m)
+		}
+	})
+	t.Run("a tenant reading the platform's source", func(t *testing.T) {
+		root := edited(t, root, "tenants/base/dev-team/sync.yaml", "    kind: GitRepository\n    name: dev-team\n", "    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n")
+		f, _, _ := multiTenancyFleet(t, root, tenant)
+		plan, err := f.Plan(ctx, in)
+		require.NoError(t, err)
+		for _, m := range members {
+			kp, ok := plan.Kustomization(key(m, "apps", "dev-team"))
+			require.True(t, ok, m)
+			var denied *release.AccessDeniedError
+			require.ErrorAs(t, kp.Err, &denied, "%s\n%s", m, plan.Table())
+			assert.Contains(t, kp.Err.Error(), "spec.sourceRef", m)
+			assert.Contains(t, kp.Err.Error(), "flux-system", m)
+			_, ok = plan.Item(fleet.Key{Cluster: m, Namespace: "apps", Name: "podinfo"})
+			assert.False(t, ok, "%s: nothing of the platform's tree runs as the tenant", m)
 		}
 	})
 }
