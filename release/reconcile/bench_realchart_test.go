@@ -2,15 +2,10 @@ package reconcile_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/releaseutil"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/helmfleet/helmfleet/internal/fixture"
 	"github.com/helmfleet/helmfleet/internal/testcharts"
@@ -40,9 +35,9 @@ func BenchmarkPlanRealChart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var plan, helm opCost
+	var plan, helm fixture.OpCost
 	b.Run("plan", func(b *testing.B) {
-		plan = measureOps(b, func() func() {
+		plan = fixture.MeasureOps(b, func() func() {
 			c := memory.New("m1", memory.WithPollInterval(time.Millisecond))
 			return func() {
 				p := rec.Plan(ctx, c, rel)
@@ -56,9 +51,9 @@ func BenchmarkPlanRealChart(b *testing.B) {
 		})
 	})
 	b.Run("helm-dry-run", func(b *testing.B) {
-		helm = measureOps(b, func() func() {
+		helm = fixture.MeasureOps(b, func() func() {
 			c := memory.New("m1", memory.WithPollInterval(time.Millisecond))
-			applyCRDs(ctx, b, c, ch)
+			fixture.StoreCRDs(ctx, b, c, ch)
 			cfg, err := c.HelmConfig(ctx, release.HelmScope{StorageNamespace: rel.Namespace, Namespace: rel.Namespace})
 			if err != nil {
 				b.Fatal(err)
@@ -78,53 +73,7 @@ func BenchmarkPlanRealChart(b *testing.B) {
 			}
 		})
 	})
-	if helm.ns > 0 && helm.bytes > 0 {
-		b.Logf("plan/helm-dry-run: %.2fx time, %.2fx bytes (goal <= 1.2x each)", plan.ns/helm.ns, plan.bytes/helm.bytes)
+	if helm.NS > 0 && helm.Bytes > 0 {
+		b.Logf("plan/helm-dry-run: %.2fx time, %.2fx bytes (goal <= 1.2x each)", plan.NS/helm.NS, plan.Bytes/helm.Bytes)
 	}
-}
-
-// applyCRDs stores the CRDs of ch and its subcharts on c, as Helm's
-// install does before it renders (its dry run skips that step, and then
-// cannot map the chart's custom resources).
-func applyCRDs(ctx context.Context, b *testing.B, c *memory.Cluster, ch *chart.Chart) {
-	b.Helper()
-	for _, crd := range ch.CRDObjects() {
-		for _, doc := range releaseutil.SplitManifests(string(crd.File.Data)) {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				b.Fatal(err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			if _, err := c.Apply(ctx, obj, release.ApplyOptions{FieldManager: "helm", Force: true}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-}
-
-// opCost is the time and bytes allocated per operation.
-type opCost struct{ ns, bytes float64 }
-
-// measureOps runs b.N operations, each made by setup with the timer
-// stopped, and returns their cost per operation (the B/op the benchmark
-// reports too, counted here so the caller can compare two).
-func measureOps(b *testing.B, setup func() func()) opCost {
-	b.ReportAllocs()
-	var ms runtime.MemStats
-	var bytes uint64
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		op := setup()
-		runtime.ReadMemStats(&ms)
-		before := ms.TotalAlloc
-		b.StartTimer()
-		op()
-		b.StopTimer()
-		runtime.ReadMemStats(&ms)
-		bytes += ms.TotalAlloc - before
-		b.StartTimer()
-	}
-	return opCost{ns: float64(b.Elapsed().Nanoseconds()) / float64(b.N), bytes: float64(bytes) / float64(b.N)}
 }

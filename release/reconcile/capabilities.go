@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"sort"
@@ -98,9 +99,24 @@ func chartCRDs(c *chart.Chart) [][]byte {
 	return out
 }
 
+// crdHead is the part of a CustomResourceDefinition a plan reads.
+type crdHead struct {
+	Spec struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind string `json:"kind"`
+		} `json:"names"`
+		Scope    apiextensionsv1.ResourceScope `json:"scope"`
+		Versions []struct {
+			Name   string `json:"name"`
+			Served bool   `json:"served"`
+		} `json:"versions"`
+	} `json:"spec"`
+}
+
 // decodeCRD decodes one YAML document as a CRD; ok is false when it is
 // some other kind.
-func decodeCRD(doc []byte) (*apiextensionsv1.CustomResourceDefinition, bool, error) {
+func decodeCRD(doc []byte) (*crdHead, bool, error) {
 	var head struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -108,14 +124,24 @@ func decodeCRD(doc []byte) (*apiextensionsv1.CustomResourceDefinition, bool, err
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if err := yaml.Unmarshal(doc, &head); err != nil {
+	// The YAML is converted to JSON once: a chart's CRDs are large
+	// (kube-prometheus-stack's are megabytes of schema), and the
+	// conversion, not the decoding, is most of their cost.
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
 		return nil, false, nil //nolint:nilerr // not a CRD document; Helm reports bad YAML itself
+	}
+	if err := json.Unmarshal(js, &head); err != nil {
+		return nil, false, nil //nolint:nilerr // not an object; Helm reports it itself
 	}
 	if head.Kind != "CustomResourceDefinition" || head.APIVersion != "apiextensions.k8s.io/v1" {
 		return nil, false, nil
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(doc, crd); err != nil {
+	// Only what a plan reads is decoded (group, kind, scope, versions):
+	// the schemas, most of a CRD's bytes, are left to the cluster that
+	// stores the CRD, which validates them as an API server does.
+	crd := &crdHead{}
+	if err := json.Unmarshal(js, crd); err != nil {
 		return nil, false, fmt.Errorf("CustomResourceDefinition %s: %w", head.Metadata.Name, err)
 	}
 	return crd, true, nil
