@@ -161,8 +161,10 @@ func multiTenancyFleet(t *testing.T, root, tenant fs.FS) (*fleet.Fleet, map[stri
 			}},
 		ReconcilerConfig: &reconcile.Config{PollInterval: time.Millisecond},
 		// The controller flags clusters/<env>/flux-system/kustomization.yaml
-		// sets: --no-cross-namespace-refs=true, --default-service-account=default.
+		// sets, for kustomize-controller and helm-controller:
+		// --no-cross-namespace-refs=true, --default-service-account=default.
 		KustomizeConfig:       &kustomize.ReconcilerConfig{NoCrossNamespaceRefs: true, DefaultServiceAccount: "default"},
+		NoCrossNamespaceRefs:  true,
 		DefaultServiceAccount: "default",
 		Events: func(e fleet.Event) {
 			mu.Lock()
@@ -311,6 +313,21 @@ func TestRepositoryFluxMultiTenancy(t *testing.T) {
 			assert.False(t, st.IsConditionTrue(release.ConditionReady), "%s\n%s", m, rep.Table())
 			_, err := cs[m].Get(ctx, release.ObjectRef{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: "flux-system", Name: "escape"})
 			assert.ErrorIs(t, err, release.ErrNotFound, "%s: the tenant's object outside apps is not written with the fleet's own credentials", m)
+		}
+	})
+	t.Run("a tenant's release naming the platform's chart source", func(t *testing.T) {
+		other := edited(t, tenant, "base/podinfo-release.yaml", "        name: podinfo\n", "        name: podinfo\n        namespace: flux-system\n")
+		f, _, _ := multiTenancyFleet(t, root, other)
+		plan, err := f.Plan(ctx, in)
+		require.NoError(t, err)
+		for _, m := range members {
+			it, ok := plan.Item(fleet.Key{Cluster: m, Namespace: "apps", Name: "podinfo"})
+			require.True(t, ok, "%s\n%s", m, plan.Table())
+			var denied *release.AccessDeniedError
+			require.ErrorAs(t, it.Err, &denied, "%s\n%s", m, plan.Table())
+			assert.Equal(t, "spec.chart.spec.sourceRef.namespace", denied.Field, m)
+			assert.Equal(t, "flux-system", denied.Namespace, m)
+			assert.Equal(t, reconcile.ActionNone, it.Action, "%s: nothing is installed from another namespace's source", m)
 		}
 	})
 	t.Run("a tenant reading the platform's source", func(t *testing.T) {
