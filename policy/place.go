@@ -105,6 +105,20 @@ func newRun(e *Engine, clusters []Cluster) *run {
 	return &run{e: e, clusters: clusters, feasible: map[groupKey][]*Cluster{}, spread: map[groupKey]spreadResult{}, divided: map[divideKey][]Target{}}
 }
 
+// cloneTargets copies t into the run's arena, as slices.Clone would; the
+// copy's capacity is its length, so appending to it copies it.
+func (r *run) cloneTargets(t []Target) []Target {
+	if len(t) == 0 {
+		return slices.Clone(t)
+	}
+	if cap(r.arena)-len(r.arena) < len(t) {
+		r.arena = make([]Target, 0, max(1024, len(t)))
+	}
+	n := len(r.arena)
+	r.arena = append(r.arena, t...)
+	return r.arena[n:len(r.arena):len(r.arena)]
+}
+
 func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev evaluator) (*Placement, error) {
 	sorted, err := sortClusters(clusters)
 	if err != nil {
@@ -113,8 +127,8 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs))}
 	r := newRun(e, sorted)
 	sc := &scratch{pos: make([]int32, len(e.props))}
-	matched := map[*propPolicy]bool{}
-	won := map[*propPolicy]bool{}
+	matched := make([]bool, len(e.props)) // by propPolicy.idx
+	won := make([]bool, len(e.props))
 	for i, obj := range objs {
 		if obj == nil {
 			return nil, fmt.Errorf("policy: Place: object %d is nil", i)
@@ -127,9 +141,11 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
-			w := r.workloads // what earlier objects constrain is not a cache
+			// What earlier objects constrain is not a cache, nor the
+			// memory the Targets are copied to.
+			w, a := r.workloads, r.arena
 			r = newRun(e, sorted)
-			r.workloads = w
+			r.workloads, r.arena = w, a
 		}
 		e.placeOne(r, ev, sc, op, matched, won)
 	}
@@ -167,7 +183,7 @@ func sortClusters(clusters []Cluster) ([]Cluster, error) {
 	return sorted, nil
 }
 
-func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement, matched, won map[*propPolicy]bool) {
+func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement, matched, won []bool) {
 	obj := op.obj
 	path, replicas, hasReplicas := replicaField(obj, op.Object.Kind)
 	if hasReplicas {
@@ -186,13 +202,13 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 		return
 	}
 	for _, c := range cands {
-		matched[c.p] = true
+		matched[c.p.idx] = true
 	}
-	pp, sel, _ := e.selectFrom(cands)
+	pp, sel, _ := e.selectFrom(cands, sc)
 	if pp == nil {
 		return
 	}
-	won[pp] = true
+	won[pp.idx] = true
 	op.Selection = sel
 	op.policy = pp
 	if hrPath, hrReplicas, ok, err := helmReleaseReplicas(pp, obj, op.Object); err != nil {
@@ -209,7 +225,7 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 		return
 	}
 	op.AffinityGroup = group
-	op.Targets = slices.Clone(targets)
+	op.Targets = r.cloneTargets(targets)
 	op.scheduled = targets
 }
 
