@@ -86,18 +86,25 @@ func podDependencies(spec map[string]any) []depRef {
 			out = append(out, depRef{kind: kind, name: name, via: via})
 		}
 	}
+	// addIn names the field only when there is a name: the concatenation
+	// costs an allocation.
+	addIn := func(kind, name, field, via string) {
+		if name != "" {
+			out = append(out, depRef{kind: kind, name: name, via: field + via})
+		}
+	}
 	for _, s := range list(spec, "imagePullSecrets") {
 		add("Secret", str(s, "name"), "imagePullSecrets")
 	}
 	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
 		for _, c := range list(spec, field) {
 			for _, ef := range list(c, "envFrom") {
-				add("Secret", str(ef, "secretRef", "name"), field+".envFrom.secretRef")
-				add("ConfigMap", str(ef, "configMapRef", "name"), field+".envFrom.configMapRef")
+				addIn("Secret", str(ef, "secretRef", "name"), field, ".envFrom.secretRef")
+				addIn("ConfigMap", str(ef, "configMapRef", "name"), field, ".envFrom.configMapRef")
 			}
 			for _, env := range list(c, "env") {
-				add("Secret", str(env, "valueFrom", "secretKeyRef", "name"), field+".env.valueFrom.secretKeyRef")
-				add("ConfigMap", str(env, "valueFrom", "configMapKeyRef", "name"), field+".env.valueFrom.configMapKeyRef")
+				addIn("Secret", str(env, "valueFrom", "secretKeyRef", "name"), field, ".env.valueFrom.secretKeyRef")
+				addIn("ConfigMap", str(env, "valueFrom", "configMapKeyRef", "name"), field, ".env.valueFrom.configMapKeyRef")
 			}
 		}
 	}
@@ -112,7 +119,7 @@ func podDependencies(spec map[string]any) []depRef {
 		add("Secret", str(v, "csi", "nodePublishSecretRef", "name"), "volumes.csi.nodePublishSecretRef")
 		add("Secret", str(v, "azureFile", "secretName"), "volumes.azureFile.secretName")
 		for _, plugin := range []string{"cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi", "storageos"} {
-			add("Secret", str(v, plugin, "secretRef", "name"), "volumes."+plugin+".secretRef")
+			addIn("Secret", str(v, plugin, "secretRef", "name"), "volumes."+plugin, ".secretRef")
 		}
 	}
 	if sa := str(spec, "serviceAccountName"); sa != "default" {

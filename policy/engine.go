@@ -330,3 +330,12 @@ func newOvPolicy(ref Ref, spec *OverrideSpec) *ovPolicy {
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return slices.Sorted(maps.Keys(m))
 }
+
+// appendSortedKeys appends m's keys to buf, sorted.
+func appendSortedKeys[M ~map[string]V, V any](buf []string, m M) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
+}

@@ -124,7 +124,8 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 	if err != nil {
 		return nil, err
 	}
-	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs))}
+	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs)), Objects: make([]*ObjectPlacement, 0, len(objs))}
+	ops := make([]ObjectPlacement, len(objs))
 	r := newRun(e, sorted)
 	sc := &scratch{pos: make([]int32, len(e.props))}
 	matched := make([]bool, len(e.props)) // by propPolicy.idx
@@ -137,7 +138,8 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		if p.byKey[key] != nil {
 			return nil, fmt.Errorf("policy: Place: %s is given twice", key)
 		}
-		op := &ObjectPlacement{Object: key, obj: obj}
+		op := &ops[i]
+		op.Object, op.obj = key, obj
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
@@ -150,6 +152,9 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		e.placeOne(r, ev, sc, op, matched, won)
 	}
 	slices.SortFunc(p.Objects, func(a, b *ObjectPlacement) int { return compareKeys(a.Object, b.Object) })
+	for i, op := range p.Objects {
+		op.pos = i
+	}
 	p.Warnings = append(p.Warnings, e.follow(p)...)
 	p.Warnings = append(p.Warnings, resolveConflicts(p)...)
 	p.Warnings = append(p.Warnings, e.warnings(p, matched, won)...)
@@ -357,7 +362,9 @@ func newFollower(p *Placement) *follower {
 		}
 	}
 	var warnings []Warning
-	missing := map[string]bool{}
+	type missingKey struct{ from, dep ObjectKey }
+	missing := map[missingKey]bool{}
+	var keyBuf []string
 	edges := func(op *ObjectPlacement) []dependent {
 		o, k, ns := op.obj, op.Object, op.Object.Namespace
 		var deps []depRef
@@ -367,7 +374,8 @@ func newFollower(p *Placement) *follower {
 			if k.Kind == "StatefulSet" {
 				deps = withoutClaimTemplates(deps, o)
 			}
-			for _, lk := range sortedKeys(podLabels) {
+			keyBuf = appendSortedKeys(keyBuf[:0], podLabels)
+			for _, lk := range keyBuf {
 				v, _ := podLabels[lk].(string)
 				for _, svc := range services[selectorKey{ns, lk, v}] {
 					if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
@@ -377,7 +385,8 @@ func newFollower(p *Placement) *follower {
 			}
 			words := podTexts(spec)
 			named := namedInPodTexts(words, ns)
-			for _, name := range sortedKeys(named) {
+			keyBuf = appendSortedKeys(keyBuf[:0], named)
+			for _, name := range keyBuf {
 				for _, kind := range []string{"ConfigMap", "Secret"} {
 					if dep := core[nsKind{ns, kind, name}]; dep != nil {
 						out = append(out, dependent{dep, "container flag naming it"})
@@ -437,7 +446,9 @@ func newFollower(p *Placement) *follower {
 				continue
 			}
 			dk := ObjectKey{APIVersion: "v1", Kind: d.kind, Namespace: ns, Name: d.name}
-			id := k.String() + "|" + dk.String()
+			from := k
+			from.APIVersion = "" // reported once per kind, namespace and name
+			id := missingKey{from, dk}
 			if !missing[id] {
 				missing[id] = true
 				warnings = append(warnings, Warning{Code: WarnDependencyMissing, Policy: refOf(op), Object: k, Path: d.via,
@@ -452,10 +463,12 @@ func newFollower(p *Placement) *follower {
 		op.pos = i
 	}
 	reach := make([][]uint64, len(p.Objects))
+	block := make([]uint64, words*len(p.Objects)) // backs reach
 	clustersOf := func(op *ObjectPlacement) []uint64 {
 		s := reach[op.pos]
 		if s == nil {
-			s = make([]uint64, words)
+			s = block[op.pos*words : (op.pos+1)*words : (op.pos+1)*words]
+			clear(s) // retarget may have left bits
 			// Targets and clusters are both sorted by name: walk them together.
 			i := 0
 			for _, t := range op.Targets {
@@ -574,7 +587,10 @@ func compareFollows(a, b Follow) int {
 // when Karmada aggregates a dependency's bindings. It warns about
 // annotation values Karmada would ignore.
 func resolveConflicts(p *Placement) []Warning {
-	memo := make(map[*ObjectPlacement]*Conflict, len(p.Objects))
+	for i, op := range p.Objects {
+		op.pos = i
+	}
+	memo := make([]conflictMemo, len(p.Objects)) // by ObjectPlacement.pos
 	var warnings []Warning
 	for _, op := range p.Objects {
 		c := policyConflict(p, op, memo)
@@ -598,12 +614,14 @@ func resolveConflicts(p *Placement) []Warning {
 
 // policyConflict is the conflict resolution the policies give op, before
 // its annotation.
-func policyConflict(p *Placement, op *ObjectPlacement, memo map[*ObjectPlacement]*Conflict) Conflict {
-	if c, ok := memo[op]; ok {
-		return *c
+func policyConflict(p *Placement, op *ObjectPlacement, memo []conflictMemo) Conflict {
+	m := &memo[op.pos]
+	if m.done {
+		return m.c
 	}
-	c := &Conflict{Resolution: ConflictAbort, Source: ConflictFromDefault}
-	memo[op] = c // a follow cycle reads the default
+	m.done = true
+	c := &m.c
+	*c = Conflict{Resolution: ConflictAbort, Source: ConflictFromDefault} // a follow cycle reads the default
 	switch {
 	case op.policy != nil:
 		c.Policy = op.policy.ref
@@ -624,6 +642,12 @@ func policyConflict(p *Placement, op *ObjectPlacement, memo map[*ObjectPlacement
 		}
 	}
 	return *c
+}
+
+// conflictMemo is policyConflict's result for one object, once done.
+type conflictMemo struct {
+	c    Conflict
+	done bool
 }
 
 func refOf(op *ObjectPlacement) Ref {

@@ -92,12 +92,20 @@ func (e *Engine) selectFrom(cands []scored, sc *scratch) (*propPolicy, *Selectio
 		}
 	}
 	win := cands[w]
-	sel := &Selection{Policy: win.p.ref, Level: win.level, Priority: win.p.priority, Matches: len(cands)}
 	var runnerUp *scored
+	var sel *Selection
 	if r >= 0 {
 		runnerUp = &cands[r]
-		sel.RunnerUp = &Candidate{Policy: runnerUp.p.ref, Level: runnerUp.level, Priority: runnerUp.p.priority}
+		both := &struct { // one allocation for the two
+			s Selection
+			c Candidate
+		}{c: Candidate{Policy: runnerUp.p.ref, Level: runnerUp.level, Priority: runnerUp.p.priority}}
+		sel = &both.s
+		sel.RunnerUp = &both.c
+	} else {
+		sel = &Selection{}
 	}
+	sel.Policy, sel.Level, sel.Priority, sel.Matches = win.p.ref, win.level, win.p.priority, len(cands)
 	if sc == nil {
 		sel.Reason = reason(win, runnerUp)
 		return win.p, sel, nil
@@ -152,6 +160,7 @@ func (e *Engine) matchPropagation(obj *unstructured.Unstructured) ([]scored, err
 // the levels of a policy's several selectors costs O(1).
 type scratch struct {
 	pos     []int32
+	buf     []scored // matchProp's result, valid until its next call
 	reasons map[reasonKey]string
 }
 
@@ -161,6 +170,9 @@ type reasonKey struct{ win, runnerUp scored }
 
 func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *scratch) ([]scored, error) {
 	var out []scored
+	if sc != nil {
+		out = sc.buf[:0]
+	}
 	put := func(p *propPolicy, lv MatchLevel) {
 		if sc != nil {
 			if j := sc.pos[p.idx]; j > 0 {
@@ -198,6 +210,7 @@ func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *sc
 		for _, c := range out {
 			sc.pos[c.p.idx] = 0
 		}
+		sc.buf = out
 	}
 	return out, nil
 }
