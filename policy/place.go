@@ -464,10 +464,27 @@ func newFollower(p *Placement) *follower {
 	}
 	reach := make([][]uint64, len(p.Objects))
 	block := make([]uint64, words*len(p.Objects)) // backs reach
+	type sharedKey struct {
+		first *Target // &op.scheduled[0]
+		n     int
+	}
+	scheduledBits := map[sharedKey][]uint64{}
 	clustersOf := func(op *ObjectPlacement) []uint64 {
 		s := reach[op.pos]
 		if s == nil {
 			s = block[op.pos*words : (op.pos+1)*words : (op.pos+1)*words]
+			reach[op.pos] = s
+			// Objects scheduled alike share op.scheduled: their sets are
+			// computed once, while their Targets are still what was
+			// scheduled.
+			var shared sharedKey
+			if n := len(op.scheduled); n > 0 && n == len(op.Targets) && sameClusters(op.Targets, op.scheduled) {
+				shared = sharedKey{&op.scheduled[0], n}
+				if b, ok := scheduledBits[shared]; ok {
+					copy(s, b)
+					return s
+				}
+			}
 			clear(s) // retarget may have left bits
 			// Targets and clusters are both sorted by name: walk them together.
 			i := 0
@@ -477,10 +494,14 @@ func newFollower(p *Placement) *follower {
 				}
 				s[i/64] |= 1 << (i % 64)
 			}
-			reach[op.pos] = s
+			if shared.first != nil {
+				scheduledBits[shared] = slices.Clone(s)
+			}
 		}
 		return s
 	}
+	edgesOf := make([][]dependent, len(p.Objects))
+	edgesDone := make([]bool, len(p.Objects))
 	follows := make([][]Follow, len(p.Objects))
 	var touched []int // positions of follows in use
 	propagate := func(leaders []*ObjectPlacement) {
@@ -489,7 +510,10 @@ func newFollower(p *Placement) *follower {
 			leader := queue[0]
 			queue = queue[1:]
 			from := clustersOf(leader)
-			for _, d := range edges(leader) {
+			if !edgesDone[leader.pos] { // an object reached again has the same edges
+				edgesOf[leader.pos], edgesDone[leader.pos] = edges(leader), true
+			}
+			for _, d := range edgesOf[leader.pos] {
 				dep := d.op
 				if dep == leader {
 					continue
@@ -562,6 +586,16 @@ func newFollower(p *Placement) *follower {
 		touched = touched[:0]
 	}
 	return &follower{propagate: propagate, retarget: func(op *ObjectPlacement) { reach[op.pos] = nil }, warnings: &warnings}
+}
+
+// sameClusters reports whether a and b name the same clusters in order.
+func sameClusters(a, b []Target) bool {
+	for i := range a {
+		if a[i].Cluster != b[i].Cluster {
+			return false
+		}
+	}
+	return true
 }
 
 // Follow is one reason an object follows another: the leader's placement
