@@ -564,24 +564,35 @@ func newFollower(p *Placement) *follower {
 			}
 			set := reach[pos]
 			own := len(op.Targets)
-			j := 0 // walks op.Targets[:own], sorted like p.clusters
+			// The clusters in set that op.Targets lacks; op.Targets and
+			// p.clusters are both sorted by name.
+			added, j := 0, 0
 			for i := range p.clusters {
 				if j < own && op.Targets[j].Cluster == p.clusters[i].Name {
 					j++
-					continue
+				} else if set[i/64]&(1<<(i%64)) != 0 {
+					added++
 				}
-				if set[i/64]&(1<<(i%64)) == 0 {
-					continue
-				}
-				t := Target{Cluster: p.clusters[i].Name}
-				if op.Replicas != nil {
-					t.Replicas = *op.Replicas
-				}
-				op.Targets = append(op.Targets, t)
 			}
-			if len(op.Targets) != own {
-				slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+			if added == 0 {
+				continue
 			}
+			merged := make([]Target, 0, own+added)
+			j = 0
+			for i := range p.clusters {
+				switch {
+				case j < own && op.Targets[j].Cluster == p.clusters[i].Name:
+					merged = append(merged, op.Targets[j])
+					j++
+				case set[i/64]&(1<<(i%64)) != 0:
+					t := Target{Cluster: p.clusters[i].Name}
+					if op.Replicas != nil {
+						t.Replicas = *op.Replicas
+					}
+					merged = append(merged, t)
+				}
+			}
+			op.Targets = merged
 		}
 		touched = touched[:0]
 	}
