@@ -36,7 +36,8 @@ type ObjectPlacement struct {
 	AffinityGroup string
 	// Replicas is the object's own replica count; nil for objects without one.
 	Replicas *int64
-	// Targets are the clusters the object goes to, sorted by name.
+	// Targets are the clusters the object goes to, sorted by name. Objects
+	// placed alike share its memory: copy it before changing an element.
 	Targets []Target
 	// Follows lists the workloads (or Services, Ingresses) this object
 	// follows as their dependency, sorted.
@@ -105,20 +106,6 @@ func newRun(e *Engine, clusters []Cluster) *run {
 	return &run{e: e, clusters: clusters, feasible: map[groupKey][]*Cluster{}, spread: map[groupKey]spreadResult{}, divided: map[divideKey][]Target{}}
 }
 
-// cloneTargets copies t into the run's arena, as slices.Clone would; the
-// copy's capacity is its length, so appending to it copies it.
-func (r *run) cloneTargets(t []Target) []Target {
-	if len(t) == 0 {
-		return slices.Clone(t)
-	}
-	if cap(r.arena)-len(r.arena) < len(t) {
-		r.arena = make([]Target, 0, max(1024, len(t)))
-	}
-	n := len(r.arena)
-	r.arena = append(r.arena, t...)
-	return r.arena[n:len(r.arena):len(r.arena)]
-}
-
 func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev evaluator) (*Placement, error) {
 	sorted, err := sortClusters(clusters)
 	if err != nil {
@@ -143,11 +130,9 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
-			// What earlier objects constrain is not a cache, nor the
-			// memory the Targets are copied to.
-			w, a := r.workloads, r.arena
+			w := r.workloads // what earlier objects constrain is not a cache
 			r = newRun(e, sorted)
-			r.workloads, r.arena = w, a
+			r.workloads = w
 		}
 		e.placeOne(r, ev, sc, op, matched, won)
 	}
@@ -230,7 +215,9 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 		return
 	}
 	op.AffinityGroup = group
-	op.Targets = r.cloneTargets(targets)
+	// Objects scheduled alike share the memo's slice; its capacity is its
+	// length, so follow's merge never writes into it.
+	op.Targets = targets[:len(targets):len(targets)]
 	op.scheduled = targets
 }
 

@@ -48,8 +48,6 @@ type run struct {
 	// workloads are, by workload affinity group, where each object of
 	// the group placed so far went.
 	workloads map[workloadGroup][]map[string]bool
-	// arena backs the objects' Targets (cloneTargets).
-	arena []Target
 }
 
 type groupKey struct {
