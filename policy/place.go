@@ -63,6 +63,8 @@ type ObjectPlacement struct {
 	replicaPath []string
 	overrides   []ovMatch
 	policy      *propPolicy
+	// conflictAnnotation is the object's conflict-resolution annotation.
+	conflictAnnotation string
 }
 
 // Cluster returns the object's target on the named cluster.
@@ -127,6 +129,8 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		}
 		op := &ops[i]
 		op.Object, op.obj = key, obj
+		// Read now, while the object's metadata is in the cache.
+		op.conflictAnnotation, _ = nested(obj.Object, "metadata", "annotations")[AnnotationConflictResolution].(string)
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
@@ -626,7 +630,7 @@ func resolveConflicts(p *Placement) []Warning {
 	var warnings []Warning
 	for _, op := range p.Objects {
 		c := policyConflict(p, op, memo)
-		v, _ := nested(op.obj.Object, "metadata", "annotations")[AnnotationConflictResolution].(string)
+		v := op.conflictAnnotation
 		switch v {
 		case AnnotationOverwrite:
 			c.Resolution, c.Source = ConflictOverwrite, ConflictFromAnnotation
