@@ -50,7 +50,14 @@ type ObjectKey struct {
 
 // KeyOf returns the key of an object.
 func KeyOf(obj *unstructured.Unstructured) ObjectKey {
-	return ObjectKey{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	// As GetAPIVersion, GetKind, GetNamespace and GetName read them (a
+	// field that is not a string reads as ""), without their path walk.
+	av, _ := obj.Object["apiVersion"].(string)
+	kind, _ := obj.Object["kind"].(string)
+	md, _ := obj.Object["metadata"].(map[string]any)
+	ns, _ := md["namespace"].(string)
+	name, _ := md["name"].(string)
+	return ObjectKey{APIVersion: av, Kind: kind, Namespace: ns, Name: name}
 }
 
 // String renders "Kind namespace/name" (or "Kind name").

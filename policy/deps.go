@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"iter"
 	"slices"
 	"strings"
 	"unicode"
@@ -61,6 +62,18 @@ func str(m map[string]any, path ...string) string {
 	return s
 }
 
+// items yields what list returns, without collecting it.
+func items(m map[string]any, key string) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		raw, _ := m[key].([]any) // a nil map reads as nil
+		for _, e := range raw {
+			if em, ok := e.(map[string]any); ok && !yield(em) {
+				return
+			}
+		}
+	}
+}
+
 func list(m map[string]any, key string) []map[string]any {
 	if m == nil {
 		return nil
@@ -86,33 +99,40 @@ func podDependencies(spec map[string]any) []depRef {
 			out = append(out, depRef{kind: kind, name: name, via: via})
 		}
 	}
-	for _, s := range list(spec, "imagePullSecrets") {
+	// addIn names the field only when there is a name: the concatenation
+	// costs an allocation.
+	addIn := func(kind, name, field, via string) {
+		if name != "" {
+			out = append(out, depRef{kind: kind, name: name, via: field + via})
+		}
+	}
+	for s := range items(spec, "imagePullSecrets") {
 		add("Secret", str(s, "name"), "imagePullSecrets")
 	}
 	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
-		for _, c := range list(spec, field) {
-			for _, ef := range list(c, "envFrom") {
-				add("Secret", str(ef, "secretRef", "name"), field+".envFrom.secretRef")
-				add("ConfigMap", str(ef, "configMapRef", "name"), field+".envFrom.configMapRef")
+		for c := range items(spec, field) {
+			for ef := range items(c, "envFrom") {
+				addIn("Secret", str(ef, "secretRef", "name"), field, ".envFrom.secretRef")
+				addIn("ConfigMap", str(ef, "configMapRef", "name"), field, ".envFrom.configMapRef")
 			}
-			for _, env := range list(c, "env") {
-				add("Secret", str(env, "valueFrom", "secretKeyRef", "name"), field+".env.valueFrom.secretKeyRef")
-				add("ConfigMap", str(env, "valueFrom", "configMapKeyRef", "name"), field+".env.valueFrom.configMapKeyRef")
+			for env := range items(c, "env") {
+				addIn("Secret", str(env, "valueFrom", "secretKeyRef", "name"), field, ".env.valueFrom.secretKeyRef")
+				addIn("ConfigMap", str(env, "valueFrom", "configMapKeyRef", "name"), field, ".env.valueFrom.configMapKeyRef")
 			}
 		}
 	}
-	for _, v := range list(spec, "volumes") {
+	for v := range items(spec, "volumes") {
 		add("Secret", str(v, "secret", "secretName"), "volumes.secret")
 		add("ConfigMap", str(v, "configMap", "name"), "volumes.configMap")
 		add("PersistentVolumeClaim", str(v, "persistentVolumeClaim", "claimName"), "volumes.persistentVolumeClaim")
-		for _, src := range list(nested(v, "projected"), "sources") {
+		for src := range items(nested(v, "projected"), "sources") {
 			add("Secret", str(src, "secret", "name"), "volumes.projected.secret")
 			add("ConfigMap", str(src, "configMap", "name"), "volumes.projected.configMap")
 		}
 		add("Secret", str(v, "csi", "nodePublishSecretRef", "name"), "volumes.csi.nodePublishSecretRef")
 		add("Secret", str(v, "azureFile", "secretName"), "volumes.azureFile.secretName")
 		for _, plugin := range []string{"cephfs", "cinder", "flexVolume", "rbd", "scaleIO", "iscsi", "storageos"} {
-			add("Secret", str(v, plugin, "secretRef", "name"), "volumes."+plugin+".secretRef")
+			addIn("Secret", str(v, plugin, "secretRef", "name"), "volumes."+plugin, ".secretRef")
 		}
 	}
 	if sa := str(spec, "serviceAccountName"); sa != "default" {
@@ -146,7 +166,7 @@ func withoutClaimTemplates(deps []depRef, sts *unstructured.Unstructured) []depR
 // ingressTLSSecrets lists an Ingress's spec.tls[].secretName.
 func ingressTLSSecrets(obj *unstructured.Unstructured) []depRef {
 	var out []depRef
-	for _, t := range list(nested(obj.Object, "spec"), "tls") {
+	for t := range items(nested(obj.Object, "spec"), "tls") {
 		if n := str(t, "secretName"); n != "" {
 			out = append(out, depRef{kind: "Secret", name: n, via: "spec.tls.secretName"})
 		}
@@ -175,8 +195,8 @@ func ingressBackends(obj *unstructured.Unstructured) []string {
 	}
 	backend(nested(spec, "defaultBackend"))
 	backend(nested(spec, "backend"))
-	for _, rule := range list(spec, "rules") {
-		for _, p := range list(nested(rule, "http"), "paths") {
+	for rule := range items(spec, "rules") {
+		for p := range items(nested(rule, "http"), "paths") {
 			backend(nested(p, "backend"))
 		}
 	}
@@ -210,7 +230,7 @@ type nsName struct{ namespace, name string }
 // without a namespace is in the binding's namespace).
 func boundServiceAccounts(obj *unstructured.Unstructured, namespace string) []nsName {
 	var out []nsName
-	for _, s := range list(obj.Object, "subjects") {
+	for s := range items(obj.Object, "subjects") {
 		if str(s, "kind") != "ServiceAccount" || str(s, "name") == "" {
 			continue
 		}
@@ -249,7 +269,7 @@ func calledServices(obj *unstructured.Unstructured, kind string) []nsName {
 	}
 	switch kind {
 	case "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration":
-		for _, w := range list(obj.Object, "webhooks") {
+		for w := range items(obj.Object, "webhooks") {
 			add(nested(w, "clientConfig", "service"))
 		}
 	case "APIService":
@@ -272,12 +292,12 @@ func isRBACKind(k ObjectKey, kinds ...string) bool {
 func podTexts(spec map[string]any) []string {
 	var out []string
 	for _, field := range []string{"containers", "initContainers"} {
-		for _, c := range list(spec, field) {
+		for c := range items(spec, field) {
 			var words []any
 			a, _ := c["args"].([]any)
 			cmd, _ := c["command"].([]any)
 			words = append(append(words, cmd...), a...)
-			for _, env := range list(c, "env") {
+			for env := range items(c, "env") {
 				if v, ok := env["value"].(string); ok {
 					words = append(words, v)
 				}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"maps"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // Set is the policies an Engine evaluates.
@@ -81,11 +84,18 @@ type entry struct {
 	sel    *compiledSelector
 }
 
+// labelKey is a label pair a label selector requires, in a namespace.
+type labelKey struct{ namespace, key, value string }
+
 // kindIndex holds the selectors of one apiVersion/kind: by name when they
-// name an object, else by namespace ("" = any namespace).
+// name an object; by a label pair they require when their label selector
+// requires one (key=value, or key in (value)); else by namespace ("" = any
+// namespace).
 type kindIndex struct {
-	byName map[nameKey][]entry
-	byNS   map[string][]entry
+	byName  map[nameKey][]entry
+	byLabel map[labelKey][]entry
+	keys    []string // the label keys of byLabel, sorted, distinct
+	byNS    map[string][]entry
 }
 
 func (k *kindIndex) add(e entry) {
@@ -94,18 +104,62 @@ func (k *kindIndex) add(e entry) {
 		k.byName[nk] = append(k.byName[nk], e)
 		return
 	}
+	if key, value, ok := requiredPair(e.sel.labels); ok {
+		lk := labelKey{e.sel.namespace, key, value}
+		k.byLabel[lk] = append(k.byLabel[lk], e)
+		if i, found := slices.BinarySearch(k.keys, key); !found {
+			k.keys = slices.Insert(k.keys, i, key)
+		}
+		return
+	}
 	k.byNS[e.sel.namespace] = append(k.byNS[e.sel.namespace], e)
 }
 
+// requiredPair returns a label pair every object the selector selects
+// carries: its first requirement that is key=value, key==value or key in
+// (value).
+func requiredPair(s labels.Selector) (key, value string, ok bool) {
+	if s == nil {
+		return "", "", false
+	}
+	reqs, selectable := s.Requirements()
+	if !selectable {
+		return "", "", false
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if vs := r.Values(); vs.Len() == 1 {
+				return r.Key(), vs.UnsortedList()[0], true
+			}
+		}
+	}
+	return "", "", false
+}
+
 // candidates calls fn for every selector that could select an object with
-// this namespace and name; fn computes the actual level.
-func (k *kindIndex) candidates(namespace, name string, fn func(entry)) {
+// this namespace, name and labels; fn computes the actual level.
+func (k *kindIndex) candidates(namespace, name string, lbls rawLabels, fn func(entry)) {
 	for _, e := range k.byName[nameKey{namespace, name}] {
 		fn(e)
 	}
 	if namespace != "" {
 		for _, e := range k.byName[nameKey{"", name}] {
 			fn(e)
+		}
+	}
+	for _, key := range k.keys {
+		v, ok := lbls.Lookup(key)
+		if !ok {
+			continue
+		}
+		for _, e := range k.byLabel[labelKey{namespace, key, v}] {
+			fn(e)
+		}
+		if namespace != "" {
+			for _, e := range k.byLabel[labelKey{"", key, v}] {
+				fn(e)
+			}
 		}
 	}
 	for _, e := range k.byNS[namespace] {
@@ -124,7 +178,7 @@ func indexSelectors(idx map[typeKey]*kindIndex, policy int, sels []compiledSelec
 		tk := typeKey{s.apiVersion, s.kind}
 		k := idx[tk]
 		if k == nil {
-			k = &kindIndex{byName: map[nameKey][]entry{}, byNS: map[string][]entry{}}
+			k = &kindIndex{byName: map[nameKey][]entry{}, byLabel: map[labelKey][]entry{}, byNS: map[string][]entry{}}
 			idx[tk] = k
 		}
 		k.add(entry{policy: policy, sel: s})
@@ -275,4 +329,13 @@ func newOvPolicy(ref Ref, spec *OverrideSpec) *ovPolicy {
 
 func sortedKeys[M ~map[string]V, V any](m M) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// appendSortedKeys appends m's keys to buf, sorted.
+func appendSortedKeys[M ~map[string]V, V any](buf []string, m M) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }

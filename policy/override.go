@@ -73,7 +73,7 @@ func (e *Engine) matchOverrides(obj *unstructured.Unstructured) ([]ovMatch, erro
 	}
 	if k := e.ovIndex[typeKey{obj.GetAPIVersion(), obj.GetKind()}]; k != nil {
 		av, kind, name := obj.GetAPIVersion(), obj.GetKind(), obj.GetName()
-		k.candidates(ns, name, func(en entry) {
+		k.candidates(ns, name, lbls, func(en entry) {
 			if lv := en.sel.level(av, kind, ns, name, lbls); lv != MatchNone {
 				put(e.overrides[en.policy], lv)
 			}

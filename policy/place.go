@@ -36,7 +36,8 @@ type ObjectPlacement struct {
 	AffinityGroup string
 	// Replicas is the object's own replica count; nil for objects without one.
 	Replicas *int64
-	// Targets are the clusters the object goes to, sorted by name.
+	// Targets are the clusters the object goes to, sorted by name. Objects
+	// placed alike share its memory: copy it before changing an element.
 	Targets []Target
 	// Follows lists the workloads (or Services, Ingresses) this object
 	// follows as their dependency, sorted.
@@ -62,6 +63,8 @@ type ObjectPlacement struct {
 	replicaPath []string
 	overrides   []ovMatch
 	policy      *propPolicy
+	// conflictAnnotation is the object's conflict-resolution annotation.
+	conflictAnnotation string
 }
 
 // Cluster returns the object's target on the named cluster.
@@ -110,11 +113,12 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 	if err != nil {
 		return nil, err
 	}
-	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs))}
+	p := &Placement{clusters: sorted, byKey: make(map[ObjectKey]*ObjectPlacement, len(objs)), Objects: make([]*ObjectPlacement, 0, len(objs))}
+	ops := make([]ObjectPlacement, len(objs))
 	r := newRun(e, sorted)
 	sc := &scratch{pos: make([]int32, len(e.props))}
-	matched := map[*propPolicy]bool{}
-	won := map[*propPolicy]bool{}
+	matched := make([]bool, len(e.props)) // by propPolicy.idx
+	won := make([]bool, len(e.props))
 	for i, obj := range objs {
 		if obj == nil {
 			return nil, fmt.Errorf("policy: Place: object %d is nil", i)
@@ -123,7 +127,10 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		if p.byKey[key] != nil {
 			return nil, fmt.Errorf("policy: Place: %s is given twice", key)
 		}
-		op := &ObjectPlacement{Object: key, obj: obj}
+		op := &ops[i]
+		op.Object, op.obj = key, obj
+		// Read now, while the object's metadata is in the cache.
+		op.conflictAnnotation, _ = nested(obj.Object, "metadata", "annotations")[AnnotationConflictResolution].(string)
 		p.byKey[key] = op
 		p.Objects = append(p.Objects, op)
 		if !ev.cache {
@@ -134,6 +141,9 @@ func (e *Engine) place(objs []*unstructured.Unstructured, clusters []Cluster, ev
 		e.placeOne(r, ev, sc, op, matched, won)
 	}
 	slices.SortFunc(p.Objects, func(a, b *ObjectPlacement) int { return compareKeys(a.Object, b.Object) })
+	for i, op := range p.Objects {
+		op.pos = i
+	}
 	p.Warnings = append(p.Warnings, e.follow(p)...)
 	p.Warnings = append(p.Warnings, resolveConflicts(p)...)
 	p.Warnings = append(p.Warnings, e.warnings(p, matched, won)...)
@@ -167,7 +177,7 @@ func sortClusters(clusters []Cluster) ([]Cluster, error) {
 	return sorted, nil
 }
 
-func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement, matched, won map[*propPolicy]bool) {
+func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement, matched, won []bool) {
 	obj := op.obj
 	path, replicas, hasReplicas := replicaField(obj, op.Object.Kind)
 	if hasReplicas {
@@ -186,13 +196,13 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 		return
 	}
 	for _, c := range cands {
-		matched[c.p] = true
+		matched[c.p.idx] = true
 	}
-	pp, sel, _ := e.selectFrom(cands)
+	pp, sel, _ := e.selectFrom(cands, sc)
 	if pp == nil {
 		return
 	}
-	won[pp] = true
+	won[pp.idx] = true
 	op.Selection = sel
 	op.policy = pp
 	if hrPath, hrReplicas, ok, err := helmReleaseReplicas(pp, obj, op.Object); err != nil {
@@ -209,7 +219,9 @@ func (e *Engine) placeOne(r *run, ev evaluator, sc *scratch, op *ObjectPlacement
 		return
 	}
 	op.AffinityGroup = group
-	op.Targets = slices.Clone(targets)
+	// Objects scheduled alike share the memo's slice; its capacity is its
+	// length, so follow's merge never writes into it.
+	op.Targets = targets[:len(targets):len(targets)]
 	op.scheduled = targets
 }
 
@@ -341,7 +353,9 @@ func newFollower(p *Placement) *follower {
 		}
 	}
 	var warnings []Warning
-	missing := map[string]bool{}
+	type missingKey struct{ from, dep ObjectKey }
+	missing := map[missingKey]bool{}
+	var keyBuf []string
 	edges := func(op *ObjectPlacement) []dependent {
 		o, k, ns := op.obj, op.Object, op.Object.Namespace
 		var deps []depRef
@@ -351,7 +365,8 @@ func newFollower(p *Placement) *follower {
 			if k.Kind == "StatefulSet" {
 				deps = withoutClaimTemplates(deps, o)
 			}
-			for _, lk := range sortedKeys(podLabels) {
+			keyBuf = appendSortedKeys(keyBuf[:0], podLabels)
+			for _, lk := range keyBuf {
 				v, _ := podLabels[lk].(string)
 				for _, svc := range services[selectorKey{ns, lk, v}] {
 					if selectorMatches(nested(svc.obj.Object, "spec", "selector"), podLabels) {
@@ -361,7 +376,8 @@ func newFollower(p *Placement) *follower {
 			}
 			words := podTexts(spec)
 			named := namedInPodTexts(words, ns)
-			for _, name := range sortedKeys(named) {
+			keyBuf = appendSortedKeys(keyBuf[:0], named)
+			for _, name := range keyBuf {
 				for _, kind := range []string{"ConfigMap", "Secret"} {
 					if dep := core[nsKind{ns, kind, name}]; dep != nil {
 						out = append(out, dependent{dep, "container flag naming it"})
@@ -421,7 +437,9 @@ func newFollower(p *Placement) *follower {
 				continue
 			}
 			dk := ObjectKey{APIVersion: "v1", Kind: d.kind, Namespace: ns, Name: d.name}
-			id := k.String() + "|" + dk.String()
+			from := k
+			from.APIVersion = "" // reported once per kind, namespace and name
+			id := missingKey{from, dk}
 			if !missing[id] {
 				missing[id] = true
 				warnings = append(warnings, Warning{Code: WarnDependencyMissing, Policy: refOf(op), Object: k, Path: d.via,
@@ -436,10 +454,29 @@ func newFollower(p *Placement) *follower {
 		op.pos = i
 	}
 	reach := make([][]uint64, len(p.Objects))
+	block := make([]uint64, words*len(p.Objects)) // backs reach
+	type sharedKey struct {
+		first *Target // &op.scheduled[0]
+		n     int
+	}
+	scheduledBits := map[sharedKey][]uint64{}
 	clustersOf := func(op *ObjectPlacement) []uint64 {
 		s := reach[op.pos]
 		if s == nil {
-			s = make([]uint64, words)
+			s = block[op.pos*words : (op.pos+1)*words : (op.pos+1)*words]
+			reach[op.pos] = s
+			// Objects scheduled alike share op.scheduled: their sets are
+			// computed once, while their Targets are still what was
+			// scheduled.
+			var shared sharedKey
+			if n := len(op.scheduled); n > 0 && n == len(op.Targets) && sameClusters(op.Targets, op.scheduled) {
+				shared = sharedKey{&op.scheduled[0], n}
+				if b, ok := scheduledBits[shared]; ok {
+					copy(s, b)
+					return s
+				}
+			}
+			clear(s) // retarget may have left bits
 			// Targets and clusters are both sorted by name: walk them together.
 			i := 0
 			for _, t := range op.Targets {
@@ -448,10 +485,14 @@ func newFollower(p *Placement) *follower {
 				}
 				s[i/64] |= 1 << (i % 64)
 			}
-			reach[op.pos] = s
+			if shared.first != nil {
+				scheduledBits[shared] = slices.Clone(s)
+			}
 		}
 		return s
 	}
+	edgesOf := make([][]dependent, len(p.Objects))
+	edgesDone := make([]bool, len(p.Objects))
 	follows := make([][]Follow, len(p.Objects))
 	var touched []int // positions of follows in use
 	propagate := func(leaders []*ObjectPlacement) {
@@ -460,7 +501,10 @@ func newFollower(p *Placement) *follower {
 			leader := queue[0]
 			queue = queue[1:]
 			from := clustersOf(leader)
-			for _, d := range edges(leader) {
+			if !edgesDone[leader.pos] { // an object reached again has the same edges
+				edgesOf[leader.pos], edgesDone[leader.pos] = edges(leader), true
+			}
+			for _, d := range edgesOf[leader.pos] {
 				dep := d.op
 				if dep == leader {
 					continue
@@ -511,28 +555,49 @@ func newFollower(p *Placement) *follower {
 			}
 			set := reach[pos]
 			own := len(op.Targets)
-			j := 0 // walks op.Targets[:own], sorted like p.clusters
+			// The clusters in set that op.Targets lacks; op.Targets and
+			// p.clusters are both sorted by name.
+			added, j := 0, 0
 			for i := range p.clusters {
 				if j < own && op.Targets[j].Cluster == p.clusters[i].Name {
 					j++
-					continue
+				} else if set[i/64]&(1<<(i%64)) != 0 {
+					added++
 				}
-				if set[i/64]&(1<<(i%64)) == 0 {
-					continue
-				}
-				t := Target{Cluster: p.clusters[i].Name}
-				if op.Replicas != nil {
-					t.Replicas = *op.Replicas
-				}
-				op.Targets = append(op.Targets, t)
 			}
-			if len(op.Targets) != own {
-				slices.SortFunc(op.Targets, func(a, b Target) int { return strings.Compare(a.Cluster, b.Cluster) })
+			if added == 0 {
+				continue
 			}
+			merged := make([]Target, 0, own+added)
+			j = 0
+			for i := range p.clusters {
+				switch {
+				case j < own && op.Targets[j].Cluster == p.clusters[i].Name:
+					merged = append(merged, op.Targets[j])
+					j++
+				case set[i/64]&(1<<(i%64)) != 0:
+					t := Target{Cluster: p.clusters[i].Name}
+					if op.Replicas != nil {
+						t.Replicas = *op.Replicas
+					}
+					merged = append(merged, t)
+				}
+			}
+			op.Targets = merged
 		}
 		touched = touched[:0]
 	}
 	return &follower{propagate: propagate, retarget: func(op *ObjectPlacement) { reach[op.pos] = nil }, warnings: &warnings}
+}
+
+// sameClusters reports whether a and b name the same clusters in order.
+func sameClusters(a, b []Target) bool {
+	for i := range a {
+		if a[i].Cluster != b[i].Cluster {
+			return false
+		}
+	}
+	return true
 }
 
 // Follow is one reason an object follows another: the leader's placement
@@ -558,11 +623,14 @@ func compareFollows(a, b Follow) int {
 // when Karmada aggregates a dependency's bindings. It warns about
 // annotation values Karmada would ignore.
 func resolveConflicts(p *Placement) []Warning {
-	memo := make(map[*ObjectPlacement]*Conflict, len(p.Objects))
+	for i, op := range p.Objects {
+		op.pos = i
+	}
+	memo := make([]conflictMemo, len(p.Objects)) // by ObjectPlacement.pos
 	var warnings []Warning
 	for _, op := range p.Objects {
 		c := policyConflict(p, op, memo)
-		v, _ := nested(op.obj.Object, "metadata", "annotations")[AnnotationConflictResolution].(string)
+		v := op.conflictAnnotation
 		switch v {
 		case AnnotationOverwrite:
 			c.Resolution, c.Source = ConflictOverwrite, ConflictFromAnnotation
@@ -582,12 +650,14 @@ func resolveConflicts(p *Placement) []Warning {
 
 // policyConflict is the conflict resolution the policies give op, before
 // its annotation.
-func policyConflict(p *Placement, op *ObjectPlacement, memo map[*ObjectPlacement]*Conflict) Conflict {
-	if c, ok := memo[op]; ok {
-		return *c
+func policyConflict(p *Placement, op *ObjectPlacement, memo []conflictMemo) Conflict {
+	m := &memo[op.pos]
+	if m.done {
+		return m.c
 	}
-	c := &Conflict{Resolution: ConflictAbort, Source: ConflictFromDefault}
-	memo[op] = c // a follow cycle reads the default
+	m.done = true
+	c := &m.c
+	*c = Conflict{Resolution: ConflictAbort, Source: ConflictFromDefault} // a follow cycle reads the default
 	switch {
 	case op.policy != nil:
 		c.Policy = op.policy.ref
@@ -608,6 +678,12 @@ func policyConflict(p *Placement, op *ObjectPlacement, memo map[*ObjectPlacement
 		}
 	}
 	return *c
+}
+
+// conflictMemo is policyConflict's result for one object, once done.
+type conflictMemo struct {
+	c    Conflict
+	done bool
 }
 
 func refOf(op *ObjectPlacement) Ref {

@@ -73,11 +73,12 @@ func (e *Engine) selectPolicy(obj *unstructured.Unstructured) (*propPolicy, *Sel
 	if err != nil {
 		return nil, nil, err
 	}
-	return e.selectFrom(cands)
+	return e.selectFrom(cands, nil)
 }
 
-// selectFrom finds the winner and the runner-up in one pass.
-func (e *Engine) selectFrom(cands []scored) (*propPolicy, *Selection, error) {
+// selectFrom finds the winner and the runner-up in one pass; sc, when not
+// nil, keeps the reasons already written.
+func (e *Engine) selectFrom(cands []scored, sc *scratch) (*propPolicy, *Selection, error) {
 	if len(cands) == 0 {
 		return nil, nil, nil
 	}
@@ -91,13 +92,37 @@ func (e *Engine) selectFrom(cands []scored) (*propPolicy, *Selection, error) {
 		}
 	}
 	win := cands[w]
-	sel := &Selection{Policy: win.p.ref, Level: win.level, Priority: win.p.priority, Matches: len(cands)}
 	var runnerUp *scored
+	var sel *Selection
 	if r >= 0 {
 		runnerUp = &cands[r]
-		sel.RunnerUp = &Candidate{Policy: runnerUp.p.ref, Level: runnerUp.level, Priority: runnerUp.p.priority}
+		both := &struct { // one allocation for the two
+			s Selection
+			c Candidate
+		}{c: Candidate{Policy: runnerUp.p.ref, Level: runnerUp.level, Priority: runnerUp.p.priority}}
+		sel = &both.s
+		sel.RunnerUp = &both.c
+	} else {
+		sel = &Selection{}
 	}
-	sel.Reason = reason(win, runnerUp)
+	sel.Policy, sel.Level, sel.Priority, sel.Matches = win.p.ref, win.level, win.p.priority, len(cands)
+	if sc == nil {
+		sel.Reason = reason(win, runnerUp)
+		return win.p, sel, nil
+	}
+	rk := reasonKey{win: win}
+	if runnerUp != nil {
+		rk.runnerUp = *runnerUp
+	}
+	s, ok := sc.reasons[rk]
+	if !ok {
+		s = reason(win, runnerUp)
+		if sc.reasons == nil {
+			sc.reasons = map[reasonKey]string{}
+		}
+		sc.reasons[rk] = s
+	}
+	sel.Reason = s
 	return win.p, sel, nil
 }
 
@@ -134,11 +159,20 @@ func (e *Engine) matchPropagation(obj *unstructured.Unstructured) ([]scored, err
 // pos[i] is 1 + the position of policy i in the current result, so merging
 // the levels of a policy's several selectors costs O(1).
 type scratch struct {
-	pos []int32
+	pos     []int32
+	buf     []scored // matchProp's result, valid until its next call
+	reasons map[reasonKey]string
 }
+
+// reasonKey is what reason depends on: the winner and the runner-up (zero
+// when none).
+type reasonKey struct{ win, runnerUp scored }
 
 func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *scratch) ([]scored, error) {
 	var out []scored
+	if sc != nil {
+		out = sc.buf[:0]
+	}
 	put := func(p *propPolicy, lv MatchLevel) {
 		if sc != nil {
 			if j := sc.pos[p.idx]; j > 0 {
@@ -166,7 +200,7 @@ func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *sc
 		put(bound, MatchBinding)
 	}
 	if k := e.propIndex[typeKey{key.APIVersion, key.Kind}]; k != nil {
-		k.candidates(key.Namespace, key.Name, func(en entry) {
+		k.candidates(key.Namespace, key.Name, lbls, func(en entry) {
 			if lv := en.sel.level(key.APIVersion, key.Kind, key.Namespace, key.Name, lbls); lv != MatchNone {
 				put(e.props[en.policy], lv)
 			}
@@ -176,6 +210,7 @@ func (e *Engine) matchProp(obj *unstructured.Unstructured, key ObjectKey, sc *sc
 		for _, c := range out {
 			sc.pos[c.p.idx] = 0
 		}
+		sc.buf = out
 	}
 	return out, nil
 }

@@ -55,14 +55,14 @@ func sortWarnings(ws []Warning) {
 
 // warnings reports unused policies and override paths absent from a
 // selected object kind.
-func (e *Engine) warnings(p *Placement, matched, won map[*propPolicy]bool) []Warning {
+func (e *Engine) warnings(p *Placement, matched, won []bool) []Warning {
 	var out []Warning
 	for _, pp := range e.props {
 		switch {
-		case !matched[pp]:
+		case !matched[pp.idx]:
 			out = append(out, Warning{Code: WarnPolicyMatchesNothing, Policy: pp.ref, Path: "spec.resourceSelectors",
 				Message: fmt.Sprintf("%s selects none of the %d objects", pp.ref, len(p.Objects))})
-		case !won[pp]:
+		case !won[pp.idx]:
 			out = append(out, Warning{Code: WarnPolicyNeverWins, Policy: pp.ref, Path: "spec.resourceSelectors",
 				Message: fmt.Sprintf("%s matches objects but another policy wins each of them", pp.ref)})
 		}
