@@ -92,6 +92,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		return p
 	}
 	ru.d, p.Values = d, d.values
+	p.Warnings = append(p.Warnings, d.chart.FieldWarnings...)
 	p.Warnings = append(p.Warnings, d.chart.Warnings...)
 	mask := newSecretMask(d.values)
 	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified
