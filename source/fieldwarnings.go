@@ -107,7 +107,11 @@ func ociRepositoryWarnings(r *OCIRepository, every time.Duration) []string {
 func helmRepositoryWarnings(r *HelmRepository, every time.Duration) []string {
 	w := &warner{object: fieldcheck.ObjectName(KindHelmRepository, r.Namespace, r.Name)}
 	s := &r.Spec
-	w.common(s.SecretRef, s.CertSecretRef, s.Provider, s.Interval.Duration, every, s.Suspend)
+	provider := s.Provider
+	if s.Type != RepositoryTypeOCI {
+		provider = "" // Flux reads it for type oci only
+	}
+	w.common(s.SecretRef, s.CertSecretRef, provider, s.Interval.Duration, every, s.Suspend)
 	if s.PassCredentials {
 		w.add("spec.passCredentials", "true", "is not read: credentials are the resolver's *http.Client's, which alone decides what reaches the host of a chart URL")
 	}

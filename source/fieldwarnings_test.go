@@ -1,6 +1,7 @@
 package source_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestFieldWarnings(t *testing.T) {
 
 	repo := &source.HelmRepository{ObjectMeta: meta("podinfo"), Spec: source.HelmRepositorySpec{
 		URL: "https://stefanprodan.github.io/podinfo", Interval: metav1.Duration{Duration: time.Hour},
-		SecretRef: ref("podinfo-auth"), PassCredentials: true, Provider: "generic",
+		SecretRef: ref("podinfo-auth"), PassCredentials: true, Provider: "aws",
 		AccessFrom: &source.AccessFrom{NamespaceSelectors: []source.NamespaceSelector{{MatchLabels: map[string]string{"team": "a"}}}}}}
 	hc := &source.HelmChart{ObjectMeta: meta("podinfo"), Spec: source.HelmChartSpec{Chart: "podinfo",
 		Interval: metav1.Duration{Duration: 30 * time.Second}, ReconcileStrategy: "Revision", Suspend: true,
@@ -49,7 +50,13 @@ func TestFieldWarnings(t *testing.T) {
 		`HelmRepository flux-system/podinfo: spec.accessFrom (1 namespace selectors) is not read: a release of any namespace may use the repository (release/fleet's NoCrossNamespaceRefs refuses other namespaces instead)`,
 		`HelmRepository flux-system/podinfo: spec.passCredentials (true) is not read: credentials are the resolver's *http.Client's, which alone decides what reaches the host of a chart URL`,
 		`HelmRepository flux-system/podinfo: spec.secretRef (podinfo-auth) is not read: credentials, CA and proxy come from the resolver's options, the same for every source`,
-	}, source.FieldWarnings(source.Ref{HelmRepository: repo, HelmChart: hc}, 5*time.Minute), "an interval longer than the release's and the generic provider are no warning")
+	}, source.FieldWarnings(source.Ref{HelmRepository: repo, HelmChart: hc}, 5*time.Minute), "an interval longer than the release's, and a provider but of type oci, are no warning")
+
+	repo.Spec.Type = source.RepositoryTypeOCI
+	assert.Contains(t, source.FieldWarnings(source.Ref{HelmRepository: repo}, 5*time.Minute),
+		`HelmRepository flux-system/podinfo: spec.provider (aws) is not read: no cloud login; credentials, CA and proxy come from the resolver's options, the same for every source`)
+	repo.Spec.Provider = "generic"
+	assert.NotContains(t, strings.Join(source.FieldWarnings(source.Ref{HelmRepository: repo}, 5*time.Minute), "\n"), "spec.provider", "generic is Flux's default")
 
 	// What Flux's defaults and a plain source set is no warning.
 	plain := &source.HelmChart{ObjectMeta: meta("podinfo"), Spec: source.HelmChartSpec{Chart: "podinfo",

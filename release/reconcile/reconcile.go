@@ -238,7 +238,8 @@ type Result struct {
 	// Release passed in.
 	Status release.Status
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings), which the status's FieldWarnings
+	// (release.FieldWarnings, then those of the chart's source objects:
+	// Chart.FieldWarnings), which the status's FieldWarnings
 	// condition says too, and then what the reconcile did that a user
 	// may not expect: a remediation that would uninstall a deployed and
 	// healthy revision (upgrade.remediation.strategy uninstall, honoured
