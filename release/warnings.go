@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -120,7 +121,8 @@ func chartTemplateWarnings(add func(path, value, why string), interval metav1.Du
 // Kustomization reconciler adds them to its Result and Plan warnings.
 // spec.dependsOn[].readyExpr is evaluated by release/fleet, which orders
 // Kustomizations; spec.interval, which every Kustomization sets, is not
-// read either (docs/fields.md says so) and is no warning.
+// read either and is said once per fleet plan
+// (KustomizationIntervalWarning), not here.
 func KustomizationFieldWarnings(k *Kustomization) []string {
 	var w []string
 	add := func(path, value, why string) { w = append(w, fmt.Sprintf("%s: %s: %s", path, value, why)) }
@@ -132,4 +134,35 @@ func KustomizationFieldWarnings(k *Kustomization) []string {
 	}
 	slices.Sort(w)
 	return w
+}
+
+// KustomizationIntervalWarning says, once for all of ks, that their
+// spec.interval is not read: a Kustomization is applied when its caller
+// runs it (release/fleet's Plan and Apply; release/controller requeues a
+// fleet by its HelmReleases' spec.interval only). It names how many
+// Kustomizations (by namespace and name: copies on several members count
+// once) set which intervals, sorted; "" when none sets one. Every
+// Kustomization sets it, so this is said once per fleet plan rather than
+// for each (KustomizationFieldWarnings does not).
+func KustomizationIntervalWarning(ks []*Kustomization) string {
+	seen := map[string]bool{}
+	var ivs []time.Duration
+	for _, k := range ks {
+		id := k.Namespace + "/" + k.Name
+		if iv := k.Spec.Interval.Duration; iv > 0 && !seen[id] {
+			seen[id] = true
+			ivs = append(ivs, iv)
+		}
+	}
+	if len(ivs) == 0 {
+		return ""
+	}
+	slices.Sort(ivs)
+	n := len(ivs)
+	names := make([]string, 0, n)
+	for _, iv := range slices.Compact(ivs) {
+		names = append(names, iv.String())
+	}
+	return fmt.Sprintf("spec.interval of %d Kustomizations (%s): not read: a Kustomization is applied when its fleet is planned and applied (release/controller requeues a fleet by its HelmReleases' spec.interval)",
+		n, strings.Join(names, ", "))
 }

@@ -99,7 +99,10 @@ func TestFleetBootstrapRepositoryManagesItself(t *testing.T) {
 	plan, err := f.Plan(ctx, bootstrapInputs(t))
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors, plan.Table())
-	assert.Empty(t, plan.Warnings, "the produced copy is the placed one")
+	// The produced copy is the placed one: only the intervals, which no
+	// Kustomization's is read, are said, once for the plan.
+	require.Len(t, plan.Warnings, 1, "the produced copy is the placed one")
+	assert.Equal(t, "spec.interval of 2 Kustomizations (10m0s): not read: a Kustomization is applied when its fleet is planned and applied (release/controller requeues a fleet by its HelmReleases' spec.interval)", plan.Warnings[0].Message)
 	var keys []string
 	for _, k := range plan.Kustomizations {
 		keys = append(keys, k.Key().String())
@@ -130,7 +133,8 @@ func TestFleetBootstrapProducedSpecDiffersWarns(t *testing.T) {
 	plan, err := f.Plan(ctx, bootstrapInputs(t))
 	require.NoError(t, err)
 	require.Empty(t, plan.Errors, plan.Table())
-	require.Len(t, plan.Warnings, 1)
+	require.Len(t, plan.Warnings, 2)
+	assert.Contains(t, plan.Warnings[1].Message, "spec.interval of 2 Kustomizations")
 	assert.Contains(t, plan.Warnings[0].Message, "dev-1:Kustomization/flux-system/flux-system produces Kustomization/flux-system/flux-system")
 	assert.Contains(t, plan.Warnings[0].Message, "the placed spec")
 	root, ok := plan.Kustomization(kkey("dev-1", "flux-system"))

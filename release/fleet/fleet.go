@@ -423,6 +423,16 @@ func (f *Fleet) Plan(ctx context.Context, in Inputs) (*Plan, error) {
 		return keyLess(plan.Kustomizations[i].Key(), plan.Kustomizations[j].Key())
 	})
 
+	var applied []*release.Kustomization
+	for _, kp := range plan.Kustomizations {
+		if kp.Action != ActionDelete {
+			applied = append(applied, kp.Kustomization)
+		}
+	}
+	if w := release.KustomizationIntervalWarning(applied); w != "" {
+		plan.Warnings = append(plan.Warnings, policy.Warning{Message: w})
+	}
+
 	plan.graph, plan.gc = f.graphs(plan)
 	plan.deferMissingKinds()
 	if err := plan.graph.Validate(); err != nil {

@@ -65,7 +65,8 @@ type Plan struct {
 	// Err is why the release cannot be planned or would stall.
 	Err error
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings), and then what the reconcile would do that
+	// (release.FieldWarnings, then those of the chart's source objects:
+	// Chart.FieldWarnings), and then what the reconcile would do that
 	// a user may not expect (a remediation that would uninstall a
 	// deployed and healthy revision), as Reconcile would report them in
 	// Result.Warnings.
@@ -92,6 +93,7 @@ func (r *Reconciler) Plan(ctx context.Context, cluster release.Cluster, rel *rel
 		return p
 	}
 	ru.d, p.Values = d, d.values
+	p.Warnings = append(p.Warnings, d.chart.FieldWarnings...)
 	p.Warnings = append(p.Warnings, d.chart.Warnings...)
 	mask := newSecretMask(d.values)
 	p.Chart, p.Version, p.Verified = d.chart.Chart.Metadata.Name, d.chart.Chart.Metadata.Version, d.chart.Verified

@@ -39,6 +39,12 @@ type Chart struct {
 	// opt-in). Reconcile and Plan add them to their Warnings and the
 	// status's SourceWarnings condition.
 	Warnings []string
+	// FieldWarnings name the fields of the chart's source objects that
+	// are set and not acted on as Flux would (source.FieldWarnings).
+	// Reconcile and Plan add them to their Warnings after the Release's
+	// own (release.FieldWarnings), and the status's FieldWarnings
+	// condition says them too.
+	FieldWarnings []string
 }
 
 // ChartGetter returns the chart a Release installs. Resolvers of package
@@ -232,7 +238,8 @@ type Result struct {
 	// Release passed in.
 	Status release.Status
 	// Warnings name the fields set but not acted on as Flux would
-	// (release.FieldWarnings), which the status's FieldWarnings
+	// (release.FieldWarnings, then those of the chart's source objects:
+	// Chart.FieldWarnings), which the status's FieldWarnings
 	// condition says too, and then what the reconcile did that a user
 	// may not expect: a remediation that would uninstall a deployed and
 	// healthy revision (upgrade.remediation.strategy uninstall, honoured
@@ -530,6 +537,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, cluster release.Cluster, rel
 func (ru *run) reconcile() outcome {
 	rel, res := ru.rel, ru.res
 	d, err := ru.r.prepare(ru.ctx, rel)
+	ru.markSourceFieldWarnings(d, err)
 	ru.markSourceVerified(d, err)
 	ru.markSourceWarnings(d, err)
 	if err != nil {

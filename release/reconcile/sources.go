@@ -29,7 +29,8 @@ func Charts(resolver source.Resolver, objs *release.Objects) ChartGetter {
 		if err != nil {
 			return nil, err
 		}
-		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified, Warnings: ch.Warnings}
+		out := &Chart{Chart: ch.Chart, Digest: ch.Digest, Verified: ch.Verified, Warnings: ch.Warnings,
+			FieldWarnings: source.FieldWarnings(ref, rel.Spec.Interval.Duration)}
 		if len(ref.ValuesFiles) > 0 && ch.Chart != nil {
 			c := *ch.Chart
 			c.Values = map[string]any{}
@@ -40,6 +41,20 @@ func Charts(resolver source.Resolver, objs *release.Objects) ChartGetter {
 		}
 		return out, nil
 	})
+}
+
+// markSourceFieldWarnings adds the warnings of the chart's source
+// objects (Chart.FieldWarnings) to the Result's, after the Release's own,
+// and sets the FieldWarnings condition to them all. When the chart was
+// not fetched (err), the condition holds the Release's own.
+func (ru *run) markSourceFieldWarnings(d *desired, err error) {
+	if err != nil || len(d.chart.FieldWarnings) == 0 {
+		return
+	}
+	for _, w := range d.chart.FieldWarnings {
+		ru.warn(w)
+	}
+	ru.markFieldWarnings(ru.res.Warnings)
 }
 
 // sourceRef finds the source objects a Release names.
@@ -93,6 +108,11 @@ func sourceRef(rel *release.Release, objs *release.Objects) (source.Ref, error) 
 					continue
 				}
 				ref := source.Ref{HelmChart: hc}
+				if k := hc.Spec.SourceRef.Kind; k != source.KindHelmRepository {
+					// Flux resolves the kind named; only HelmRepository
+					// sources are served, and one of that name is not it.
+					return ref, fmt.Errorf("release %s: HelmChart %s/%s: spec.sourceRef.kind: %q sources are not served (only HelmRepository)", refOf(rel), hc.Namespace, hc.Name, k)
+				}
 				for _, r := range objs.HelmRepositories {
 					if r.Name == hc.Spec.SourceRef.Name && r.Namespace == hc.Namespace {
 						ref.HelmRepository = r
