@@ -15,11 +15,13 @@ var internedMeta = []string{"labels", "annotations", "managedFields", "ownerRefe
 // fleet of members holding the same objects (up to a few fields) then
 // holds one copy of each part. It relies on the store's rule that a
 // stored object is never written to in place.
-func (s *Schemas) intern(obj map[string]any) {
+// With metaOnly, obj came from internCopy and only its metadata is left
+// to intern.
+func (s *Schemas) intern(obj map[string]any, metaOnly bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range obj {
-		if k == "metadata" {
+		if k == "metadata" || metaOnly {
 			continue
 		}
 		obj[k] = s.internValue(v)
@@ -59,4 +61,59 @@ func (s *Schemas) internValue(v any) any {
 	s.interned[h] = append(s.interned[h], v)
 	s.internedCount++
 	return v
+}
+
+// internCopy returns a copy of obj as normalize makes it, whose fields but
+// metadata are interned: shared with an equal value kept before (without
+// copying it) or copied and kept. With share false it does nothing. ok is
+// false when obj holds what normalize must round-trip through JSON.
+func (s *Schemas) internCopy(obj map[string]any, share bool) (out map[string]any, ok bool) {
+	if !share {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out = make(map[string]any, len(obj))
+	for k, v := range obj {
+		if meta, isMap := v.(map[string]any); isMap && k == "metadata" {
+			m := make(map[string]any, len(meta)+serverMetadata)
+			for mk, me := range meta {
+				if m[mk], ok = jsonCopy(me); !ok {
+					return nil, false
+				}
+			}
+			out[k] = m
+			continue
+		}
+		if kept, found := s.internedEqual(v); found {
+			out[k] = kept
+			continue
+		}
+		c, ok := jsonCopy(v)
+		if !ok {
+			return nil, false
+		}
+		out[k] = s.internValue(c)
+	}
+	return out, true
+}
+
+// internedEqual returns the value kept equal to v, a map or list of JSON types.
+// Callers hold s.mu.
+func (s *Schemas) internedEqual(v any) (any, bool) {
+	switch v.(type) {
+	case map[string]any, []any:
+	default:
+		return nil, false
+	}
+	h, ok := s.shapeHash(v, true)
+	if !ok {
+		return nil, false
+	}
+	for _, kept := range s.interned[h] {
+		if sameShape(kept, v, true) {
+			return kept, true
+		}
+	}
+	return nil, false
 }

@@ -278,7 +278,7 @@ func (s *store) create(obj *unstructured.Unstructured, manager string) (*unstruc
 	if _, ok := s.objects[k]; ok {
 		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName())
 	}
-	return s.write(k, nil, obj, statusPlain, false, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, nil, obj, statusPlain, writeOptions{}, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
@@ -294,7 +294,7 @@ func (s *store) update(obj *unstructured.Unstructured, manager string) (*unstruc
 		return nil, err
 	}
 	k := keyOf(gvk, ns, obj.GetName())
-	return s.write(k, s.objects[k], obj, statusPlain, false, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, s.objects[k], obj, statusPlain, writeOptions{}, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
@@ -349,11 +349,11 @@ func (s *store) apply(obj *unstructured.Unstructured, opts release.ApplyOptions)
 		return out, nil
 	}
 	if live == nil {
-		return s.write(k, nil, obj, mode, opts.DiscardResult, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
+		return s.write(k, nil, obj, mode, writeOptions{discard: opts.DiscardResult, asIs: true}, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
 			return s.createByApply(gvk, in.(*unstructured.Unstructured), manager)
 		})
 	}
-	return s.write(k, live, obj, mode, opts.DiscardResult, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, live, obj, mode, writeOptions{discard: opts.DiscardResult}, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
 		return fm.Apply(l, in, manager, force)
 	})
 }
@@ -457,14 +457,25 @@ func jsonCopy(v any) (any, bool) {
 // write runs op (update or apply through the field manager of mode) and
 // stores the result with the metadata an API server maintains. Callers
 // hold s.mu.
-func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMode, discard bool, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
+// With w.asIs (op stores the object it is given, with new metadata only)
+// the copy of in shares its other fields with equal ones stored before
+// from the start, instead of being copied and interned after op.
+func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMode, w writeOptions, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
 	gvk := in.GroupVersionKind()
 	fm, err := s.fieldManager(gvk, mode)
 	if err != nil {
 		return nil, err
 	}
-	if in, err = normalize(in); err != nil {
-		return nil, err
+	// A Service's spec gets its cluster IP written into it below: it
+	// must be its own.
+	shared := w.asIs && live == nil && gvk.GroupKind() != serviceGK
+	if m, ok := s.schemas.internCopy(in.Object, shared); shared && ok {
+		in = &unstructured.Unstructured{Object: m}
+	} else {
+		shared = false
+		if in, err = normalize(in); err != nil {
+			return nil, err
+		}
 	}
 	in.SetNamespace(k.Namespace)
 	mode.prepareIn(in)
@@ -513,12 +524,12 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMod
 		}
 	}
 	out.SetResourceVersion(strconv.FormatInt(s.serial, 10))
-	s.schemas.intern(out.Object)
+	s.schemas.intern(out.Object, shared)
 	s.objects[k] = out
 	if gvk.GroupKind() == crdGVK.GroupKind() {
 		s.mapper.learnCRD(out, false)
 	}
-	if discard {
+	if w.discard {
 		return nil, nil
 	}
 	return out.DeepCopy(), nil
@@ -536,6 +547,14 @@ func uidOf(cluster string, serial int64) string {
 		}
 	}
 	return string(append(b, n...))
+}
+
+// writeOptions tune one write.
+type writeOptions struct {
+	// discard returns no object (ApplyOptions.DiscardResult).
+	discard bool
+	// asIs says the write's op returns the object it is given.
+	asIs bool
 }
 
 // specChanged reports whether anything but metadata and status changed,
