@@ -1,5 +1,12 @@
 package memory
 
+import (
+	"reflect"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // maxInterned bounds the values a Schemas keeps for interning; the table
 // starts over when it is full.
 const maxInterned = 1 << 14
@@ -15,13 +22,16 @@ var internedMeta = []string{"labels", "annotations", "managedFields", "ownerRefe
 // fleet of members holding the same objects (up to a few fields) then
 // holds one copy of each part. It relies on the store's rule that a
 // stored object is never written to in place.
-// With metaOnly, obj came from internCopy and only its metadata is left
-// to intern.
-func (s *Schemas) intern(obj map[string]any, metaOnly bool) {
+// With done, obj came from internCopy with managedFields from
+// appliedFields: it is interned already.
+func (s *Schemas) intern(obj map[string]any, done bool) {
+	if done {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, v := range obj {
-		if k == "metadata" || metaOnly {
+		if k == "metadata" {
 			continue
 		}
 		obj[k] = s.internValue(v)
@@ -78,24 +88,64 @@ func (s *Schemas) internCopy(obj map[string]any, share bool) (out map[string]any
 		if meta, isMap := v.(map[string]any); isMap && k == "metadata" {
 			m := make(map[string]any, len(meta)+serverMetadata)
 			for mk, me := range meta {
-				if m[mk], ok = jsonCopy(me); !ok {
+				if !slices.Contains(internedMeta, mk) {
+					if m[mk], ok = jsonCopy(me); !ok {
+						return nil, false
+					}
+				} else if m[mk], ok = s.internedCopy(me); !ok {
 					return nil, false
 				}
 			}
 			out[k] = m
 			continue
 		}
-		if kept, found := s.internedEqual(v); found {
-			out[k] = kept
-			continue
-		}
-		c, ok := jsonCopy(v)
-		if !ok {
+		if out[k], ok = s.internedCopy(v); !ok {
 			return nil, false
 		}
-		out[k] = s.internValue(c)
 	}
 	return out, true
+}
+
+// internedCopy returns the value kept equal to v, or a copy of v (as
+// jsonCopy makes it) that is kept from now on. Callers hold s.mu.
+func (s *Schemas) internedCopy(v any) (any, bool) {
+	if kept, found := s.internedEqual(v); found {
+		return kept, true
+	}
+	c, ok := jsonCopy(v)
+	if !ok {
+		return nil, false
+	}
+	return s.internValue(c), true
+}
+
+// appliedKey identifies the managedFields of an object created by apply:
+// one Apply entry of manager, at time, owning fields (a createdFields
+// result, by identity).
+type appliedKey struct {
+	manager, apiVersion, time string
+	fields                    uintptr
+}
+
+// appliedFields returns the managedFields of an object that manager
+// created by apply at time, owning fields (a createdFields result):
+// shared by every object created so, not to be written to.
+func (s *Schemas) appliedFields(manager, apiVersion, time string, fields map[string]any) []any {
+	k := appliedKey{manager: manager, apiVersion: apiVersion, time: time, fields: reflect.ValueOf(fields).Pointer()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mf, ok := s.applied[k]; ok {
+		return mf
+	}
+	if len(s.applied) >= maxInterned {
+		clear(s.applied)
+	}
+	mf := []any{map[string]any{
+		"manager": manager, "operation": string(metav1.ManagedFieldsOperationApply),
+		"apiVersion": apiVersion, "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields,
+	}}
+	s.applied[k] = mf
+	return mf
 }
 
 // internedEqual returns the value kept equal to v, a map or list of JSON types.

@@ -103,17 +103,14 @@ func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unst
 	// Written as plain JSON values into in (normalize's copy): SetManagedFields
 	// would convert by reflection, which costs more than everything else
 	// here. fields is shared with the memo and other stored objects.
-	entry := map[string]any{
-		"manager": manager, "operation": string(metav1.ManagedFieldsOperationApply),
-		"apiVersion": gvk.GroupVersion().String(), "time": s.now().UTC().Truncate(time.Second).Format(time.RFC3339),
-		"fieldsType": "FieldsV1", "fieldsV1": fields,
-	}
+	// The entry is shared by the objects created alike (interned).
+	mf := s.schemas.appliedFields(manager, gvk.GroupVersion().String(), s.now().UTC().Truncate(time.Second).Format(time.RFC3339), fields)
 	meta, ok := in.Object["metadata"].(map[string]any)
 	if !ok {
 		meta = map[string]any{}
 		in.Object["metadata"] = meta
 	}
-	meta["managedFields"] = []any{entry}
+	meta["managedFields"] = mf
 	return in, nil
 }
 
