@@ -96,6 +96,11 @@ type ApplyOptions struct {
 	Force bool
 	// DryRun computes the result without storing it.
 	DryRun bool
+	// DiscardResult says the caller does not read the returned object: a
+	// backend may then return nil instead of the object as stored (and
+	// save copying it), with the same error it would return otherwise.
+	// Backends that ignore it return the object as usual.
+	DiscardResult bool
 	// Subresource is what the apply writes, as on a real API server: ""
 	// is the object itself, and on kinds that have a status subresource
 	// (Deployment, Pod, Namespace, a custom resource whose CRD version

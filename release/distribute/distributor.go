@@ -332,7 +332,7 @@ func (d *Distributor) ensureHubNamespace(ctx context.Context, ns string, asked *
 	}
 	obj.SetGroupVersionKind(namespaceGVK)
 	obj.SetName(ns)
-	if _, err := w.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager}); err != nil {
+	if _, err := w.Apply(ctx, obj, release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager}); err != nil {
 		return fmt.Errorf("%s: namespace %s of the release records: %w", d.hubName(), ns, err)
 	}
 	return nil
@@ -769,7 +769,7 @@ func (d *Distributor) applyAndPrune(ctx context.Context, sp *spread, rel release
 					continue
 				}
 			}
-			if _, err := m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, obj, release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", ref, err))
 				continue
 			}
@@ -990,7 +990,7 @@ func (d *Distributor) ensureNamespaces(ctx context.Context, m release.Cluster, o
 			}
 			obj.SetGroupVersionKind(namespaceGVK)
 			obj.SetName(ns)
-			_, err = m.Apply(ctx, obj, release.ApplyOptions{FieldManager: d.fieldManager})
+			_, err = m.Apply(ctx, obj, release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager})
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))

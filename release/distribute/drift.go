@@ -154,7 +154,7 @@ func (d *Distributor) correctMember(ctx context.Context, i int, part *memberRepo
 		}
 		switch {
 		case c.Action == drift.ActionCreate:
-			if _, err := m.Apply(ctx, c.Create, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, c.Create, release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("create %s: %w", c.Object, err))
 			}
 		case c.Action == drift.ActionPatch && canPatch:
@@ -171,7 +171,7 @@ func (d *Distributor) correctMember(ctx context.Context, i int, part *memberRepo
 				errs = append(errs, fmt.Errorf("patch %s: no desired copy", c.Object))
 				continue
 			}
-			if _, err := m.Apply(ctx, desired, release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+			if _, err := m.Apply(ctx, desired, release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply %s: %w", c.Object, err))
 			}
 		}

@@ -569,7 +569,7 @@ func (k *distClient) createHooks(resources kube.ResourceList) error {
 			return err
 		}
 		for _, o := range placed.objects[i] {
-			if _, err := k.d.members[i].Cluster.Apply(ctx, o, release.ApplyOptions{FieldManager: k.d.fieldManager, Force: true}); err != nil {
+			if _, err := k.d.members[i].Cluster.Apply(ctx, o, release.ApplyOptions{DiscardResult: true, FieldManager: k.d.fieldManager, Force: true}); err != nil {
 				errs = append(errs, fmt.Errorf("apply hook %s: %w", release.RefOf(o), err))
 			}
 		}

@@ -189,7 +189,7 @@ func (d *Distributor) ensureCRDs(ctx context.Context, i int, pre *preRelease) er
 			errs = append(errs, fmt.Errorf("crds: get %s: %w", ref, err))
 			continue
 		}
-		if _, err := m.Apply(ctx, c.obj.DeepCopy(), release.ApplyOptions{FieldManager: d.fieldManager, Force: true}); err != nil {
+		if _, err := m.Apply(ctx, c.obj.DeepCopy(), release.ApplyOptions{DiscardResult: true, FieldManager: d.fieldManager, Force: true}); err != nil {
 			errs = append(errs, fmt.Errorf("crds: apply %s: %w", ref, err))
 			continue
 		}

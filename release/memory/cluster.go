@@ -232,9 +232,12 @@ func (c *Cluster) Get(ctx context.Context, ref release.ObjectRef) (*unstructured
 	if err := c.check(ctx, OpGet, ref); err != nil {
 		return nil, err
 	}
-	obj, err := c.store.get(ref.GroupVersionKind, ref.Namespace, ref.Name)
+	obj, err := c.store.lookup(ref.GroupVersionKind, ref.Namespace, ref.Name)
 	if err != nil {
 		return nil, c.wrap(ref, err)
+	}
+	if obj == nil {
+		return nil, &release.NotFoundError{Cluster: c.name, Object: ref}
 	}
 	return withStatus(obj, c.healthOf(obj)), nil
 }
@@ -257,15 +260,18 @@ func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, namespa
 
 // Apply server-side applies obj with Kubernetes' own field manager, so
 // ownership, conflicts and managedFields are those of a real API server.
+// With opts.DiscardResult it returns nil for the stored object (errors are
+// the same), and saves copying it.
 func (c *Cluster) Apply(ctx context.Context, obj *unstructured.Unstructured, opts release.ApplyOptions) (*unstructured.Unstructured, error) {
-	if err := c.check(ctx, OpApply, release.RefOf(obj)); err != nil {
+	ref := release.RefOf(obj)
+	if err := c.check(ctx, OpApply, ref); err != nil {
 		return nil, err
 	}
 	if opts.FieldManager == "" {
-		return nil, fmt.Errorf("cluster %s: apply %s: field manager is required", c.name, release.RefOf(obj))
+		return nil, fmt.Errorf("cluster %s: apply %s: field manager is required", c.name, ref)
 	}
 	out, err := c.store.apply(obj, opts)
-	return out, c.wrap(release.RefOf(obj), err)
+	return out, c.wrap(ref, err)
 }
 
 // Delete removes one object and what it owns (unless propagation is

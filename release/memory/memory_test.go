@@ -348,3 +348,46 @@ func TestSharedSchemasConcurrentClusters(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestApplyDiscardResult: an apply whose caller discards the result
+// (ApplyOptions.DiscardResult) returns no object but stores exactly what
+// an ordinary apply stores, on create and on update, and still reports
+// conflicts.
+func TestApplyDiscardResult(t *testing.T) {
+	ctx := context.Background()
+	clock := memory.WithClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
+	plain, discard := memory.New("m", clock), memory.New("m", clock)
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cfg", "namespace": "apps", "labels": map[string]any{"team": "a"}},
+		"data":     map[string]any{"color": "blue"},
+	}}
+	changed := cm.DeepCopy()
+	changed.Object["data"] = map[string]any{"color": "red"}
+	for _, obj := range []*unstructured.Unstructured{cm, changed} {
+		want, err := plain.Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice"})
+		require.NoError(t, err)
+		require.NotNil(t, want)
+		got, err := discard.Apply(ctx, obj, release.ApplyOptions{FieldManager: "alice", DiscardResult: true})
+		require.NoError(t, err)
+		assert.Nil(t, got)
+		assert.Equal(t, withoutWriteTimes(plain.Objects()), withoutWriteTimes(discard.Objects()))
+	}
+	_, err := discard.Apply(ctx, cm, release.ApplyOptions{FieldManager: "bob", DiscardResult: true})
+	var conflict *release.ConflictError
+	require.ErrorAs(t, err, &conflict)
+	assert.Equal(t, "alice", conflict.Conflicts[0].Manager)
+}
+
+// withoutWriteTimes drops the time of objs' managedFields entries, which
+// Kubernetes' field manager takes from the wall clock on update.
+func withoutWriteTimes(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	for _, o := range objs {
+		mf, _, _ := unstructured.NestedSlice(o.Object, "metadata", "managedFields")
+		for _, e := range mf {
+			delete(e.(map[string]any), "time")
+		}
+		_ = unstructured.SetNestedSlice(o.Object, mf, "metadata", "managedFields")
+	}
+	return objs
+}

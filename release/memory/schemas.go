@@ -50,7 +50,8 @@ type Schemas struct {
 	kept       int
 	versions   map[string][]string // sorted version sets by versionSet's key; only read once kept
 
-	interned      map[uint64][]any // values stored objects share, by shapeHash(v, true)
+	interned      map[uint64][]any     // values stored objects share, by shapeHash(v, true)
+	applied       map[appliedKey][]any // managedFields of objects created by apply
 	internedCount int
 }
 
@@ -111,6 +112,7 @@ func NewSchemas() *Schemas {
 		shapes:     map[shapeKey][]shapeEntry{},
 		versions:   map[string][]string{},
 		interned:   map[uint64][]any{},
+		applied:    map[appliedKey][]any{},
 	}
 }
 

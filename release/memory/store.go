@@ -103,17 +103,14 @@ func (s *store) createByApply(gvk schema.GroupVersionKind, in *unstructured.Unst
 	// Written as plain JSON values into in (normalize's copy): SetManagedFields
 	// would convert by reflection, which costs more than everything else
 	// here. fields is shared with the memo and other stored objects.
-	entry := map[string]any{
-		"manager": manager, "operation": string(metav1.ManagedFieldsOperationApply),
-		"apiVersion": gvk.GroupVersion().String(), "time": s.now().UTC().Truncate(time.Second).Format(time.RFC3339),
-		"fieldsType": "FieldsV1", "fieldsV1": fields,
-	}
+	// The entry is shared by the objects created alike (interned).
+	mf := s.schemas.appliedFields(manager, gvk.GroupVersion().String(), s.now().UTC().Truncate(time.Second).Format(time.RFC3339), fields)
 	meta, ok := in.Object["metadata"].(map[string]any)
 	if !ok {
 		meta = map[string]any{}
 		in.Object["metadata"] = meta
 	}
-	meta["managedFields"] = []any{entry}
+	meta["managedFields"] = mf
 	return in, nil
 }
 
@@ -167,6 +164,16 @@ func (s *store) scope(gvk schema.GroupVersionKind, namespace string) (string, er
 }
 
 func (s *store) get(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	out, err := s.lookup(gvk, namespace, name)
+	if err == nil && out == nil {
+		return nil, s.notFoundLocked(gvk, name)
+	}
+	return out, err
+}
+
+// lookup returns a copy of one stored object, or nil and no error when it
+// is absent (saving the API error a caller would only turn into its own).
+func (s *store) lookup(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns, err := s.scope(gvk, namespace)
@@ -175,11 +182,18 @@ func (s *store) get(gvk schema.GroupVersionKind, namespace, name string) (*unstr
 	}
 	obj, ok := s.objects[keyOf(gvk, ns, name)]
 	if !ok {
-		return nil, s.notFound(gvk, name)
+		return nil, nil
 	}
 	out := obj.DeepCopy()
 	out.SetAPIVersion(gvk.GroupVersion().String())
 	return out, nil
+}
+
+// notFoundLocked is notFound for callers that do not hold s.mu.
+func (s *store) notFoundLocked(gvk schema.GroupVersionKind, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.notFound(gvk, name)
 }
 
 func (s *store) notFound(gvk schema.GroupVersionKind, name string) error {
@@ -261,7 +275,7 @@ func (s *store) create(obj *unstructured.Unstructured, manager string) (*unstruc
 	if _, ok := s.objects[k]; ok {
 		return nil, apierrors.NewAlreadyExists(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, obj.GetName())
 	}
-	return s.write(k, nil, obj, statusPlain, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, nil, obj, statusPlain, writeOptions{}, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
@@ -277,7 +291,7 @@ func (s *store) update(obj *unstructured.Unstructured, manager string) (*unstruc
 		return nil, err
 	}
 	k := keyOf(gvk, ns, obj.GetName())
-	return s.write(k, s.objects[k], obj, statusPlain, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, s.objects[k], obj, statusPlain, writeOptions{}, func(fm *managedfields.FieldManager, live, in runtime.Object) (runtime.Object, error) {
 		return fm.Update(live, in, manager)
 	})
 }
@@ -332,11 +346,11 @@ func (s *store) apply(obj *unstructured.Unstructured, opts release.ApplyOptions)
 		return out, nil
 	}
 	if live == nil {
-		return s.write(k, nil, obj, mode, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
+		return s.write(k, nil, obj, mode, writeOptions{discard: opts.DiscardResult, asIs: true}, func(_ *managedfields.FieldManager, _, in runtime.Object) (runtime.Object, error) {
 			return s.createByApply(gvk, in.(*unstructured.Unstructured), manager)
 		})
 	}
-	return s.write(k, live, obj, mode, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
+	return s.write(k, live, obj, mode, writeOptions{discard: opts.DiscardResult}, func(fm *managedfields.FieldManager, l, in runtime.Object) (runtime.Object, error) {
 		return fm.Apply(l, in, manager, force)
 	})
 }
@@ -345,8 +359,8 @@ func (s *store) apply(obj *unstructured.Unstructured, opts release.ApplyOptions)
 // string, bool, nil, maps and slices), as decoded from the wire, whatever
 // Go types the caller built it with.
 func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if m, ok := jsonCopy(obj.Object); ok {
-		return &unstructured.Unstructured{Object: m.(map[string]any)}, nil
+	if m, ok := jsonCopyObject(obj.Object); ok {
+		return &unstructured.Unstructured{Object: m}, nil
 	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
@@ -357,6 +371,38 @@ func normalize(obj *unstructured.Unstructured) (*unstructured.Unstructured, erro
 		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return out, nil
+}
+
+// serverMetadata is how many metadata fields a write may add to what the
+// writer sent (namespace, uid, creationTimestamp, generation,
+// resourceVersion, managedFields): the copy's metadata map is made that
+// much larger up front, so that storing them does not grow it.
+const serverMetadata = 6
+
+// jsonCopyObject is jsonCopy of a whole object, whose metadata map gets
+// room for the fields the server adds.
+func jsonCopyObject(obj map[string]any) (map[string]any, bool) {
+	out := make(map[string]any, len(obj))
+	for k, e := range obj {
+		if meta, ok := e.(map[string]any); ok && k == "metadata" {
+			m := make(map[string]any, len(meta)+serverMetadata)
+			for mk, me := range meta {
+				c, ok := jsonCopy(me)
+				if !ok {
+					return nil, false
+				}
+				m[mk] = c
+			}
+			out[k] = m
+			continue
+		}
+		c, ok := jsonCopy(e)
+		if !ok {
+			return nil, false
+		}
+		out[k] = c
+	}
+	return out, true
 }
 
 // jsonCopy deep-copies v, turning Go integer and float kinds into int64
@@ -408,14 +454,25 @@ func jsonCopy(v any) (any, bool) {
 // write runs op (update or apply through the field manager of mode) and
 // stores the result with the metadata an API server maintains. Callers
 // hold s.mu.
-func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMode, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
+// With w.asIs (op stores the object it is given, with new metadata only)
+// the copy of in shares its other fields with equal ones stored before
+// from the start, instead of being copied and interned after op.
+func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMode, w writeOptions, op func(*managedfields.FieldManager, runtime.Object, runtime.Object) (runtime.Object, error)) (*unstructured.Unstructured, error) {
 	gvk := in.GroupVersionKind()
 	fm, err := s.fieldManager(gvk, mode)
 	if err != nil {
 		return nil, err
 	}
-	if in, err = normalize(in); err != nil {
-		return nil, err
+	// A Service's spec gets its cluster IP written into it below: it
+	// must be its own.
+	shared := w.asIs && live == nil && gvk.GroupKind() != serviceGK
+	if m, ok := s.schemas.internCopy(in.Object, shared); shared && ok {
+		in = &unstructured.Unstructured{Object: m}
+	} else {
+		shared = false
+		if in, err = normalize(in); err != nil {
+			return nil, err
+		}
 	}
 	in.SetNamespace(k.Namespace)
 	mode.prepareIn(in)
@@ -446,7 +503,7 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMod
 	}
 	s.serial++
 	if live == nil {
-		out.SetUID(types.UID(fmt.Sprintf("%s-%06d", s.cluster, s.serial)))
+		out.SetUID(types.UID(uidOf(s.cluster, s.serial)))
 		out.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(time.Second)))
 		out.SetGeneration(1)
 	} else {
@@ -464,12 +521,37 @@ func (s *store) write(k key, live, in *unstructured.Unstructured, mode statusMod
 		}
 	}
 	out.SetResourceVersion(strconv.FormatInt(s.serial, 10))
-	s.schemas.intern(out.Object)
+	s.schemas.intern(out.Object, shared)
 	s.objects[k] = out
 	if gvk.GroupKind() == crdGVK.GroupKind() {
 		s.mapper.learnCRD(out, false)
 	}
+	if w.discard {
+		return nil, nil
+	}
 	return out.DeepCopy(), nil
+}
+
+// uidOf returns the uid of the serial-th write of cluster: the cluster's
+// name, a dash and the serial padded to six digits.
+func uidOf(cluster string, serial int64) string {
+	n := strconv.FormatInt(serial, 10)
+	b := make([]byte, 0, len(cluster)+1+max(6, len(n)))
+	b = append(append(b, cluster...), '-')
+	if serial >= 0 {
+		for i := len(n); i < 6; i++ {
+			b = append(b, '0')
+		}
+	}
+	return string(append(b, n...))
+}
+
+// writeOptions tune one write.
+type writeOptions struct {
+	// discard returns no object (ApplyOptions.DiscardResult).
+	discard bool
+	// asIs says the write's op returns the object it is given.
+	asIs bool
 }
 
 // specChanged reports whether anything but metadata and status changed,
