@@ -59,11 +59,10 @@ func requireResolved(t *testing.T, got *Chart, err error, dgst, signer, source, 
 	assert.Contains(t, err.Error(), dgst)
 }
 
-// TestVerifyCosign signs charts in the test and pushes them, with their
-// signatures, to an in-process registry: a chart signed by a trusted key
-// resolves with its signer reported; unsigned, wrongly signed or tampered
-// charts are refused, naming the object, the digest and the reason.
-func TestVerifyCosign(t *testing.T) {
+// countingRegistry is an in-process registry on 127.0.0.1 that counts the
+// requests for cosign signature tags (<digest>.sig).
+func countingRegistry(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
 	var sigRequests atomic.Int64
 	app := registryApp(t, "", "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,7 +72,15 @@ func TestVerifyCosign(t *testing.T) {
 		app.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	return strings.TrimPrefix(srv.URL, "http://"), &sigRequests
+}
+
+// TestVerifyCosign signs charts in the test and pushes them, with their
+// signatures, to an in-process registry: a chart signed by a trusted key
+// resolves with its signer reported; unsigned, wrongly signed or tampered
+// charts are refused, naming the object, the digest and the reason.
+func TestVerifyCosign(t *testing.T) {
+	host, sigRequests := countingRegistry(t)
 	client := newRegistryClient(t)
 	trusted, other, second := ocitest.NewKey(t), ocitest.NewKey(t), ocitest.NewKey(t)
 	repo := ocitest.Repository(t, host, "charts/app", nil)

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -53,7 +54,8 @@ func newFulcio(t *testing.T, name string) *fulcio {
 
 // leaf issues a code-signing certificate for subject (an email or a URI)
 // from OIDC issuer, with Fulcio's issuer extensions, and its key.
-func (f *fulcio) leaf(t *testing.T, subject, issuer string) (*ecdsa.PrivateKey, []byte) {
+// Each edit changes the certificate template before it is issued.
+func (f *fulcio) leaf(t *testing.T, subject, issuer string, edits ...func(*x509.Certificate)) (*ecdsa.PrivateKey, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -67,6 +69,9 @@ func (f *fulcio) leaf(t *testing.T, subject, issuer string) (*ecdsa.PrivateKey, 
 		tmpl.URIs = []*url.URL{u}
 	} else {
 		tmpl.EmailAddresses = []string{subject}
+	}
+	for _, edit := range edits {
+		edit(tmpl)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, f.cert, key.Public(), f.key)
 	require.NoError(t, err)
@@ -130,24 +135,50 @@ type keylessSig struct {
 	// log's own when "".
 	log   *rekor
 	logID string
+	// signer signs instead of key when set; at is the integrated time,
+	// now when zero; tamper changes the payload after it was signed
+	// and logged.
+	signer *ecdsa.PrivateKey
+	at     time.Time
+	tamper func([]byte) []byte
+	// loggedCert, when set, is the certificate the Rekor entry records
+	// instead of cert; otherSig has it record another signature.
+	loggedCert []byte
+	otherSig   bool
 }
 
 // push pushes the signature under the cosign tag of digest in repo.
 func (k keylessSig) push(t *testing.T, repo *remote.Repository, digest string) {
 	t.Helper()
 	h := sha256.Sum256(k.payload)
-	sig, err := ecdsa.SignASN1(rand.Reader, k.key, h[:])
+	signer := k.key
+	if k.signer != nil {
+		signer = k.signer
+	}
+	sig, err := ecdsa.SignASN1(rand.Reader, signer, h[:])
 	require.NoError(t, err)
+	logged, loggedCert := sig, k.cert
+	if k.otherSig {
+		logged, err = ecdsa.SignASN1(rand.Reader, signer, h[:])
+		require.NoError(t, err)
+	}
+	if k.loggedCert != nil {
+		loggedCert = k.loggedCert
+	}
 	body, err := json.Marshal(map[string]any{"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": map[string]any{
 		"data":      map[string]any{"hash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(h[:])}},
-		"signature": map[string]any{"content": base64.StdEncoding.EncodeToString(sig), "publicKey": map[string]any{"content": base64.StdEncoding.EncodeToString(k.cert)}},
+		"signature": map[string]any{"content": base64.StdEncoding.EncodeToString(logged), "publicKey": map[string]any{"content": base64.StdEncoding.EncodeToString(loggedCert)}},
 	}})
 	require.NoError(t, err)
 	logID := k.logID
 	if logID == "" {
 		logID = k.log.logID
 	}
-	entry := rekorEntry{Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: time.Now().Unix(), LogID: logID, LogIndex: 42}
+	at := k.at
+	if at.IsZero() {
+		at = time.Now()
+	}
+	entry := rekorEntry{Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: at.Unix(), LogID: logID, LogIndex: 42}
 	canonical, err := json.Marshal(entry)
 	require.NoError(t, err)
 	eh := sha256.Sum256(canonical)
@@ -155,7 +186,11 @@ func (k keylessSig) push(t *testing.T, repo *remote.Repository, digest string) {
 	require.NoError(t, err)
 	bundle, err := json.Marshal(rekorBundle{SignedEntryTimestamp: set, Payload: entry})
 	require.NoError(t, err)
-	ocitest.PushSignature(t, repo, digest, k.payload, map[string]string{
+	payload := k.payload
+	if k.tamper != nil {
+		payload = k.tamper(payload)
+	}
+	ocitest.PushSignature(t, repo, digest, payload, map[string]string{
 		cosignSignatureAnnotation:   base64.StdEncoding.EncodeToString(sig),
 		cosignCertificateAnnotation: string(k.cert),
 		cosignChainAnnotation:       "",
@@ -170,12 +205,12 @@ func (k keylessSig) push(t *testing.T, repo *remote.Repository, digest string) {
 // log key, a signature of another digest, or no trusted root is refused,
 // naming the object, the digest and the reason.
 func TestVerifyKeyless(t *testing.T) {
-	host := newTestRegistry(t, "", "")
+	host, sigRequests := countingRegistry(t)
 	client := newRegistryClient(t)
 	repo := ocitest.Repository(t, host, "charts/app", nil)
 	ref := host + "/charts/app"
 	digests := map[string]string{}
-	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0"} {
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0", "1.8.0", "1.9.0", "1.10.0", "1.11.0", "1.12.0", "1.13.0"} {
 		digests[v] = push(t, client, host, "app", v, map[string]string{"NOTES.txt": v})
 	}
 	ca, otherCA := newFulcio(t, "fulcio"), newFulcio(t, "elsewhere")
@@ -194,7 +229,22 @@ func TestVerifyKeyless(t *testing.T) {
 	sign("1.3.0", "1.0.0", ca, workflow, actions, log, "")             // signs another digest
 	sign("1.4.0", "1.4.0", otherCA, workflow, actions, log, "")        // certificate from another CA
 	sign("1.5.0", "1.5.0", ca, workflow, actions, otherLog, log.logID) // SET by another key, claiming the trusted log
+	sign("1.11.0", "1.11.0", ca, workflow, actions, otherLog, "")      // SET of a log not trusted
 	// 1.6.0 is not signed.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, cert := ca.leaf(t, workflow, actions)
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.7.0"]), key: key, cert: cert, log: log, signer: other}.push(t, repo, digests["1.7.0"])
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.8.0"]), key: key, cert: cert, log: log, tamper: func(p []byte) []byte {
+		return bytes.Replace(p, []byte(`"optional":null`), []byte(`"optional":{"x":"y"}`), 1)
+	}}.push(t, repo, digests["1.8.0"])
+	key, cert = ca.leaf(t, workflow, actions, func(c *x509.Certificate) { c.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth} })
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.9.0"]), key: key, cert: cert, log: log}.push(t, repo, digests["1.9.0"])
+	key, cert = ca.leaf(t, workflow, actions)
+	_, loggedCert := ca.leaf(t, workflow, actions)
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.12.0"]), key: key, cert: cert, log: log, loggedCert: loggedCert}.push(t, repo, digests["1.12.0"])
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.13.0"]), key: key, cert: cert, log: log, otherSig: true}.push(t, repo, digests["1.13.0"])
+	key, cert = ca.leaf(t, workflow, actions)
+	keylessSig{payload: ocitest.SimpleSigning(ref, digests["1.10.0"]), key: key, cert: cert, log: log, at: time.Now().Add(30 * time.Minute)}.push(t, repo, digests["1.10.0"])
 
 	secrets := secretData(map[string]map[string][]byte{
 		"flux/sigstore-root": {trustedRootKey: trustedRootJSON(t, []*fulcio{ca}, []*rekor{log})},
@@ -225,6 +275,20 @@ func TestVerifyKeyless(t *testing.T) {
 			reason: "the certificate (issuer \"CN=elsewhere\") does not chain to a Fulcio CA of the trusted root"},
 		{name: "entry timestamp signed by another key", ref: ociRepo("1.5.0", root, identity), version: "1.5.0", field: "spec.verify",
 			reason: "the Rekor bundle's signed entry timestamp does not verify with the key of log " + log.logID},
+		{name: "signature not made with the certificate's key", ref: ociRepo("1.7.0", root, identity), version: "1.7.0", field: "spec.verify",
+			reason: "the signature does not verify with the key of the certificate of " + workflow},
+		{name: "payload tampered after signing", ref: ociRepo("1.8.0", root, identity), version: "1.8.0", field: "spec.verify",
+			reason: "the Rekor entry records another payload"},
+		{name: "certificate not for code signing", ref: ociRepo("1.9.0", root, identity), version: "1.9.0", field: "spec.verify",
+			reason: "the certificate is not for code signing"},
+		{name: "logged after the certificate expired", ref: ociRepo("1.10.0", root, identity), version: "1.10.0", field: "spec.verify",
+			reason: "not at the integrated time"},
+		{name: "entry of a log not trusted", ref: ociRepo("1.11.0", root, identity), version: "1.11.0", field: "spec.verify",
+			reason: "the Rekor bundle is from log \"" + otherLog.logID + "\", which is not a tlog of the trusted root"},
+		{name: "entry of another certificate", ref: ociRepo("1.12.0", root, identity), version: "1.12.0", field: "spec.verify",
+			reason: "the Rekor entry records another certificate"},
+		{name: "entry of another signature", ref: ociRepo("1.13.0", root, identity), version: "1.13.0", field: "spec.verify",
+			reason: "the Rekor entry records another signature"},
 		{name: "unsigned", ref: ociRepo("1.6.0", root, identity), version: "1.6.0", field: "spec.verify",
 			reason: "no cosign signature"},
 		{name: "no trusted root", ref: ociRepo("1.0.0", nil, identity), version: "1.0.0", field: "spec.verify.trustedRootSecretRef",
@@ -244,6 +308,25 @@ func TestVerifyKeyless(t *testing.T) {
 			requireResolved(t, got, err, digests[tt.version], signer, "oci://"+ref, "OCIRepository flux/app", tt.field, tt.reason)
 		})
 	}
+
+	t.Run("a digest is verified once per trusted root and identities", func(t *testing.T) {
+		before := sigRequests.Load()
+		for range 3 {
+			got, err := r.Resolve(context.Background(), ociRepo("1.0.0", root, identity))
+			require.NoError(t, err)
+			assert.Equal(t, workflow+" (issuer "+actions+")", got.Verified.Signer)
+		}
+		assert.Equal(t, before, sigRequests.Load(), "cached: no signature fetched again")
+		wider := append([]OIDCIdentityMatch{{Issuer: ".*", Subject: "^nobody@example\\.com$"}}, identity...)
+		_, err := r.Resolve(context.Background(), ociRepo("1.0.0", root, wider))
+		require.NoError(t, err)
+		assert.Equal(t, before+1, sigRequests.Load(), "other identities verify again")
+		for range 2 {
+			_, err = r.Resolve(context.Background(), ociRepo("1.1.0", root, identity))
+			require.ErrorIs(t, err, ErrUnverified)
+		}
+		assert.Equal(t, before+3, sigRequests.Load(), "a refusal is not cached")
+	})
 
 	t.Run("HelmChart from an OCI HelmRepository", func(t *testing.T) {
 		helmRepo := &HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux", Name: "charts"},
