@@ -163,7 +163,7 @@ func validateChartTemplate(p *fieldcheck.Problems, path string, c *HelmChartTemp
 		}
 	}
 	if v := c.Verify; v != nil {
-		fieldcheck.Verify(p, path+".verify", v.Provider, v.SecretRef != nil, 0)
+		fieldcheck.Verify(p, path+".verify", v.Provider, v.SecretRef != nil, false, 0, "")
 	}
 }
 

@@ -276,6 +276,10 @@ type OCIRepositoryVerification struct {
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 	// MatchOIDCIdentity lists accepted keyless identities.
 	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
+	// TrustedRootSecretRef names a Secret whose key trusted_root.json is
+	// the Sigstore trusted root (Fulcio CAs, Rekor keys) keyless
+	// signatures are verified against (Flux 2.9).
+	TrustedRootSecretRef *LocalObjectReference `json:"trustedRootSecretRef,omitempty"`
 }
 
 // +kubebuilder:object:generate=true

@@ -206,17 +206,38 @@
 // is resolved; the Secret is read on every resolution, so a changed key
 // set verifies again, and a refusal is never remembered.
 //
+// Keyless cosign (no secretRef) is verified offline against the trusted
+// root of spec.verify.trustedRootSecretRef: its Secret's key
+// trusted_root.json, a Sigstore TrustedRoot document (Fulcio CAs, Rekor
+// keys). A signature layer passes when its Rekor bundle
+// (dev.sigstore.cosign/bundle) carries a signed entry timestamp that
+// verifies with the trusted Rekor key of its logID over an entry recording
+// this signature, certificate and payload; its certificate
+// (dev.sigstore.cosign/certificate, with the intermediates of
+// dev.sigstore.cosign/chain) has the code-signing usage and chains to a
+// Fulcio CA of the root, valid at the entry's integrated time; the
+// certificate's email or URI SAN and Fulcio OIDC issuer extension match
+// the subject and issuer regexps of one matchOIDCIdentity entry (Go
+// regexps, unanchored, as cosign's --certificate-identity-regexp); the
+// signature verifies with the certificate's key over the payload; and the
+// payload names the pulled digest. Chart.Verified names the identity:
+// "<subject> (issuer <issuer>)". Cached per digest, root and identities.
+//
 // What is refused:
 //
 //   - An artifact without a signature at that tag, with no signature any
 //     trusted key verifies, or whose signed payload names another digest or
 //     type; a Secret without ".pub" keys or with a key that does not parse;
 //     a resolver without OCIOptions.Secrets.
-//   - Modes not verified yet: provider notation, keyless cosign (no
-//     secretRef, or matchOIDCIdentity), and signatures stored only in the
-//     newer sigstore bundle format as OCI 1.1 referrers (the refusal says
-//     when the artifact has such referrers). The release package's
-//     validation refuses the first two before any resolution.
+//   - Modes not verified: provider notation; keyless cosign without
+//     trustedRootSecretRef (Sigstore's public-good root comes by TUF,
+//     which this package cannot reach offline) or without
+//     matchOIDCIdentity, and a HelmRelease's keyless chart.spec.verify,
+//     which cannot name a root; matchOIDCIdentity or trustedRootSecretRef
+//     beside secretRef; and signatures stored only in the newer sigstore
+//     bundle format as OCI 1.1 referrers (the refusal says when the
+//     artifact has such referrers). Validation refuses all but the last
+//     before any resolution.
 //   - Verification of anything but an OCI artifact: an HTTP(S)
 //     HelmRepository (Flux's HelmChart build fails there too) or a local
 //     chart, refused by every resolver before any request. Chart

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"regexp"
 
 	"github.com/Masterminds/semver/v3"
@@ -79,7 +80,7 @@ func (r *OCIRepository) Validate() error {
 		if v.Provider == "" {
 			p.Add("spec.verify.provider", "", "is required; one of cosign, notation")
 		}
-		fieldcheck.Verify(&p, "spec.verify", v.Provider, v.SecretRef != nil, len(v.MatchOIDCIdentity))
+		validateVerify(&p, v)
 	}
 	validateAccess(&p, r.Spec.Provider, &r.Spec.Interval, r.Spec.Timeout, r.Spec.SecretRef, r.Spec.CertSecretRef)
 	validateSecretRef(&p, "spec.proxySecretRef", r.Spec.ProxySecretRef)
@@ -104,7 +105,7 @@ func (c *HelmChart) Validate() error {
 	fieldcheck.Enum(&p, "spec.reconcileStrategy", c.Spec.ReconcileStrategy, reconcileStrategyChartVersion, reconcileStrategyRevision)
 	fieldcheck.Duration(&p, "spec.interval", &c.Spec.Interval)
 	if v := c.Spec.Verify; v != nil {
-		fieldcheck.Verify(&p, "spec.verify", v.Provider, v.SecretRef != nil, len(v.MatchOIDCIdentity))
+		validateVerify(&p, v)
 	}
 	return p.Err(KindHelmChart, c.ObjectMeta)
 }
@@ -123,5 +124,23 @@ func validateAccess(p *fieldcheck.Problems, provider string, interval, timeout *
 func validateSecretRef(p *fieldcheck.Problems, path string, ref *LocalObjectReference) {
 	if ref != nil && ref.Name == "" {
 		p.Add(path+".name", "", "is required")
+	}
+}
+
+// validateVerify checks a spec.verify block: what fieldcheck.Verify
+// refuses, and the matchOIDCIdentity regular expressions.
+func validateVerify(p *fieldcheck.Problems, v *OCIRepositoryVerification) {
+	fieldcheck.Verify(p, "spec.verify", v.Provider, v.SecretRef != nil, v.TrustedRootSecretRef != nil,
+		len(v.MatchOIDCIdentity), "spec.verify.trustedRootSecretRef")
+	validateSecretRef(p, "spec.verify.trustedRootSecretRef", v.TrustedRootSecretRef)
+	for i, m := range v.MatchOIDCIdentity {
+		for _, f := range []struct{ name, re string }{{"issuer", m.Issuer}, {"subject", m.Subject}} {
+			path := fmt.Sprintf("spec.verify.matchOIDCIdentity[%d].%s", i, f.name)
+			if f.re == "" {
+				p.Add(path, "", "is required")
+			} else if _, err := regexp.Compile(f.re); err != nil {
+				p.Add(path, f.re, "invalid regular expression: %v", err)
+			}
+		}
 	}
 }

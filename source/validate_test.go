@@ -47,7 +47,23 @@ func TestSourceKindsValidate(t *testing.T) {
 		}},
 			want: "OCIRepository apps/s: 2 problems:\n" +
 				"  spec.ref.digest: must be algorithm:hex, e.g. sha256:<64 hex digits> (value: sha256)\n" +
-				"  spec.verify.secretRef: is required: keyless cosign verification (no secretRef) is not supported yet: charts cannot be verified, refusing rather than installing unverified"},
+				"  spec.verify.trustedRootSecretRef: is required: keyless verification needs spec.verify.trustedRootSecretRef: Sigstore's public-good trusted root is fetched by TUF, which helmfleet cannot reach offline: charts cannot be verified, refusing rather than installing unverified"},
+		{name: "oci repository keyless with a trusted root", obj: &source.OCIRepository{ObjectMeta: meta, Spec: source.OCIRepositorySpec{
+			URL: "oci://ghcr.io/x", Verify: &source.OCIRepositoryVerification{Provider: "cosign",
+				TrustedRootSecretRef: &source.LocalObjectReference{Name: "root"},
+				MatchOIDCIdentity:    []source.OIDCIdentityMatch{{Issuer: "^https://token\\.actions\\.githubusercontent\\.com$", Subject: "^https://github\\.com/x/"}}}}}},
+		{name: "oci repository keyless bad", obj: &source.OCIRepository{ObjectMeta: meta, Spec: source.OCIRepositorySpec{
+			URL: "oci://ghcr.io/x", Verify: &source.OCIRepositoryVerification{Provider: "cosign",
+				TrustedRootSecretRef: &source.LocalObjectReference{},
+				MatchOIDCIdentity:    []source.OIDCIdentityMatch{{Issuer: "(", Subject: ""}}}}},
+			want: "OCIRepository apps/s: 3 problems:\n" +
+				"  spec.verify.trustedRootSecretRef.name: is required\n" +
+				"  spec.verify.matchOIDCIdentity[0].issuer: invalid regular expression: error parsing regexp: missing closing ): `(` (value: ()\n" +
+				"  spec.verify.matchOIDCIdentity[0].subject: is required"},
+		{name: "oci repository keyless without identity", obj: &source.OCIRepository{ObjectMeta: meta, Spec: source.OCIRepositorySpec{
+			URL: "oci://ghcr.io/x", Verify: &source.OCIRepositoryVerification{Provider: "cosign",
+				TrustedRootSecretRef: &source.LocalObjectReference{Name: "root"}}}},
+			want: "OCIRepository apps/s: spec.verify.matchOIDCIdentity: is required: keyless verification needs at least one issuer/subject identity, else any certificate of the trusted root would pass: charts cannot be verified, refusing rather than installing unverified"},
 		{name: "helm chart ok", obj: &source.HelmChart{ObjectMeta: meta, Spec: source.HelmChartSpec{
 			Chart: "podinfo", Version: "6.x", SourceRef: source.LocalHelmChartSourceReference{Kind: "HelmRepository", Name: "r"}}}},
 		{name: "helm chart bad", obj: &source.HelmChart{ObjectMeta: meta, Spec: source.HelmChartSpec{

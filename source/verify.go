@@ -23,6 +23,10 @@ type Verification struct {
 	SecretRef *LocalObjectReference
 	// MatchOIDCIdentity lists the keyless identities accepted.
 	MatchOIDCIdentity []OIDCIdentityMatch
+	// TrustedRootSecretRef names the Secret, in Namespace, whose key
+	// trusted_root.json is the Sigstore trusted root keyless signatures
+	// are verified against.
+	TrustedRootSecretRef *LocalObjectReference
 	// Namespace is where SecretRef is read: the namespace of the object
 	// that holds the verify block (for a HelmRelease's chart.spec, the
 	// HelmRepository's, where Flux creates the HelmChart).
@@ -41,7 +45,7 @@ func (r Ref) verification() *Verification {
 	}
 	from := func(v *OCIRepositoryVerification, kind, ns, name string) *Verification {
 		return &Verification{Provider: v.Provider, SecretRef: v.SecretRef, MatchOIDCIdentity: v.MatchOIDCIdentity,
-			Namespace: ns, Object: kind + " " + ns + "/" + name, Field: "spec.verify"}
+			TrustedRootSecretRef: v.TrustedRootSecretRef, Namespace: ns, Object: kind + " " + ns + "/" + name, Field: "spec.verify"}
 	}
 	switch {
 	case r.HelmChart != nil && r.HelmChart.Spec.Verify != nil:
@@ -138,7 +142,9 @@ type Verified struct {
 	Provider string
 	// Digest is the manifest digest the signature covers.
 	Digest string
-	// Signer names the trusted key that verified the signature: the
-	// Secret and its key, e.g. "flux/cosign-keys:cosign.pub".
+	// Signer names who signed: with keys, the trusted key that verified
+	// the signature, the Secret and its key, e.g.
+	// "flux/cosign-keys:cosign.pub"; keyless, the certificate's identity
+	// and OIDC issuer, e.g. "dev@example.com (issuer https://accounts.example.com)".
 	Signer string
 }

@@ -106,9 +106,11 @@ func (r *OCIResolver) verifySignature(ctx context.Context, sess *session, base s
 	case v.provider() != "cosign":
 		return nil, fail(".provider", fmt.Sprintf("%s is not supported yet: %s", v.Provider, refusing), nil)
 	case v.SecretRef == nil || v.SecretRef.Name == "":
-		return nil, fail(".secretRef", "keyless cosign verification (no secretRef) is not supported yet: "+refusing, nil)
+		return r.verifyKeyless(ctx, sess, base, v, dgst, fail)
 	case len(v.MatchOIDCIdentity) > 0:
-		return nil, fail(".matchOIDCIdentity", "applies to keyless verification only, which is not supported yet; with secretRef it would be ignored: "+refusing, nil)
+		return nil, fail(".matchOIDCIdentity", "applies to keyless verification only (no secretRef); with secretRef it would be ignored: "+refusing, nil)
+	case v.TrustedRootSecretRef != nil:
+		return nil, fail(".trustedRootSecretRef", "applies to keyless verification only (no secretRef); with secretRef it would be ignored: "+refusing, nil)
 	case r.secrets == nil:
 		return nil, fail(".secretRef", "the resolver has no SecretReader (OCIOptions.Secrets) to read the trusted keys: "+refusing, nil)
 	}
@@ -121,10 +123,46 @@ func (r *OCIResolver) verifySignature(ctx context.Context, sess *session, base s
 	if err != nil {
 		return nil, fail(".secretRef", err.Error(), nil)
 	}
-	cacheKey := dgst + "\x00" + fingerprint
-	if got, ok := r.verified.get(cacheKey); ok {
-		return &got, nil
+	got, reasons, err := r.firstVerified(ctx, sess, base, dgst, dgst+"\x00"+fingerprint, fail, func(s cosignSignature) (string, string) {
+		return s.check(keys, dgst)
+	})
+	if got != nil || err != nil {
+		return got, err
 	}
+	return nil, fail("", fmt.Sprintf("no signature verifies with the %d trusted key(s) of Secret %s: %s",
+		len(keys), secret, strings.Join(reasons, "; ")), nil)
+}
+
+// firstVerified returns the verification cached under cacheKey, else
+// checks each cosign signature of digest dgst with check (which returns
+// the signer, or why it fails) and caches and returns the first that
+// passes; none passing, it returns why each failed.
+func (r *OCIResolver) firstVerified(ctx context.Context, sess *session, base, dgst, cacheKey string, fail func(field, reason string, err error) error,
+	check func(cosignSignature) (string, string)) (*Verified, []string, error) {
+	if got, ok := r.verified.get(cacheKey); ok {
+		return &got, nil, nil
+	}
+	sigs, err := signaturesOf(ctx, sess, base, dgst, fail)
+	if err != nil {
+		return nil, nil, err
+	}
+	var reasons []string
+	for i, s := range sigs {
+		signer, reason := check(s)
+		if reason == "" {
+			got := Verified{Provider: "cosign", Digest: dgst, Signer: signer}
+			r.verified.put(cacheKey, got)
+			return &got, nil, nil
+		}
+		reasons = append(reasons, fmt.Sprintf("signature %d: %s", i, reason))
+	}
+	return nil, reasons, nil
+}
+
+// signaturesOf reads the cosign signatures of digest dgst; none is an
+// error made by fail, saying whether the artifact has signatures in the
+// newer referrers format.
+func signaturesOf(ctx context.Context, sess *session, base, dgst string, fail func(field, reason string, err error) error) ([]cosignSignature, error) {
 	sigs, err := fetchCosignSignatures(ctx, sess, base, dgst)
 	if err != nil {
 		return nil, fail("", "read the cosign signatures", err)
@@ -137,18 +175,7 @@ func (r *OCIResolver) verifySignature(ctx context.Context, sess *session, base s
 		}
 		return nil, fail("", reason, nil)
 	}
-	var reasons []string
-	for i, s := range sigs {
-		signer, reason := s.check(keys, dgst)
-		if reason == "" {
-			got := Verified{Provider: "cosign", Digest: dgst, Signer: signer}
-			r.verified.put(cacheKey, got)
-			return &got, nil
-		}
-		reasons = append(reasons, fmt.Sprintf("signature %d: %s", i, reason))
-	}
-	return nil, fail("", fmt.Sprintf("no signature verifies with the %d trusted key(s) of Secret %s: %s",
-		len(keys), secret, strings.Join(reasons, "; ")), nil)
+	return sigs, nil
 }
 
 // trustedKeys loads the public keys of a verification Secret: every key
@@ -188,6 +215,9 @@ func trustedKeys(secret string, data map[string][]byte) ([]trustedKey, string, e
 type cosignSignature struct {
 	payload   []byte
 	signature []byte
+	// certificate, chain and bundle are the keyless annotations of the
+	// layer (PEM leaf certificate, PEM chain, Rekor bundle), "" when absent.
+	certificate, chain, bundle string
 }
 
 // check verifies the signature with each key and then the payload's claim:
@@ -204,17 +234,27 @@ func (s cosignSignature) check(keys []trustedKey, dgst string) (string, string) 
 	if signer == "" {
 		return "", "no trusted key verifies it"
 	}
-	var p payload.SimpleContainerImage
-	if err := json.Unmarshal(s.payload, &p); err != nil {
-		return "", fmt.Sprintf("signed by %s, but its payload is not a simple-signing document", signer)
-	}
-	if p.Critical.Type != payload.CosignSignatureType {
-		return "", fmt.Sprintf("signed by %s, but its payload's critical.type is %q, not %q", signer, p.Critical.Type, payload.CosignSignatureType)
-	}
-	if got := p.Critical.Image.DockerManifestDigest; got != dgst {
-		return "", fmt.Sprintf("signed by %s, but it signs artifact %q (critical.image.docker-manifest-digest), not this one", signer, got)
+	if reason := s.claims(signer, dgst); reason != "" {
+		return "", reason
 	}
 	return signer, ""
+}
+
+// claims checks the payload's claim: it must sign this artifact's digest
+// as a cosign container image signature. It returns why not, naming
+// signer, or "".
+func (s cosignSignature) claims(signer, dgst string) string {
+	var p payload.SimpleContainerImage
+	if err := json.Unmarshal(s.payload, &p); err != nil {
+		return fmt.Sprintf("signed by %s, but its payload is not a simple-signing document", signer)
+	}
+	if p.Critical.Type != payload.CosignSignatureType {
+		return fmt.Sprintf("signed by %s, but its payload's critical.type is %q, not %q", signer, p.Critical.Type, payload.CosignSignatureType)
+	}
+	if got := p.Critical.Image.DockerManifestDigest; got != dgst {
+		return fmt.Sprintf("signed by %s, but it signs artifact %q (critical.image.docker-manifest-digest), not this one", signer, got)
+	}
+	return ""
 }
 
 // cosignSignatureTag is the tag cosign stores an artifact's signatures
@@ -267,7 +307,8 @@ func fetchCosignSignatures(ctx context.Context, sess *session, base, dgst string
 		if err != nil {
 			return nil, fmt.Errorf("signature payload %s: %w", l.Digest, registryError(err))
 		}
-		out = append(out, cosignSignature{payload: p, signature: sig})
+		out = append(out, cosignSignature{payload: p, signature: sig, certificate: l.Annotations[cosignCertificateAnnotation],
+			chain: l.Annotations[cosignChainAnnotation], bundle: l.Annotations[cosignBundleAnnotation]})
 	}
 	return out, nil
 }

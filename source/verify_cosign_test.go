@@ -30,11 +30,39 @@ func secretData(data map[string]map[string][]byte) SecretReader {
 	})
 }
 
-// TestVerifyCosign signs charts in the test and pushes them, with their
-// signatures, to an in-process registry: a chart signed by a trusted key
-// resolves with its signer reported; unsigned, wrongly signed or tampered
-// charts are refused, naming the object, the digest and the reason.
-func TestVerifyCosign(t *testing.T) {
+// requireResolved checks a resolution of the chart with digest dgst: when
+// reason is "", that it resolved verified by signer; else that it was
+// refused for its spec.verify: no chart, an *Error of op verify from
+// source around a *VerifyError naming object, field and dgst, with reason
+// in the message.
+func requireResolved(t *testing.T, got *Chart, err error, dgst, signer, source, object, field, reason string) {
+	t.Helper()
+	if reason == "" {
+		require.NoError(t, err)
+		require.NotNil(t, got.Verified)
+		assert.Equal(t, Verified{Provider: "cosign", Digest: dgst, Signer: signer}, *got.Verified)
+		assert.Equal(t, dgst, got.Digest)
+		return
+	}
+	require.ErrorIs(t, err, ErrUnverified)
+	assert.Nil(t, got)
+	var se *Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "verify", se.Op)
+	assert.Equal(t, source, se.Source)
+	var ve *VerifyError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, object, ve.Object)
+	assert.Equal(t, field, ve.Field)
+	assert.Equal(t, dgst, ve.Digest)
+	assert.Contains(t, err.Error(), reason)
+	assert.Contains(t, err.Error(), dgst)
+}
+
+// countingRegistry is an in-process registry on 127.0.0.1 that counts the
+// requests for cosign signature tags (<digest>.sig).
+func countingRegistry(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
 	var sigRequests atomic.Int64
 	app := registryApp(t, "", "")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +72,15 @@ func TestVerifyCosign(t *testing.T) {
 		app.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	return strings.TrimPrefix(srv.URL, "http://"), &sigRequests
+}
+
+// TestVerifyCosign signs charts in the test and pushes them, with their
+// signatures, to an in-process registry: a chart signed by a trusted key
+// resolves with its signer reported; unsigned, wrongly signed or tampered
+// charts are refused, naming the object, the digest and the reason.
+func TestVerifyCosign(t *testing.T) {
+	host, sigRequests := countingRegistry(t)
 	client := newRegistryClient(t)
 	trusted, other, second := ocitest.NewKey(t), ocitest.NewKey(t), ocitest.NewKey(t)
 	repo := ocitest.Repository(t, host, "charts/app", nil)
@@ -126,28 +162,10 @@ func TestVerifyCosign(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Resolve(context.Background(), tt.ref)
-			dgst := digests[tt.version]
-			if tt.reason == "" {
-				require.NoError(t, err)
-				require.NotNil(t, got.Verified)
-				assert.Equal(t, Verified{Provider: "cosign", Digest: dgst, Signer: tt.signer}, *got.Verified)
-				assert.Equal(t, dgst, got.Digest)
-				return
+			requireResolved(t, got, err, digests[tt.version], tt.signer, "oci://"+ref, "OCIRepository flux/app", tt.field, tt.reason)
+			if err != nil {
+				assert.NotContains(t, err.Error(), "private")
 			}
-			require.ErrorIs(t, err, ErrUnverified)
-			assert.Nil(t, got)
-			var se *Error
-			require.ErrorAs(t, err, &se)
-			assert.Equal(t, "verify", se.Op)
-			assert.Equal(t, "oci://"+ref, se.Source)
-			var ve *VerifyError
-			require.ErrorAs(t, err, &ve)
-			assert.Equal(t, "OCIRepository flux/app", ve.Object)
-			assert.Equal(t, tt.field, ve.Field)
-			assert.Equal(t, dgst, ve.Digest)
-			assert.Contains(t, err.Error(), tt.reason)
-			assert.Contains(t, err.Error(), dgst)
-			assert.NotContains(t, err.Error(), "private")
 		})
 	}
 
@@ -177,7 +195,7 @@ func TestVerifyCosign(t *testing.T) {
 		assert.Contains(t, err.Error(), "OCIRepository flux/app spec.verify.secretRef (artifact "+digests["1.0.0"]+"): the resolver has no SecretReader")
 	})
 
-	t.Run("modes not supported yet are refused", func(t *testing.T) {
+	t.Run("modes not supported are refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			verify OCIRepositoryVerification
 			field  string
@@ -185,9 +203,12 @@ func TestVerifyCosign(t *testing.T) {
 		}{
 			{OCIRepositoryVerification{Provider: "notation", SecretRef: &LocalObjectReference{Name: "cosign-keys"}}, "spec.verify.provider",
 				"notation is not supported yet: charts cannot be verified, refusing rather than installing unverified"},
-			{OCIRepositoryVerification{Provider: "cosign"}, "spec.verify.secretRef", "keyless cosign verification (no secretRef) is not supported yet"},
+			{OCIRepositoryVerification{Provider: "cosign"}, "spec.verify.trustedRootSecretRef",
+				"keyless verification needs spec.verify.trustedRootSecretRef: Sigstore's public-good trusted root is fetched by TUF, which helmfleet cannot reach offline"},
 			{OCIRepositoryVerification{Provider: "cosign", SecretRef: &LocalObjectReference{Name: "cosign-keys"},
 				MatchOIDCIdentity: []OIDCIdentityMatch{{Issuer: ".*", Subject: ".*"}}}, "spec.verify.matchOIDCIdentity", "applies to keyless verification only"},
+			{OCIRepositoryVerification{Provider: "cosign", SecretRef: &LocalObjectReference{Name: "cosign-keys"},
+				TrustedRootSecretRef: &LocalObjectReference{Name: "root"}}, "spec.verify.trustedRootSecretRef", "applies to keyless verification only"},
 		} {
 			ref := ociRepo("1.0.0", "cosign-keys")
 			ref.OCIRepository.Spec.Verify = &tc.verify

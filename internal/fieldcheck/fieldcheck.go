@@ -162,20 +162,31 @@ func Version(p *Problems, path, v string) {
 }
 
 // Verify refuses a signature verification the source resolvers cannot
-// perform, so that it is never accepted and then ignored: only cosign
-// with public keys from secretRef is verified.
-func Verify(p *Problems, path, provider string, hasSecret bool, identities int) {
+// perform, so that it is never accepted and then ignored: cosign with
+// public keys from secretRef, or keyless cosign against the trusted root
+// of trustedRootSecretRef with at least one matchOIDCIdentity, is
+// verified. rootField is the path of the object's trustedRootSecretRef,
+// "" when it has none (a HelmRelease's chart.spec.verify).
+func Verify(p *Problems, path, provider string, hasSecret, hasTrustedRoot bool, identities int, rootField string) {
 	const refusing = "charts cannot be verified, refusing rather than installing unverified"
+	const public = "Sigstore's public-good trusted root is fetched by TUF, which helmfleet cannot reach offline"
 	Enum(p, path+".provider", provider, "cosign", "notation")
 	switch {
 	case provider == "notation":
 		p.Add(path+".provider", provider, "notation is not supported yet: %s", refusing)
 	case provider != "" && provider != "cosign":
 		// Enum named it.
-	case !hasSecret:
-		p.Add(path+".secretRef", "", "is required: keyless cosign verification (no secretRef) is not supported yet: %s", refusing)
-	case identities > 0:
-		p.Add(path+".matchOIDCIdentity", "", "applies to keyless verification only, which is not supported yet; with secretRef it would be ignored: remove it")
+	case hasSecret && identities > 0:
+		p.Add(path+".matchOIDCIdentity", "", "applies to keyless verification only (no secretRef); with secretRef it would be ignored: remove it")
+	case hasSecret && hasTrustedRoot:
+		p.Add(path+".trustedRootSecretRef", "", "applies to keyless verification only (no secretRef); with secretRef it would be ignored: remove it")
+	case hasSecret:
+	case rootField == "":
+		p.Add(path+".secretRef", "", "is required: keyless cosign verification needs a trusted root (trustedRootSecretRef of a HelmChart or OCIRepository), which this object cannot name, and %s: %s", public, refusing)
+	case !hasTrustedRoot:
+		p.Add(rootField, "", "is required: keyless verification needs %s: %s: %s", rootField, public, refusing)
+	case identities == 0:
+		p.Add(path+".matchOIDCIdentity", "", "is required: keyless verification needs at least one issuer/subject identity, else any certificate of the trusted root would pass: %s", refusing)
 	}
 }
 

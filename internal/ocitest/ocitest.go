@@ -93,6 +93,15 @@ func (k *Key) Sign(t testing.TB, repo *remote.Repository, digest string, payload
 	if tamper != nil {
 		payload = tamper(payload)
 	}
+	PushSignature(t, repo, digest, payload, map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)})
+}
+
+// PushSignature pushes to repo, under the cosign signature tag of digest
+// (sha256-<hex>.sig), a signature manifest of one simple-signing layer
+// holding payload, with annotations (the signature, and for keyless
+// signatures the certificate, chain and Rekor bundle).
+func PushSignature(t testing.TB, repo *remote.Repository, digest string, payload []byte, annotations map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	pushBlob := func(mediaType string, data []byte, annotations map[string]string) ocispec.Descriptor {
 		d := content.NewDescriptorFromBytes(mediaType, data)
@@ -104,8 +113,7 @@ func (k *Key) Sign(t testing.TB, repo *remote.Repository, digest string, payload
 		Versioned: specs.Versioned{SchemaVersion: 2},
 		MediaType: ocispec.MediaTypeImageManifest,
 		Config:    pushBlob(ocispec.MediaTypeImageConfig, []byte("{}"), nil),
-		Layers: []ocispec.Descriptor{pushBlob("application/vnd.dev.cosign.simplesigning.v1+json", payload,
-			map[string]string{"dev.cosignproject.cosign/signature": base64.StdEncoding.EncodeToString(sig)})},
+		Layers:    []ocispec.Descriptor{pushBlob("application/vnd.dev.cosign.simplesigning.v1+json", payload, annotations)},
 	}
 	raw, err := json.Marshal(m)
 	require.NoError(t, err)
