@@ -47,9 +47,11 @@
 // verification"): the Release's SourceVerified condition, Flux's type, is
 // True naming the version, digest and signer, or False with the refusal,
 // and then nothing is installed and Ready is False (ArtifactFailed);
-// Plan.Verified names the signer. release.Validate refuses the verify modes
-// the resolvers cannot check yet (notation, keyless cosign), rather than
-// accepting them unchecked.
+// Plan.Verified names the signer. Keyless cosign is verified against the
+// trusted root of spec.verify.trustedRootSecretRef (offline: Sigstore's
+// public-good root needs TUF, so keyless without it is refused).
+// release.Validate refuses the verify modes the resolvers cannot check
+// (notation), rather than accepting them unchecked.
 //
 // # Panics of the caller's code
 //
