@@ -75,7 +75,8 @@ spec:
 // time (cpu-ns/op, the collector's included) beside wall time, as the
 // machine may be shared.
 //
-// memory-10k/render-once is render-once over 10,000 in-memory members
+// memory-10k/render-once is render-once over 10,000 in-memory members, one
+// at a time, and memory-10k/render-once-parallel the same on every core
 // (goal: at most 1 GiB peak RSS, reported as peak-RSS-MiB, and at least
 // 2,000 clusters/s). It is skipped unless HELMFLEET_BENCH_10K=1, so .ci/run
 // does not run it; run it alone, so the peak is its own:
@@ -101,7 +102,7 @@ func BenchmarkFleetApply(b *testing.B) {
 		{"null", func() []benchMember { return nullMembers(n) }},
 	} {
 		b.Run(backend.name+"/render-once", func(b *testing.B) {
-			renderOnce(ctx, b, rec, set, backend.fresh)
+			renderOnce(ctx, b, rec, set, backend.fresh, 1)
 		})
 		b.Run(backend.name+"/render-per-cluster", func(b *testing.B) {
 			b.ReportAllocs()
@@ -130,7 +131,18 @@ func BenchmarkFleetApply(b *testing.B) {
 		if os.Getenv("HELMFLEET_BENCH_10K") != "1" {
 			b.Skip("set HELMFLEET_BENCH_10K=1 to run the 10,000-member fleet")
 		}
-		renderOnce(ctx, b, rec, set, func() []benchMember { return memoryMembers(10_000) })
+		renderOnce(ctx, b, rec, set, func() []benchMember { return memoryMembers(10_000) }, 1)
+		if peak, ok := peakRSS(); ok {
+			b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+		}
+	})
+	// The same with the Distributor's concurrency at GOMAXPROCS: the
+	// clusters/s a test fleet gets from every core of the machine.
+	b.Run("memory-10k/render-once-parallel", func(b *testing.B) {
+		if os.Getenv("HELMFLEET_BENCH_10K") != "1" {
+			b.Skip("set HELMFLEET_BENCH_10K=1 to run the 10,000-member fleet")
+		}
+		renderOnce(ctx, b, rec, set, func() []benchMember { return memoryMembers(10_000) }, runtime.GOMAXPROCS(0))
 		if peak, ok := peakRSS(); ok {
 			b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 		}
@@ -138,10 +150,10 @@ func BenchmarkFleetApply(b *testing.B) {
 }
 
 // renderOnce is the render-once case over the members fresh makes: the
-// Distributor, run sequentially as the baseline is, with one Reconcile
-// per iteration. Over in-memory members it reports their live heap per
-// member.
-func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, set policy.Set, fresh func() []benchMember) {
+// Distributor applying to concurrency members at once (1: sequentially,
+// as the baseline is), with one Reconcile per iteration. Over in-memory
+// members it reports their live heap per member.
+func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, set policy.Set, fresh func() []benchMember, concurrency int) {
 	b.ReportAllocs()
 	var elapsed, cpu time.Duration
 	var made, applied, count uint64
@@ -155,7 +167,7 @@ func renderOnce(ctx context.Context, b *testing.B, rec *reconcile.Reconciler, se
 		for j, m := range ms {
 			members[j] = release.Member{Cluster: m, Facts: policy.Cluster{Labels: map[string]string{"group": fmt.Sprintf("g%d", j%benchGroups)}}}
 		}
-		d, err := distribute.New(distribute.Config{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: 1}) // sequential, as the baseline
+		d, err := distribute.New(distribute.Config{Hub: memory.New("hub"), Members: members, Policies: set, Concurrency: concurrency})
 		if err != nil {
 			b.Fatal(err)
 		}
