@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -318,6 +319,16 @@ func TestDiffGitRefs(t *testing.T) {
 
 	_, code = run(t, nil, common("diff", "HEAD~1", "nope", "--git", repo, "--path", "fleet")...)
 	assert.Equal(t, ExitError, code, "a ref that does not exist")
+
+	// A ref git would read as an option is refused before git runs: no
+	// file is written by --output.
+	written := filepath.Join(t.TempDir(), "written.tar")
+	var stderr strings.Builder
+	code = Main(context.Background(), []string{"diff", "--git", repo, "--path", "fleet", "--fleet", fleetFile, "--chart-cache", chartDir,
+		"--", "HEAD~1", "--output=" + written}, io.Discard, &stderr)
+	assert.Equal(t, ExitError, code)
+	assert.Contains(t, stderr.String(), `not a ref`)
+	assert.NoFileExists(t, written)
 }
 
 // TestFlux2Example: fluxcd/flux2-kustomize-helm-example, its

@@ -17,6 +17,11 @@ import (
 // the Git repository at repo into a new directory under tmp, with git
 // archive, and returns the directory.
 func gitTree(ctx context.Context, repo, ref, sub, tmp string) (string, error) {
+	// A ref is read by git as an option when it starts with "-"
+	// (--output, --remote): no ref does.
+	if ref == "" || strings.HasPrefix(ref, "-") {
+		return "", fmt.Errorf("git ref %q: not a ref (empty, or starting with \"-\")", ref)
+	}
 	treeish := ref
 	if sub != "" {
 		treeish = ref + ":" + strings.Trim(filepath.ToSlash(sub), "/")
