@@ -40,9 +40,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -279,24 +277,12 @@ func configMap(namespace, name string, data map[string]any) *unstructured.Unstru
 	}}
 }
 
-// revision stands for the Git commit Flux would report: a digest of
-// every file of the tree, in path order.
+// revision stands for the Git commit Flux would report for the main
+// branch: "main@" and a digest of every file of the tree.
 func revision(repo fs.FS) (string, error) {
-	h := sha256.New()
-	err := fs.WalkDir(repo, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(repo, p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
-		h.Write(data)
-		return nil
-	})
+	d, err := kustomize.TreeDigest(repo)
 	if err != nil {
 		return "", err
 	}
-	return "main@sha256:" + hex.EncodeToString(h.Sum(nil))[:12], nil
+	return "main@" + d, nil
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -121,7 +119,7 @@ func (m *members) fleetOf(root fs.FS, revision string) (*fleet.Fleet, error) {
 // plan plans the repository at dir on the members.
 func (m *members) plan(ctx context.Context, dir string) (*fleet.Fleet, *fleet.Plan, error) {
 	root := os.DirFS(dir)
-	rev, err := Revision(root)
+	rev, err := kustomize.TreeDigest(root)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,28 +159,6 @@ func (m *members) apply(ctx context.Context, dir string, replan bool) (*fleet.Pl
 		return nil, nil, err
 	}
 	return again, applyErr, nil
-}
-
-// Revision stands for the Git commit Flux would report: a digest of
-// every file of the tree, in path order.
-func Revision(root fs.FS) (string, error) {
-	h := sha256.New()
-	err := fs.WalkDir(root, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(root, p)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00", p, len(data))
-		h.Write(data)
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("repository: %w", err)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 // mapStore is an in-memory fleet.Store.
