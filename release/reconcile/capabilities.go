@@ -211,10 +211,17 @@ const maxCRDFacts = 32
 
 // crdCache keeps the crdFacts of the charts a Reconciler planned, keyed
 // by the digest of their CRD documents, so that a chart's CRDs are
-// decoded once and not on every plan of it. Safe for concurrent use.
+// decoded once and not on every plan of it. Safe for concurrent use:
+// members planned at once wait for one decode of a chart's CRDs.
 type crdCache struct {
 	mu    sync.Mutex
-	facts map[[sha256.Size]byte]*crdFacts
+	facts map[[sha256.Size]byte]*crdEntry
+}
+
+// crdEntry is one chart's facts, ready once done is closed.
+type crdEntry struct {
+	done  chan struct{}
+	facts *crdFacts
 }
 
 // of returns the facts of docs, decoded on the first call for these
@@ -234,25 +241,29 @@ func (c *crdCache) of(docs [][]byte) *crdFacts {
 	var key [sha256.Size]byte
 	h.Sum(key[:0])
 	c.mu.Lock()
-	f, ok := c.facts[key]
-	c.mu.Unlock()
-	if ok {
-		return f
-	}
-	f = decodeCRDFacts(docs)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.facts == nil {
-		c.facts = map[[sha256.Size]byte]*crdFacts{}
-	}
-	if len(c.facts) >= maxCRDFacts {
-		for k := range c.facts {
-			delete(c.facts, k)
-			break
+	e, ok := c.facts[key]
+	if !ok {
+		if c.facts == nil {
+			c.facts = map[[sha256.Size]byte]*crdEntry{}
 		}
+		if len(c.facts) >= maxCRDFacts {
+			for k := range c.facts {
+				delete(c.facts, k)
+				break
+			}
+		}
+		e = &crdEntry{done: make(chan struct{})}
+		c.facts[key] = e
 	}
-	c.facts[key] = f
-	return f
+	c.mu.Unlock()
+	if !ok {
+		func() {
+			defer close(e.done)
+			e.facts = decodeCRDFacts(docs)
+		}()
+	}
+	<-e.done
+	return e.facts
 }
 
 // manifestCRDMarker is in every YAML document that defines a CRD.
