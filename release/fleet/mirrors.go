@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/source"
 )
@@ -75,7 +76,9 @@ type MirroredSource struct {
 	Source string
 	// Field is the field rewritten, "spec.url".
 	Field string
-	// URL is the URL the object holds; Effective the one resolved from.
+	// URL is the URL the object holds; Effective the one resolved from;
+	// each with its user information and query values masked
+	// (redact.URL), as they are shown in plans and errors.
 	URL, Effective string
 	// By is what rewrote it: the rule of Config.Mirrors,
 	// "Mirrors[0].Rewrites[1]", or the override policy,
@@ -95,7 +98,8 @@ type MirrorError struct {
 	Member string
 	// Source is the source object, e.g. "OCIRepository flux-system/podinfo".
 	Source string
-	// URL is the original URL, Effective the rewritten one.
+	// URL is the original URL, Effective the rewritten one, each with its
+	// user information and query values masked (redact.URL).
 	URL, Effective string
 	// Err is the resolver's error.
 	Err error
@@ -214,7 +218,7 @@ func mirrorSources(member string, rules mirrorRules, objs *release.Objects) (*re
 		to, at := rules.rewrite(*u)
 		if at != "" {
 			done = append(done, MirroredSource{Member: member, Source: sourceName(kind, meta.GetNamespace(), meta.GetName()),
-				Field: "spec.url", URL: *u, Effective: to, By: at})
+				Field: "spec.url", URL: redact.URL(*u), Effective: redact.URL(to), By: at})
 			*u = to
 		}
 		return at != ""
@@ -261,7 +265,7 @@ func (ms *memberSources) resolver(inner source.Resolver) source.Resolver {
 			if at == "" {
 				return u
 			}
-			archive = &MirroredSource{URL: u, Effective: to}
+			archive = &MirroredSource{URL: redact.URL(u), Effective: redact.URL(to)}
 			return to
 		}
 		ch, err := inner.Resolve(ctx, ref)

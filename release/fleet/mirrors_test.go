@@ -287,3 +287,29 @@ spec:
       plaintext: [{path: /spec/url, operator: replace, value: "` + url + `"}]
 `
 }
+
+// A mirror whose URL carries credentials (a rule's To, or a source's
+// url) never shows them: plans, their JSON and errors mask them.
+func TestMirrorsMaskCredentials(t *testing.T) {
+	ctx := context.Background()
+	charts := &localCharts{asked: map[string]bool{}, failing: "mirror.eu.example"}
+	mirrors := []fleet.Mirror{{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+		Rewrites: []fleet.Rewrite{{From: "https://stefanprodan.github.io/podinfo", To: "https://bob:s3cret@mirror.eu.example/podinfo?token=T0KEN"}},
+	}}
+	f := mirroredFleet(t, &fleet.Repository{Root: exampleRepo(), Revision: "main@sha1:1", Charts: charts}, mirrors)
+	plan, err := f.Plan(ctx, decodeInputs(t, bootstrapPolicies))
+	require.NoError(t, err)
+	require.Len(t, plan.Mirrored, 1)
+	assert.Equal(t, "https://***@mirror.eu.example/podinfo?token=***", plan.Mirrored[0].Effective)
+	it, ok := plan.Item(fleet.Key{Cluster: "staging", Namespace: "podinfo", Name: "podinfo"})
+	require.True(t, ok)
+	var me *fleet.MirrorError
+	require.ErrorAs(t, it.Err, &me, plan.Table())
+	data, err := json.Marshal(plan)
+	require.NoError(t, err)
+	for what, text := range map[string]string{"table": plan.Table(), "json": string(data), "error": it.Err.Error()} {
+		assert.NotContains(t, text, "s3cret", what)
+		assert.NotContains(t, text, "T0KEN", what)
+	}
+}

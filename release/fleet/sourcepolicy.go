@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/helmfleet/helmfleet/internal/redact"
 	"github.com/helmfleet/helmfleet/policy"
 	"github.com/helmfleet/helmfleet/release"
 	"github.com/helmfleet/helmfleet/source"
@@ -94,7 +95,7 @@ func overrideSources[T any, P interface {
 		before, _, _ := unstructured.NestedString(u.Object, "spec", "url")
 		after, _, _ := unstructured.NestedString(o.Object, "spec", "url")
 		if before != after {
-			*done = append(*done, MirroredSource{Member: member, Source: name, Field: "spec.url", URL: before, Effective: after, By: urlOverrider(applied)})
+			*done = append(*done, MirroredSource{Member: member, Source: name, Field: "spec.url", URL: redact.URL(before), Effective: redact.URL(after), By: urlOverrider(applied)})
 		}
 		out = append(out, P(c))
 	}
