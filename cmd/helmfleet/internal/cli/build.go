@@ -41,6 +41,12 @@ func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[st
 				failed++
 				fmt.Fprintf(w, "# error: %s\n", oneLine(kp.Err.Error()))
 			}
+			// Values substituted from Secrets are masked wherever they
+			// landed, as the Kustomization's own plan masks them.
+			secrets, err := secretVariables(ctx, clusters[name], kp.Kustomization)
+			if err != nil {
+				return fmt.Errorf("member %s: %w", name, err)
+			}
 			for _, o := range kp.Objects {
 				if o.Action == kustomize.PlanSkip {
 					continue
@@ -55,7 +61,9 @@ func writeBuild(ctx context.Context, w io.Writer, p *fleet.Plan, clusters map[st
 				}
 				// A plan of the object alone masks it as a release's
 				// objects are masked: Secret data replaced by digests.
-				if err := writeObjects(w, reconcile.Plan{Objects: []*unstructured.Unstructured{stored(u)}}); err != nil {
+				obj := stored(u)
+				maskSecretValues(obj, secrets)
+				if err := writeObjects(w, reconcile.Plan{Objects: []*unstructured.Unstructured{obj}}); err != nil {
 					return err
 				}
 			}

@@ -407,3 +407,30 @@ func TestTestKubeVersion(t *testing.T) {
 	assert.Contains(t, lines[1], "1.30")
 	assert.Equal(t, "FAIL: 1 problem", lines[2])
 }
+
+// A value a Kustomization substitutes from a Secret is masked in build's
+// output wherever it landed, as the Kustomization's plan masks it.
+func TestBuildMasksSecretSubstitutes(t *testing.T) {
+	const token = "tok-7f3a-do-not-print"
+	head := headRepo(t)
+	edit(t, head, "clusters/prod/apps.yaml", "      - kind: ConfigMap\n        name: cluster-vars\n",
+		"      - kind: ConfigMap\n        name: cluster-vars\n      - kind: Secret\n        name: cluster-secrets\n")
+	edit(t, head, "apps/base/podinfo/certificate.yaml", "  name: podinfo\n", "  name: podinfo\n  annotations:\n    example.com/token: \"${api_token}\"\n")
+	fleetData, err := os.ReadFile(fleetFile)
+	require.NoError(t, err)
+	bootstrap, err := filepath.Abs(filepath.Join(testdata, "bootstrap.yaml"))
+	require.NoError(t, err)
+	withSecret := strings.Replace(string(fleetData), "bootstrap: bootstrap.yaml", "bootstrap: "+bootstrap, 1)
+	withSecret = strings.Replace(withSecret, "         data: {cluster_name: prod-1, cluster_domain: prod-1.example.com}}\n",
+		"         data: {cluster_name: prod-1, cluster_domain: prod-1.example.com}}\n"+
+			"      - {apiVersion: v1, kind: Secret, metadata: {namespace: flux-system, name: cluster-secrets},\n"+
+			"         data: {api_token: "+base64.StdEncoding.EncodeToString([]byte(token))+"}}\n", 1)
+	require.Contains(t, withSecret, "cluster-secrets")
+	fleet := filepath.Join(t.TempDir(), "fleet.yaml")
+	require.NoError(t, os.WriteFile(fleet, []byte(withSecret), 0o600))
+
+	out, code := run(t, nil, "build", head, "--member", "prod-1", "--fleet", fleet, "--chart-cache", chartDir)
+	require.Equal(t, ExitOK, code, out)
+	assert.Contains(t, out, "example.com/token: (secret value)", "the substituted annotation is built, masked")
+	assert.NotContains(t, out, token)
+}
